@@ -1,0 +1,58 @@
+//! The shape every rate-limiting algorithm has: a pure state machine.
+
+pub mod fixed_window;
+pub mod leaky_bucket;
+pub mod sliding_log;
+pub mod sliding_window;
+pub mod token_bucket;
+
+use crate::{Decision, Timestamp};
+use std::fmt;
+
+/// One rate-limiting algorithm, as a pure state machine with no clock, lock or I/O.
+///
+/// A decision happens in two steps so that a check against several policies can be
+/// all-or-nothing (SPEC.md): [`decide`](Algorithm::decide) judges the request without
+/// touching the state, and once every policy has answered,
+/// [`record`](Algorithm::record) applies the outcome. [`step`](Algorithm::step) chains the two
+/// for a single policy, in the `decide(state, now, cost) -> (Decision, State)` form.
+pub trait Algorithm {
+    /// Per-key state. `Default` is the state of a key never seen before.
+    type State: Clone + Default + fmt::Debug + Send + Sync + 'static;
+
+    /// What `record` needs to apply a judged request without computing it again.
+    type Plan: Copy + fmt::Debug;
+
+    /// Judges a request of `cost` at `now` against `state`, changing nothing.
+    ///
+    /// `cost = 0` is a read-only query: it reports whether a cost-1 request would be
+    /// allowed, with the current `remaining` and `reset_after`.
+    fn decide(&self, state: &Self::State, now: Timestamp, cost: u64) -> (Decision, Self::Plan);
+
+    /// Applies a judged request to `state`. `admitted` is true when every policy checked
+    /// together allowed the request; a rejected request changes the state only where the
+    /// algorithm's own rule records rejected attempts (the sliding log's `attempts`).
+    fn record(&self, state: &mut Self::State, plan: Self::Plan, admitted: bool);
+
+    /// When `state` becomes equivalent to `Default` and may be dropped.
+    fn expires_at(&self, state: &Self::State) -> Timestamp;
+
+    /// Decides and records one request checked alone: the pure form of the algorithm.
+    fn step(&self, state: &Self::State, now: Timestamp, cost: u64) -> (Decision, Self::State) {
+        let (decision, plan) = self.decide(state, now, cost);
+        let mut next = state.clone();
+        self.record(&mut next, plan, decision.allowed);
+        (decision, next)
+    }
+}
+
+/// The plan of the algorithms whose state is a small value: the state to store if the
+/// request is admitted (`None` for a read-only query).
+pub(crate) type Replacement<S> = Option<S>;
+
+/// Stores `plan` into `state` when the request was admitted.
+pub(crate) fn replace_if_admitted<S: Copy>(state: &mut S, plan: Replacement<S>, admitted: bool) {
+    if let (true, Some(next)) = (admitted, plan) {
+        *state = next;
+    }
+}

@@ -1,0 +1,152 @@
+//! Fixed window counter: time is cut into windows of length `window`; each key counts the
+//! cost admitted in its current window, and the count resets when a new window begins.
+//!
+//! ```text
+//! limit = 3   |---- window 0 ----|---- window 1 ----|
+//! requests     x   x   x   x        x
+//! decision     ok  ok  ok  NO       ok
+//! ```
+//!
+//! `aligned` windows start at multiples of `window` after the epoch (shifted by `offset`, so
+//! a daily window can start at a user's local midnight), like GitHub's hourly API limit.
+//! `anchored` windows start at a key's first admitted request. The cheapest state (two
+//! integers), but up to twice the limit can pass across a window edge.
+
+use super::{Algorithm, Replacement, replace_if_admitted};
+use crate::policy::{PolicyError, check_exact, duration_micros};
+use crate::{Decision, Timestamp};
+use std::time::Duration;
+
+/// Where windows start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Alignment {
+    /// Windows start at `offset + k × window` for whole `k` (epoch-aligned).
+    #[default]
+    Aligned,
+    /// A window starts at a key's first admitted request at or after the previous one's end.
+    Anchored,
+}
+
+/// The fixed window counter: at most `limit` cost per window.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct FixedWindow {
+    limit: u64,
+    window: u64,
+    alignment: Alignment,
+    offset: u64,
+}
+
+impl FixedWindow {
+    /// A fixed window of `limit` per `window`, with aligned windows shifted by `offset`.
+    ///
+    /// # Errors
+    ///
+    /// When `limit` or `window` is zero or too large to compute exactly, or `offset` is not
+    /// shorter than `window` or is set on an anchored window.
+    pub fn new(
+        limit: u64,
+        window: Duration,
+        alignment: Alignment,
+        offset: Duration,
+    ) -> Result<Self, PolicyError> {
+        if limit == 0 {
+            return Err(PolicyError::new("limit", "must be at least 1"));
+        }
+        check_exact("limit", u128::from(limit))?;
+        let window = duration_micros("window", window)?;
+        check_exact("window", u128::from(window))?;
+        let offset = u64::try_from(offset.as_micros()).unwrap_or(u64::MAX);
+        if alignment == Alignment::Anchored && offset != 0 {
+            return Err(PolicyError::new("offset", "applies only to aligned windows"));
+        }
+        if offset >= window {
+            return Err(PolicyError::new("offset", "must be shorter than the window"));
+        }
+        Ok(FixedWindow { limit, window, alignment, offset })
+    }
+
+    /// The limit `N` per window.
+    pub fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    /// The window length.
+    pub fn window(&self) -> Duration {
+        Duration::from_micros(self.window)
+    }
+
+    /// Where windows start.
+    pub fn alignment(&self) -> Alignment {
+        self.alignment
+    }
+
+    /// The shift of aligned windows from the epoch.
+    pub fn offset(&self) -> Duration {
+        Duration::from_micros(self.offset)
+    }
+
+    /// The window a request at `now` falls in, with the count it already holds, and the
+    /// effective `now` (never before the state's window start).
+    fn current(&self, state: &WindowCount, now: u64) -> (WindowCount, u64) {
+        let live = state.used > 0;
+        let now = if live { now.max(state.start) } else { now };
+        let start = match self.alignment {
+            // `start = floor((now − offset) / window) × window + offset`, computed shifted
+            // by one window so that `now < offset` needs no negative numbers.
+            Alignment::Aligned => {
+                let shift = self.window - self.offset;
+                (now.saturating_add(shift) / self.window * self.window).saturating_sub(shift)
+            }
+            Alignment::Anchored if live && now < state.start.saturating_add(self.window) => state.start,
+            Alignment::Anchored => now,
+        };
+        let used = if live && state.start == start { state.used } else { 0 };
+        (WindowCount { start, used }, now)
+    }
+}
+
+impl Algorithm for FixedWindow {
+    type State = WindowCount;
+    type Plan = Replacement<WindowCount>;
+
+    fn decide(&self, state: &WindowCount, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
+        let (current, now) = self.current(state, now.as_micros());
+        let reset_after = current.start.saturating_add(self.window).saturating_sub(now);
+        let n = self.limit;
+        let left = n - current.used;
+        if cost == 0 {
+            let decision = if left > 0 {
+                Decision::allow(n, left, reset_after)
+            } else {
+                Decision::reject(n, 0, reset_after, reset_after)
+            };
+            return (decision, None);
+        }
+        if cost > n {
+            return (Decision::never(n, left, reset_after), None);
+        }
+        if cost > left {
+            return (Decision::reject(n, left, reset_after, reset_after), None);
+        }
+        let next = WindowCount { used: current.used + cost, ..current };
+        (Decision::allow(n, left - cost, reset_after), Some(next))
+    }
+
+    fn record(&self, state: &mut WindowCount, plan: Self::Plan, admitted: bool) {
+        replace_if_admitted(state, plan, admitted);
+    }
+
+    fn expires_at(&self, state: &WindowCount) -> Timestamp {
+        let end = if state.used == 0 { 0 } else { state.start.saturating_add(self.window) };
+        Timestamp::from_micros(end)
+    }
+}
+
+/// A key's current window: where it starts and the cost admitted in it (`used = 0` is fresh).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WindowCount {
+    /// Start of the window, µs since the epoch.
+    pub start: u64,
+    /// Cost admitted in it.
+    pub used: u64,
+}

@@ -1,0 +1,120 @@
+//! Leaky bucket as GCRA (the generic cell rate algorithm): requests leak out at one per
+//! `interval`, and up to `burst` extra requests may queue.
+//!
+//! ```text
+//! interval = 1 s, burst = 1
+//! time (s)   0     0     0          1
+//! decision   ok    ok    NO (1 s)   ok      <- one slot leaked at 1 s
+//! ```
+//!
+//! As a meter (`nodelay`, like nginx `limit_req … nodelay`) it admits or rejects; as a
+//! shaper (`delay`, nginx `limit_req` without `nodelay`) an admitted request also learns how
+//! long to wait for its turn. The state is a single timestamp: the theoretical arrival time.
+//! A leaky bucket as a meter is a token bucket of `burst + 1` refilled one per `interval`.
+
+use super::{Algorithm, Replacement, replace_if_admitted};
+use crate::policy::{PolicyError, check_exact, duration_micros};
+use crate::{Decision, Timestamp};
+use std::time::Duration;
+
+/// What an admitted request does.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum LeakMode {
+    /// A meter: admitted requests proceed at once.
+    #[default]
+    NoDelay,
+    /// A shaper: admitted requests wait `delay` for their turn.
+    Delay,
+}
+
+/// The leaky bucket (GCRA): one request per `interval`, `burst` more may queue.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct LeakyBucket {
+    interval: u64,
+    burst: u64,
+    mode: LeakMode,
+}
+
+impl LeakyBucket {
+    /// A leaky bucket leaking one request per `interval` with `burst` extra places.
+    ///
+    /// # Errors
+    ///
+    /// When `interval` is zero, or `(burst + 1) × interval` is not below 2^53.
+    pub fn new(interval: Duration, burst: u64, mode: LeakMode) -> Result<Self, PolicyError> {
+        let interval = duration_micros("interval", interval)?;
+        check_exact("interval", u128::from(interval))?;
+        check_exact("burst", (u128::from(burst) + 1) * u128::from(interval))
+            .map_err(|_| PolicyError::new("burst", "(burst + 1) × interval (µs) must be below 2^53"))?;
+        Ok(LeakyBucket { interval, burst, mode })
+    }
+
+    /// Time between two leaks.
+    pub fn interval(&self) -> Duration {
+        Duration::from_micros(self.interval)
+    }
+
+    /// Extra requests that may queue.
+    pub fn burst(&self) -> u64 {
+        self.burst
+    }
+
+    /// Meter or shaper.
+    pub fn mode(&self) -> LeakMode {
+        self.mode
+    }
+
+    /// The tolerance `(burst + 1) × interval`.
+    fn tolerance(&self) -> u64 {
+        (self.burst + 1) * self.interval
+    }
+
+    /// Cost-1 requests that fit now, given the arrival time `tat`.
+    fn room(&self, tat: u64, now: u64) -> u64 {
+        self.tolerance().saturating_sub(tat.saturating_sub(now)) / self.interval
+    }
+
+    fn delay(&self, wait: u64) -> u64 {
+        if self.mode == LeakMode::Delay { wait } else { 0 }
+    }
+}
+
+impl Algorithm for LeakyBucket {
+    type State = Tat;
+    type Plan = Replacement<Tat>;
+
+    fn decide(&self, state: &Tat, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
+        let now = now.as_micros();
+        let limit = self.burst + 1;
+        let start = state.0.max(now);
+        let reset_after = state.0.saturating_sub(now);
+        let room = self.room(state.0, now);
+        let judged = cost.max(1);
+        if judged > limit {
+            return (Decision::never(limit, room, reset_after), None);
+        }
+        let end = start + judged * self.interval;
+        if end - now > self.tolerance() {
+            let retry = end - self.tolerance() - now;
+            return (Decision::reject(limit, room, reset_after, retry), None);
+        }
+        let wait = self.delay(start - now);
+        if cost == 0 {
+            return (Decision::allow(limit, room, reset_after).with_delay(wait), None);
+        }
+        let decision = Decision::allow(limit, self.room(end, now), end - now);
+        (decision.with_delay(wait), Some(Tat(end)))
+    }
+
+    fn record(&self, state: &mut Tat, plan: Self::Plan, admitted: bool) {
+        replace_if_admitted(state, plan, admitted);
+    }
+
+    fn expires_at(&self, state: &Tat) -> Timestamp {
+        Timestamp::from_micros(state.0)
+    }
+}
+
+/// A key's theoretical arrival time, µs since the epoch (0 for a fresh key).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tat(pub u64);

@@ -1,0 +1,25 @@
+#![doc = include_str!("../README.md")]
+
+pub mod algorithm;
+pub mod config;
+mod decision;
+mod limit;
+mod limiter;
+mod policy;
+pub mod store;
+mod time;
+
+pub use algorithm::Algorithm;
+pub use algorithm::fixed_window::{Alignment, FixedWindow};
+pub use algorithm::leaky_bucket::{LeakMode, LeakyBucket};
+pub use algorithm::sliding_log::{SlidingLog, SlidingLogVariant};
+pub use algorithm::sliding_window::SlidingWindow;
+pub use algorithm::token_bucket::TokenBucket;
+pub use config::{Config, ConfigError};
+pub use decision::{Decision, RetryAfter};
+pub use limit::{Key, KeyError, Limit, LimitId};
+pub use limiter::{CheckError, RateLimiter};
+pub use policy::{EXACT_LIMIT, Policy, PolicyError};
+pub use store::memory::MemoryStore;
+pub use store::{Store, StoreError, Verdict};
+pub use time::{Clock, ManualClock, SystemClock, Timestamp};

@@ -1,0 +1,73 @@
+//! Where per-key state lives. The store owns atomicity; the algorithm owns the math.
+
+pub mod memory;
+
+use crate::{Decision, Key, Limit, Timestamp};
+use std::future::Future;
+
+/// A store of per-key states that decides requests atomically.
+///
+/// One async API for every store: the in-memory store's future is ready at once.
+pub trait Store: Send + Sync + 'static {
+    /// Checks a request of `cost` for `key` against every limit in `limits` at `now`,
+    /// all or nothing (SPEC.md): it is allowed only if every limit allows it, and a limit's
+    /// state changes only if it is allowed (or the limit records rejected attempts).
+    ///
+    /// `limits` must not be empty.
+    fn check(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send;
+}
+
+/// The outcome of a check against one or several limits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// The combined decision: the most restrictive limit's, with the longest `delay` of all.
+    pub decision: Decision,
+    /// Index in `limits` of the limit whose decision is reported.
+    pub limit: usize,
+}
+
+impl Verdict {
+    /// Combines per-limit decisions: the most restrictive one (rejections first, then the
+    /// longest `retry_after`, then the fewest `remaining`; the first on ties), carrying the
+    /// longest delay any shaper asked for when the request is allowed.
+    pub fn combine(decisions: &[Decision]) -> Option<Verdict> {
+        let mut verdict = Verdict { decision: *decisions.first()?, limit: 0 };
+        for (index, decision) in decisions.iter().enumerate().skip(1) {
+            if decision.is_more_restrictive_than(&verdict.decision) {
+                verdict = Verdict { decision: *decision, limit: index };
+            }
+        }
+        if verdict.decision.allowed {
+            verdict.decision.delay = decisions.iter().map(|d| d.delay).max().unwrap_or_default();
+        }
+        Some(verdict)
+    }
+}
+
+/// A store that could not decide.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The store could not be reached or did not answer in time.
+    #[error("store unavailable")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// The store answered something this version cannot read.
+    #[error("store returned a malformed reply: {0}")]
+    Malformed(String),
+    /// The request was not checked: `limits` was empty.
+    #[error("no limit to check")]
+    NoLimits,
+}
+
+impl StoreError {
+    /// True when the same request may succeed later (retry, or fail open meanwhile).
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Unavailable(_))
+    }
+}

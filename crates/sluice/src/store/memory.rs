@@ -1,0 +1,269 @@
+//! The embedded store: per-key states in memory, in shards behind short locks.
+//!
+//! A key's shard is chosen by a keyed hash of the key alone, so all limits checked together
+//! for one key sit behind one lock and an all-or-nothing check takes one lock. Inside a
+//! shard, each limit has its own table typed by its algorithm.
+//!
+//! Memory stays bounded: a state that is back to fresh (by the store's own clock, which
+//! only moves forward) is dropped by sweeps that run as keys are added and by
+//! [`MemoryStore::sweep`]; and the number of states never exceeds
+//! [`max_keys`](MemoryStoreBuilder::max_keys). When a shard is full, it first drops every
+//! fresh-equivalent state, then the states that would become fresh soonest: losing one only
+//! makes its key start over, which admits at most what the key would have been admitted
+//! soon anyway, and states that stay hot (keys being rejected for a long time) are kept.
+
+mod keyed;
+
+pub(crate) use keyed::{Keyed, KeyedStates};
+
+use crate::store::{Store, StoreError, Verdict};
+use crate::{Clock, Decision, Key, Limit, LimitId, SystemClock, Timestamp};
+use ahash::RandomState;
+use keyed::Request;
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+use std::fmt;
+use std::future::{Future, Ready, ready};
+use std::sync::Arc;
+
+/// States in one shard are swept after this many insertions (or as many as it holds).
+const SWEEP_EVERY: usize = 1024;
+
+/// The default cap on states held.
+pub const DEFAULT_MAX_KEYS: usize = 10_000_000;
+
+/// The in-memory store. Cheap to clone: clones share the same states.
+///
+/// # Examples
+///
+/// ```
+/// use sluice::{Key, Limit, MemoryStore, Store, Timestamp, TokenBucket};
+/// use std::time::Duration;
+///
+/// let store = MemoryStore::new();
+/// let api = Limit::new("api", TokenBucket::new(2, 1, Duration::from_secs(1))?);
+/// let key = Key::new(b"user-1")?;
+/// let now = Timestamp::from_micros(1_700_000_000_000_000);
+/// let verdict = store.check_now(key, std::slice::from_ref(&api), now, 1)?;
+/// assert!(verdict.decision.allowed);
+/// assert_eq!(verdict.decision.remaining, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct MemoryStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    shards: Box<[Padded<Mutex<Shard>>]>,
+    hasher: RandomState,
+    shard_capacity: usize,
+    clock: Box<dyn Fn() -> Timestamp + Send + Sync>,
+}
+
+/// Keeps each shard's lock on its own cache lines.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+#[derive(Debug, Default)]
+struct Shard {
+    tables: Vec<(LimitId, Box<dyn KeyedStates>)>,
+    states: usize,
+    inserted_since_sweep: usize,
+}
+
+impl MemoryStore {
+    /// A store with the default settings: the system clock, [`DEFAULT_MAX_KEYS`].
+    pub fn new() -> Self {
+        MemoryStore::builder().build()
+    }
+
+    /// A builder to set the cap, the shard count and the store's own clock.
+    pub fn builder() -> MemoryStoreBuilder {
+        MemoryStoreBuilder::default()
+    }
+
+    /// Checks `key` against `limits` at `now`, all or nothing, and returns at once.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NoLimits`] when `limits` is empty.
+    pub fn check_now(&self, key: Key<'_>, limits: &[Limit], now: Timestamp, cost: u64) -> Result<Verdict, StoreError> {
+        let key = key.as_bytes();
+        let hash = self.inner.hasher.hash_one(key);
+        let mut shard = self.shard(hash).lock();
+        let request = Request { hash, key, now, cost };
+        if let [limit] = limits {
+            return Ok(self.settle(&mut shard, limit, request, None));
+        }
+        let decisions: SmallVec<[Decision; 4]> =
+            limits.iter().map(|limit| shard.table(limit).judge(hash, key, now, cost)).collect();
+        let admitted = decisions.iter().all(|d| d.allowed);
+        for limit in limits {
+            self.settle(&mut shard, limit, request, Some(admitted));
+        }
+        Verdict::combine(&decisions).ok_or(StoreError::NoLimits)
+    }
+
+    /// Drops every state that is back to fresh by the store's clock; returns how many.
+    pub fn sweep(&self) -> usize {
+        let now = (self.inner.clock)();
+        self.inner.shards.iter().map(|shard| shard.0.lock().drop_expiring_by(now)).sum()
+    }
+
+    /// The number of states held (one per limit and key).
+    pub fn len(&self) -> usize {
+        self.inner.shards.iter().map(|shard| shard.0.lock().states).sum()
+    }
+
+    /// True when no state is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Bytes held by the tables, keys and states (not counting the allocator's overhead).
+    pub fn heap_bytes(&self) -> usize {
+        let tables = |shard: &Shard| shard.tables.iter().map(|(_, t)| t.heap_bytes()).sum::<usize>();
+        self.inner.shards.iter().map(|shard| tables(&shard.0.lock())).sum()
+    }
+
+    fn shard(&self, hash: u64) -> &Mutex<Shard> {
+        // Middle bits: hashbrown uses the low bits for buckets and the top 7 for tags.
+        let index = (hash >> 32) as usize & (self.inner.shards.len() - 1);
+        &self.inner.shards[index].0
+    }
+
+    fn settle(&self, shard: &mut Shard, limit: &Limit, request: Request<'_>, admitted: Option<bool>) -> Verdict {
+        if shard.states >= self.inner.shard_capacity {
+            shard.make_room(self.inner.shard_capacity, (self.inner.clock)());
+        }
+        let (decision, inserted) = shard.table(limit).settle(request, admitted, &self.inner.hasher);
+        if inserted {
+            shard.states += 1;
+            shard.inserted_since_sweep += 1;
+            if shard.inserted_since_sweep >= SWEEP_EVERY.max(shard.states) {
+                shard.drop_expiring_by((self.inner.clock)());
+            }
+        }
+        Verdict { decision, limit: 0 }
+    }
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore::new()
+    }
+}
+
+impl fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("shards", &self.inner.shards.len())
+            .field("shard_capacity", &self.inner.shard_capacity)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store for MemoryStore {
+    fn check(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
+        let verdict: Ready<_> = ready(self.check_now(key, limits, now, cost));
+        verdict
+    }
+}
+
+impl Shard {
+    /// The table of `limit`, created empty on first use.
+    fn table(&mut self, limit: &Limit) -> &mut Box<dyn KeyedStates> {
+        let index = match self.tables.iter().position(|(id, _)| *id == limit.id()) {
+            Some(index) => index,
+            None => {
+                self.tables.push((limit.id(), limit.policy().new_table()));
+                self.tables.len() - 1
+            }
+        };
+        &mut self.tables[index].1
+    }
+
+    fn drop_expiring_by(&mut self, time: Timestamp) -> usize {
+        let dropped: usize = self.tables.iter_mut().map(|(_, t)| t.drop_expiring_by(time)).sum();
+        self.states -= dropped;
+        self.inserted_since_sweep = 0;
+        dropped
+    }
+
+    /// Frees at least a sixteenth of the shard: every fresh-equivalent state, then the
+    /// states that would become fresh soonest.
+    fn make_room(&mut self, capacity: usize, now: Timestamp) {
+        let target = (capacity / 16).max(1);
+        let mut expiries: Vec<Timestamp> = self.tables.iter().flat_map(|(_, t)| t.expiries()).collect();
+        let threshold = if expiries.len() > target {
+            *expiries.select_nth_unstable(target - 1).1
+        } else {
+            Timestamp::from_micros(u64::MAX)
+        };
+        self.drop_expiring_by(threshold.max(now));
+    }
+}
+
+/// Settings of a [`MemoryStore`].
+#[derive(Default)]
+pub struct MemoryStoreBuilder {
+    max_keys: Option<usize>,
+    shards: Option<usize>,
+    clock: Option<Box<dyn Fn() -> Timestamp + Send + Sync>>,
+}
+
+impl fmt::Debug for MemoryStoreBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryStoreBuilder")
+            .field("max_keys", &self.max_keys)
+            .field("shards", &self.shards)
+            .finish_non_exhaustive()
+    }
+}
+
+impl MemoryStoreBuilder {
+    /// The most states the store holds at once (default [`DEFAULT_MAX_KEYS`]). The cap is
+    /// split evenly between shards; each shard holds at most `max_keys / shards`.
+    pub fn max_keys(mut self, max_keys: usize) -> Self {
+        self.max_keys = Some(max_keys.max(1));
+        self
+    }
+
+    /// The number of shards, rounded up to a power of two (default: 16 per CPU).
+    pub fn shards(mut self, shards: usize) -> Self {
+        self.shards = Some(shards.max(1));
+        self
+    }
+
+    /// The clock by which states are judged fresh and dropped (default: the system clock).
+    ///
+    /// The simulator gives a clock that never moves, so it drops nothing: requests carry
+    /// their own times, and a state may only be dropped by the store's own clock.
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(Box::new(move || clock.now()));
+        self
+    }
+
+    /// The store.
+    pub fn build(self) -> MemoryStore {
+        let max_keys = self.max_keys.unwrap_or(DEFAULT_MAX_KEYS);
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let wanted = self.shards.unwrap_or(16 * cpus).min(max_keys);
+        let count = wanted.next_power_of_two().min(max_keys.next_power_of_two());
+        let count = if count > max_keys { count / 2 } else { count }.max(1);
+        let clock = self.clock.unwrap_or_else(|| {
+            let clock = SystemClock::new();
+            Box::new(move || clock.now())
+        });
+        let shards = (0..count).map(|_| Padded(Mutex::new(Shard::default()))).collect();
+        let inner = Inner { shards, hasher: RandomState::new(), shard_capacity: max_keys / count, clock };
+        MemoryStore { inner: Arc::new(inner) }
+    }
+}

@@ -1,0 +1,134 @@
+//! One limit's per-key states inside one shard, typed by the limit's algorithm so each
+//! entry holds exactly its key and its algorithm's state (no enum padding).
+
+use crate::algorithm::Algorithm;
+use crate::{Decision, Timestamp};
+use ahash::RandomState;
+use hashbrown::HashTable;
+use smallvec::SmallVec;
+use std::fmt;
+
+/// Key bytes, stored inline up to 16 bytes (an IPv6 address, a UUID) and on the heap beyond.
+pub(crate) type KeyBytes = SmallVec<[u8; 16]>;
+
+/// The operations a shard needs from one limit's table, whatever its algorithm.
+pub(crate) trait KeyedStates: Send + fmt::Debug {
+    /// Judges a request without changing anything.
+    fn judge(&self, hash: u64, key: &[u8], now: Timestamp, cost: u64) -> Decision;
+
+    /// Decides and records a request. `admitted` is the outcome of every limit checked
+    /// together, or `None` to use this limit's own decision. Returns the decision and
+    /// whether a new state was inserted.
+    fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, bool);
+
+    /// Drops every state that is fresh-equivalent by `time`; returns how many.
+    fn drop_expiring_by(&mut self, time: Timestamp) -> usize;
+
+    /// When each state expires.
+    fn expiries(&self) -> Vec<Timestamp>;
+
+    /// Bytes held by the table and its states (keys and heap parts included).
+    fn heap_bytes(&self) -> usize;
+}
+
+/// A request addressed to one key of a shard.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Request<'a> {
+    pub(crate) hash: u64,
+    pub(crate) key: &'a [u8],
+    pub(crate) now: Timestamp,
+    pub(crate) cost: u64,
+}
+
+/// A table of states of algorithm `A`, keyed by the caller's key bytes.
+pub(crate) struct Keyed<A: Algorithm> {
+    algorithm: A,
+    entries: HashTable<(KeyBytes, A::State)>,
+}
+
+impl<A: Algorithm> Keyed<A> {
+    pub(crate) fn new(algorithm: A) -> Self {
+        Keyed { algorithm, entries: HashTable::new() }
+    }
+}
+
+impl<A: Algorithm + fmt::Debug> fmt::Debug for Keyed<A> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Keyed")
+            .field("algorithm", &self.algorithm)
+            .field("states", &self.entries.len())
+            .finish()
+    }
+}
+
+impl<A> KeyedStates for Keyed<A>
+where
+    A: Algorithm + fmt::Debug + Send,
+    A::State: PartialEq + HeapSize,
+{
+    fn judge(&self, hash: u64, key: &[u8], now: Timestamp, cost: u64) -> Decision {
+        let fresh = A::State::default();
+        let state = self.entries.find(hash, |(k, _)| k.as_slice() == key).map_or(&fresh, |(_, s)| s);
+        self.algorithm.decide(state, now, cost).0
+    }
+
+    fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, bool) {
+        let Request { hash, key, now, cost } = request;
+        if let Some((_, state)) = self.entries.find_mut(hash, |(k, _)| k.as_slice() == key) {
+            let (decision, plan) = self.algorithm.decide(state, now, cost);
+            self.algorithm.record(state, plan, admitted.unwrap_or(decision.allowed));
+            return (decision, false);
+        }
+        let (decision, plan) = self.algorithm.decide(&A::State::default(), now, cost);
+        let mut state = A::State::default();
+        self.algorithm.record(&mut state, plan, admitted.unwrap_or(decision.allowed));
+        if state == A::State::default() {
+            return (decision, false);
+        }
+        let rehash = |(k, _): &(KeyBytes, A::State)| hasher.hash_one(k.as_slice());
+        self.entries.insert_unique(hash, (KeyBytes::from_slice(key), state), rehash);
+        (decision, true)
+    }
+
+    fn drop_expiring_by(&mut self, time: Timestamp) -> usize {
+        let before = self.entries.len();
+        let algorithm = &self.algorithm;
+        self.entries.retain(|(_, state)| algorithm.expires_at(state) > time);
+        before - self.entries.len()
+    }
+
+    fn expiries(&self) -> Vec<Timestamp> {
+        self.entries.iter().map(|(_, state)| self.algorithm.expires_at(state)).collect()
+    }
+
+    fn heap_bytes(&self) -> usize {
+        let slots = self.entries.capacity() * (size_of::<(KeyBytes, A::State)>() + 1);
+        let owned: usize = self
+            .entries
+            .iter()
+            .map(|(key, state)| state.heap_size() + if key.spilled() { key.capacity() } else { 0 })
+            .sum();
+        slots + owned
+    }
+}
+
+/// Bytes a state holds outside its own struct.
+pub(crate) trait HeapSize {
+    fn heap_size(&self) -> usize {
+        0
+    }
+}
+
+impl HeapSize for crate::algorithm::sliding_log::SlidingLogState {
+    fn heap_size(&self) -> usize {
+        self.heap_bytes()
+    }
+}
+impl HeapSize for crate::algorithm::sliding_window::BucketCounts {
+    fn heap_size(&self) -> usize {
+        self.heap_bytes()
+    }
+}
+impl HeapSize for crate::algorithm::fixed_window::WindowCount {}
+impl HeapSize for crate::algorithm::token_bucket::Tokens {}
+impl HeapSize for crate::algorithm::leaky_bucket::Tat {}
