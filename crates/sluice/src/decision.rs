@@ -45,7 +45,12 @@ impl Decision {
     }
 
     /// A rejected request that could pass after `retry_after_us`.
-    pub(crate) fn reject(limit: u64, remaining: u64, reset_after_us: u64, retry_after_us: u64) -> Self {
+    pub(crate) fn reject(
+        limit: u64,
+        remaining: u64,
+        reset_after_us: u64,
+        retry_after_us: u64,
+    ) -> Self {
         Decision {
             allowed: false,
             retry_after: Some(RetryAfter::After(Duration::from_micros(retry_after_us))),

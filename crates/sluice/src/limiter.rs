@@ -1,7 +1,9 @@
 //! The user-facing limiter: limits, a store and a clock.
 
 use crate::decision::micros;
-use crate::{Clock, Decision, Key, KeyError, Limit, MemoryStore, RetryAfter, Store, StoreError, SystemClock};
+use crate::{
+    Clock, Decision, Key, KeyError, Limit, MemoryStore, RetryAfter, Store, StoreError, SystemClock,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -54,20 +56,35 @@ impl RateLimiter {
     /// When `limits` is empty.
     pub fn all_of(limits: impl IntoIterator<Item = Limit>) -> Self {
         let limits: Arc<[Limit]> = limits.into_iter().collect();
-        assert!(!limits.is_empty(), "a rate limiter needs at least one limit");
-        RateLimiter { limits, store: MemoryStore::new(), clock: SystemClock::new() }
+        assert!(
+            !limits.is_empty(),
+            "a rate limiter needs at least one limit"
+        );
+        RateLimiter {
+            limits,
+            store: MemoryStore::new(),
+            clock: SystemClock::new(),
+        }
     }
 }
 
 impl<S: Store, C: Clock> RateLimiter<S, C> {
     /// The same limiter on another store.
     pub fn with_store<T: Store>(self, store: T) -> RateLimiter<T, C> {
-        RateLimiter { limits: self.limits, store, clock: self.clock }
+        RateLimiter {
+            limits: self.limits,
+            store,
+            clock: self.clock,
+        }
     }
 
     /// The same limiter reading another clock (a [`ManualClock`](crate::ManualClock) in tests).
     pub fn with_clock<D: Clock>(self, clock: D) -> RateLimiter<S, D> {
-        RateLimiter { limits: self.limits, store: self.store, clock }
+        RateLimiter {
+            limits: self.limits,
+            store: self.store,
+            clock,
+        }
     }
 
     /// The limits checked.
@@ -97,7 +114,10 @@ impl<S: Store, C: Clock> RateLimiter<S, C> {
     /// As [`check`](Self::check).
     pub async fn check_n(&self, key: impl AsRef<[u8]>, cost: u64) -> Result<Decision, CheckError> {
         let key = Key::new(key.as_ref())?;
-        let verdict = self.store.check(key, &self.limits, self.clock.now(), cost).await?;
+        let verdict = self
+            .store
+            .check(key, &self.limits, self.clock.now(), cost)
+            .await?;
         Ok(verdict.decision)
     }
 
@@ -111,7 +131,12 @@ impl<S: Store, C: Clock> RateLimiter<S, C> {
     /// # Errors
     ///
     /// As [`check`](Self::check).
-    pub async fn acquire(&self, key: impl AsRef<[u8]>, cost: u64, max_wait: Duration) -> Result<Decision, CheckError> {
+    pub async fn acquire(
+        &self,
+        key: impl AsRef<[u8]>,
+        cost: u64,
+        max_wait: Duration,
+    ) -> Result<Decision, CheckError> {
         let key = key.as_ref();
         let mut waited = Duration::ZERO;
         loop {

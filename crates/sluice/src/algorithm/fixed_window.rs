@@ -57,12 +57,23 @@ impl FixedWindow {
         check_exact("window", u128::from(window))?;
         let offset = u64::try_from(offset.as_micros()).unwrap_or(u64::MAX);
         if alignment == Alignment::Anchored && offset != 0 {
-            return Err(PolicyError::new("offset", "applies only to aligned windows"));
+            return Err(PolicyError::new(
+                "offset",
+                "applies only to aligned windows",
+            ));
         }
         if offset >= window {
-            return Err(PolicyError::new("offset", "must be shorter than the window"));
+            return Err(PolicyError::new(
+                "offset",
+                "must be shorter than the window",
+            ));
         }
-        Ok(FixedWindow { limit, window, alignment, offset })
+        Ok(FixedWindow {
+            limit,
+            window,
+            alignment,
+            offset,
+        })
     }
 
     /// The limit `N` per window.
@@ -97,10 +108,16 @@ impl FixedWindow {
                 let shift = self.window - self.offset;
                 (now.saturating_add(shift) / self.window * self.window).saturating_sub(shift)
             }
-            Alignment::Anchored if live && now < state.start.saturating_add(self.window) => state.start,
+            Alignment::Anchored if live && now < state.start.saturating_add(self.window) => {
+                state.start
+            }
             Alignment::Anchored => now,
         };
-        let used = if live && state.start == start { state.used } else { 0 };
+        let used = if live && state.start == start {
+            state.used
+        } else {
+            0
+        };
         (WindowCount { start, used }, now)
     }
 }
@@ -111,7 +128,10 @@ impl Algorithm for FixedWindow {
 
     fn decide(&self, state: &WindowCount, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
         let (current, now) = self.current(state, now.as_micros());
-        let reset_after = current.start.saturating_add(self.window).saturating_sub(now);
+        let reset_after = current
+            .start
+            .saturating_add(self.window)
+            .saturating_sub(now);
         let n = self.limit;
         let left = n - current.used;
         if cost == 0 {
@@ -128,7 +148,10 @@ impl Algorithm for FixedWindow {
         if cost > left {
             return (Decision::reject(n, left, reset_after, reset_after), None);
         }
-        let next = WindowCount { used: current.used + cost, ..current };
+        let next = WindowCount {
+            used: current.used + cost,
+            ..current
+        };
         (Decision::allow(n, left - cost, reset_after), Some(next))
     }
 
@@ -137,7 +160,11 @@ impl Algorithm for FixedWindow {
     }
 
     fn expires_at(&self, state: &WindowCount) -> Timestamp {
-        let end = if state.used == 0 { 0 } else { state.start.saturating_add(self.window) };
+        let end = if state.used == 0 {
+            0
+        } else {
+            state.start.saturating_add(self.window)
+        };
         Timestamp::from_micros(end)
     }
 }

@@ -30,7 +30,11 @@ impl TokenBucket {
     /// # Errors
     ///
     /// When a parameter is zero or too large to compute exactly (2^53).
-    pub fn new(capacity: u64, refill_amount: u64, refill_interval: Duration) -> Result<Self, PolicyError> {
+    pub fn new(
+        capacity: u64,
+        refill_amount: u64,
+        refill_interval: Duration,
+    ) -> Result<Self, PolicyError> {
         if capacity == 0 {
             return Err(PolicyError::new("capacity", "must be at least 1"));
         }
@@ -41,7 +45,11 @@ impl TokenBucket {
         check_exact("refill_amount", u128::from(refill_amount))?;
         let refill_interval = duration_micros("refill_interval", refill_interval)?;
         check_exact("refill_interval", u128::from(refill_interval))?;
-        Ok(TokenBucket { capacity, refill_amount, refill_interval })
+        Ok(TokenBucket {
+            capacity,
+            refill_amount,
+            refill_interval,
+        })
     }
 
     /// The capacity `C`.
@@ -68,9 +76,14 @@ impl TokenBucket {
         let now = now.max(state.last);
         let ticks = (now - state.last) / self.refill_interval;
         let gained = u128::from(ticks) * u128::from(self.refill_amount);
-        let tokens = (u128::from(self.capacity - state.taken) + gained).min(u128::from(self.capacity));
+        let tokens =
+            (u128::from(self.capacity - state.taken) + gained).min(u128::from(self.capacity));
         let tokens = tokens as u64;
-        let last = if tokens == self.capacity { now } else { state.last + ticks * self.refill_interval };
+        let last = if tokens == self.capacity {
+            now
+        } else {
+            state.last + ticks * self.refill_interval
+        };
         (tokens, last, now)
     }
 
@@ -110,8 +123,14 @@ impl Algorithm for TokenBucket {
             return (Decision::reject(c, tokens, reset_after, retry), None);
         }
         let left = tokens - cost;
-        let next = Tokens { taken: c - left, last };
-        (Decision::allow(c, left, self.wait_for(left, last, now, c)), Some(next))
+        let next = Tokens {
+            taken: c - left,
+            last,
+        };
+        (
+            Decision::allow(c, left, self.wait_for(left, last, now, c)),
+            Some(next),
+        )
     }
 
     fn record(&self, state: &mut Tokens, plan: Self::Plan, admitted: bool) {

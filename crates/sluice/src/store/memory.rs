@@ -29,6 +29,9 @@ use std::sync::Arc;
 /// States in one shard are swept after this many insertions (or as many as it holds).
 const SWEEP_EVERY: usize = 1024;
 
+/// The most shards a store is cut into.
+const MAX_SHARDS: usize = 4096;
+
 /// The default cap on states held.
 pub const DEFAULT_MAX_KEYS: usize = 10_000_000;
 
@@ -88,19 +91,38 @@ impl MemoryStore {
     /// # Errors
     ///
     /// [`StoreError::NoLimits`] when `limits` is empty.
-    pub fn check_now(&self, key: Key<'_>, limits: &[Limit], now: Timestamp, cost: u64) -> Result<Verdict, StoreError> {
+    pub fn check_now(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+    ) -> Result<Verdict, StoreError> {
         let key = key.as_bytes();
         let hash = self.inner.hasher.hash_one(key);
         let mut shard = self.shard(hash).lock();
-        let request = Request { hash, key, now, cost };
+        let request = Request {
+            hash,
+            key,
+            now,
+            cost,
+        };
         if let [limit] = limits {
             return Ok(self.settle(&mut shard, limit, request, None));
         }
-        let decisions: SmallVec<[Decision; 4]> =
-            limits.iter().map(|limit| shard.table(limit).judge(hash, key, now, cost)).collect();
+        let decisions: SmallVec<[Decision; 4]> = limits
+            .iter()
+            .map(|limit| shard.table(limit).judge(hash, key, now, cost))
+            .collect();
         let admitted = decisions.iter().all(|d| d.allowed);
-        for limit in limits {
-            self.settle(&mut shard, limit, request, Some(admitted));
+        for (index, limit) in limits.iter().enumerate() {
+            // A limit listed twice is one state: record the request once.
+            if !limits[..index]
+                .iter()
+                .any(|earlier| earlier.id() == limit.id())
+            {
+                self.settle(&mut shard, limit, request, Some(admitted));
+            }
         }
         Verdict::combine(&decisions).ok_or(StoreError::NoLimits)
     }
@@ -108,12 +130,20 @@ impl MemoryStore {
     /// Drops every state that is back to fresh by the store's clock; returns how many.
     pub fn sweep(&self) -> usize {
         let now = (self.inner.clock)();
-        self.inner.shards.iter().map(|shard| shard.0.lock().drop_expiring_by(now)).sum()
+        self.inner
+            .shards
+            .iter()
+            .map(|shard| shard.0.lock().drop_expiring_by(now))
+            .sum()
     }
 
     /// The number of states held (one per limit and key).
     pub fn len(&self) -> usize {
-        self.inner.shards.iter().map(|shard| shard.0.lock().states).sum()
+        self.inner
+            .shards
+            .iter()
+            .map(|shard| shard.0.lock().states)
+            .sum()
     }
 
     /// True when no state is held.
@@ -123,8 +153,18 @@ impl MemoryStore {
 
     /// Bytes held by the tables, keys and states (not counting the allocator's overhead).
     pub fn heap_bytes(&self) -> usize {
-        let tables = |shard: &Shard| shard.tables.iter().map(|(_, t)| t.heap_bytes()).sum::<usize>();
-        self.inner.shards.iter().map(|shard| tables(&shard.0.lock())).sum()
+        let tables = |shard: &Shard| {
+            shard
+                .tables
+                .iter()
+                .map(|(_, t)| t.heap_bytes())
+                .sum::<usize>()
+        };
+        self.inner
+            .shards
+            .iter()
+            .map(|shard| tables(&shard.0.lock()))
+            .sum()
     }
 
     fn shard(&self, hash: u64) -> &Mutex<Shard> {
@@ -133,11 +173,19 @@ impl MemoryStore {
         &self.inner.shards[index].0
     }
 
-    fn settle(&self, shard: &mut Shard, limit: &Limit, request: Request<'_>, admitted: Option<bool>) -> Verdict {
+    fn settle(
+        &self,
+        shard: &mut Shard,
+        limit: &Limit,
+        request: Request<'_>,
+        admitted: Option<bool>,
+    ) -> Verdict {
         if shard.states >= self.inner.shard_capacity {
             shard.make_room(self.inner.shard_capacity, (self.inner.clock)());
         }
-        let (decision, inserted) = shard.table(limit).settle(request, admitted, &self.inner.hasher);
+        let (decision, inserted) = shard
+            .table(limit)
+            .settle(request, admitted, &self.inner.hasher);
         if inserted {
             shard.states += 1;
             shard.inserted_since_sweep += 1;
@@ -190,24 +238,41 @@ impl Shard {
         &mut self.tables[index].1
     }
 
-    fn drop_expiring_by(&mut self, time: Timestamp) -> usize {
-        let dropped: usize = self.tables.iter_mut().map(|(_, t)| t.drop_expiring_by(time)).sum();
+    /// Drops the states expiring before `time` and `ties` of those expiring at `time`.
+    fn drop_expiring_before(&mut self, time: Timestamp, mut ties: usize) -> usize {
+        let dropped: usize = self
+            .tables
+            .iter_mut()
+            .map(|(_, t)| t.drop_expiring_before(time, &mut ties))
+            .sum();
         self.states -= dropped;
         self.inserted_since_sweep = 0;
         dropped
     }
 
-    /// Frees at least a sixteenth of the shard: every fresh-equivalent state, then the
-    /// states that would become fresh soonest.
+    /// Drops every state that is fresh-equivalent by `now`.
+    fn drop_expiring_by(&mut self, now: Timestamp) -> usize {
+        self.drop_expiring_before(Timestamp::from_micros(now.as_micros().saturating_add(1)), 0)
+    }
+
+    /// Frees a sixteenth of the shard: every fresh-equivalent state, then (if that was not
+    /// enough) the states that would become fresh soonest.
     fn make_room(&mut self, capacity: usize, now: Timestamp) {
         let target = (capacity / 16).max(1);
-        let mut expiries: Vec<Timestamp> = self.tables.iter().flat_map(|(_, t)| t.expiries()).collect();
-        let threshold = if expiries.len() > target {
-            *expiries.select_nth_unstable(target - 1).1
-        } else {
-            Timestamp::from_micros(u64::MAX)
+        if self.drop_expiring_by(now) >= target {
+            return;
+        }
+        let mut expiries: Vec<Timestamp> =
+            self.tables.iter().flat_map(|(_, t)| t.expiries()).collect();
+        let Some(last) = expiries.len().checked_sub(1) else {
+            return;
         };
-        self.drop_expiring_by(threshold.max(now));
+        let threshold = *expiries.select_nth_unstable((target - 1).min(last)).1;
+        let below = expiries
+            .iter()
+            .filter(|&&expiry| expiry < threshold)
+            .count();
+        self.drop_expiring_before(threshold, target.saturating_sub(below));
     }
 }
 
@@ -236,7 +301,7 @@ impl MemoryStoreBuilder {
         self
     }
 
-    /// The number of shards, rounded up to a power of two (default: 16 per CPU).
+    /// The number of shards, rounded up to a power of two, at most 4096 (default: 16 per CPU).
     pub fn shards(mut self, shards: usize) -> Self {
         self.shards = Some(shards.max(1));
         self
@@ -255,15 +320,29 @@ impl MemoryStoreBuilder {
     pub fn build(self) -> MemoryStore {
         let max_keys = self.max_keys.unwrap_or(DEFAULT_MAX_KEYS);
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let wanted = self.shards.unwrap_or(16 * cpus).min(max_keys);
-        let count = wanted.next_power_of_two().min(max_keys.next_power_of_two());
-        let count = if count > max_keys { count / 2 } else { count }.max(1);
+        let mut count = self
+            .shards
+            .unwrap_or(16 * cpus)
+            .clamp(1, MAX_SHARDS)
+            .next_power_of_two();
+        while count > max_keys {
+            count /= 2;
+        }
         let clock = self.clock.unwrap_or_else(|| {
             let clock = SystemClock::new();
             Box::new(move || clock.now())
         });
-        let shards = (0..count).map(|_| Padded(Mutex::new(Shard::default()))).collect();
-        let inner = Inner { shards, hasher: RandomState::new(), shard_capacity: max_keys / count, clock };
-        MemoryStore { inner: Arc::new(inner) }
+        let shards = (0..count)
+            .map(|_| Padded(Mutex::new(Shard::default())))
+            .collect();
+        let inner = Inner {
+            shards,
+            hasher: RandomState::new(),
+            shard_capacity: max_keys / count,
+            clock,
+        };
+        MemoryStore {
+            inner: Arc::new(inner),
+        }
     }
 }

@@ -1,0 +1,159 @@
+//! `sluice simulate` end to end: the real binary, a config file, a trace on stdin.
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
+
+use serde_json::{Value, json};
+use std::io::Write;
+use std::process::{Command, Output, Stdio};
+
+fn simulate(policies: &[&str], trace: &str) -> Output {
+    simulate_with("tests/fixtures/spec.yaml", policies, trace)
+}
+
+fn simulate_with(config: &str, policies: &[&str], trace: &str) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    command
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["simulate", "--config", config]);
+    for policy in policies {
+        command.args(["--policy", policy]);
+    }
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(trace.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn lines(output: &Output) -> Vec<Value> {
+    let stdout = String::from_utf8(output.stdout.clone()).unwrap();
+    stdout
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn seed_001_prints_every_field() {
+    let output = simulate(
+        &["seed001"],
+        "100000 alice\n400000 alice\n500000 alice\n1100000 alice\n",
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    let expected = [
+        json!({"t": 100000, "key": "alice", "cost": 1, "allowed": true, "remaining": 1, "reset_after": 1000000, "retry_after": null, "delay": 0, "policy": "seed001"}),
+        json!({"t": 400000, "key": "alice", "cost": 1, "allowed": true, "remaining": 0, "reset_after": 1000000, "retry_after": null, "delay": 0, "policy": "seed001"}),
+        json!({"t": 500000, "key": "alice", "cost": 1, "allowed": false, "remaining": 0, "reset_after": 900000, "retry_after": 600000, "delay": 0, "policy": "seed001"}),
+        json!({"t": 1100000, "key": "alice", "cost": 1, "allowed": true, "remaining": 0, "reset_after": 1000000, "retry_after": null, "delay": 0, "policy": "seed001"}),
+    ];
+    assert_eq!(lines(&output), expected);
+}
+
+#[test]
+fn seed_002_and_the_attempts_example() {
+    let hour = 3_600_000_000u64;
+    let trace: String = [1u64, 30, 50, 100]
+        .iter()
+        .map(|s| format!("{} k\n", hour + s * 1_000_000))
+        .collect();
+    for policy in ["minute_accepted", "minute_attempts"] {
+        let allowed: Vec<Value> = lines(&simulate(&[policy], &trace))
+            .iter()
+            .map(|l| l["allowed"].clone())
+            .collect();
+        assert_eq!(allowed, [true, true, false, true], "{policy}");
+    }
+    let output = simulate(&["attempts"], "100000 k\n400000 k\n500000 k\n1100000 k\n");
+    let allowed: Vec<Value> = lines(&output)
+        .iter()
+        .map(|l| l["allowed"].clone())
+        .collect();
+    assert_eq!(allowed, [true, true, false, false]);
+}
+
+#[test]
+fn blank_lines_comments_costs_and_never() {
+    let output = simulate(&["bucket"], "# the chat demo\n\n0 u 2\n   \n0 u 0\n0 u 5\n");
+    let lines = lines(&output);
+    assert_eq!(lines.len(), 3);
+    assert_eq!(
+        (lines[0]["cost"].clone(), lines[0]["remaining"].clone()),
+        (json!(2), json!(1))
+    );
+    assert_eq!(
+        (lines[1]["allowed"].clone(), lines[1]["remaining"].clone()),
+        (json!(true), json!(1))
+    );
+    assert_eq!(
+        (lines[2]["allowed"].clone(), lines[2]["retry_after"].clone()),
+        (json!(false), Value::Null)
+    );
+}
+
+#[test]
+fn several_policies_report_the_most_restrictive() {
+    // At 2 s: equal remaining goes to the first listed; then the longer retry_after wins.
+    let output = simulate(
+        &["bucket", "seed001"],
+        "0 k\n2000000 k\n2000000 k\n2000000 k\n",
+    );
+    let decided: Vec<(Value, Value)> = lines(&output)
+        .iter()
+        .map(|l| (l["allowed"].clone(), l["policy"].clone()))
+        .collect();
+    let expected = [
+        (json!(true), json!("seed001")),
+        (json!(true), json!("bucket")),
+        (json!(true), json!("bucket")),
+        (json!(false), json!("bucket")),
+    ];
+    assert_eq!(decided, expected);
+    assert_eq!(lines(&output)[3]["retry_after"], json!(2_000_000));
+}
+
+#[test]
+fn bad_lines_are_reported_with_their_number_and_skipped() {
+    let output = simulate(&["seed001"], "1 a\nnot a line\n2 a\n3 a x\n");
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(lines(&output).len(), 2, "good lines are still decided");
+    let errors = stderr(&output);
+    assert!(errors.contains("trace line 2: time `not`"), "{errors}");
+    assert!(errors.contains("trace line 4: cost `x`"), "{errors}");
+}
+
+#[test]
+fn unknown_policies_and_bad_configs_are_refused() {
+    let output = simulate(&["nope"], "");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("unknown policy `nope`; the configuration defines: seed001"));
+    let output = simulate(&["seed001", "seed001"], "");
+    assert!(stderr(&output).contains("given twice"));
+    let output = simulate_with("tests/fixtures/missing.yaml", &["p"], "");
+    assert!(stderr(&output).contains("cannot read the configuration file"));
+    let output = simulate_with("Cargo.toml", &["p"], "");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("Cargo.toml"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn the_shipped_example_runs() {
+    let trace = std::fs::read_to_string("../../examples/trace.txt").unwrap();
+    let output = simulate_with("../../examples/policies.yaml", &["burst2"], &trace);
+    assert!(output.status.success(), "{}", stderr(&output));
+    assert_eq!(lines(&output).len(), 7);
+}

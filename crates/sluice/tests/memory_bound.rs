@@ -1,0 +1,159 @@
+//! Memory stays bounded: fresh states are freed and the key cap holds under a flood.
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
+
+mod support;
+
+use sluice::{
+    Key, Limit, ManualClock, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp, TokenBucket,
+};
+use std::time::Duration;
+
+fn flood_key(i: u64) -> String {
+    // Random-looking keys, as an attacker would send.
+    format!(
+        "{:016x}",
+        i.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17)
+    )
+}
+
+#[test]
+fn flooding_random_keys_never_exceeds_the_cap() {
+    let clock = ManualClock::at(Timestamp::from_micros(1_000_000));
+    let store = MemoryStore::builder()
+        .clock(clock.clone())
+        .max_keys(1_000)
+        .shards(8)
+        .build();
+    let limit = [Limit::new(
+        "api",
+        TokenBucket::new(10, 1, Duration::from_secs(3600)).unwrap(),
+    )];
+    let now = clock.now_timestamp();
+    for i in 0..50_000u64 {
+        let key = flood_key(i);
+        assert!(
+            store
+                .check_now(Key::new(key.as_bytes()).unwrap(), &limit, now, 1)
+                .unwrap()
+                .decision
+                .allowed
+        );
+        if i % 97 == 0 {
+            assert!(
+                store.len() <= 1_000,
+                "{} states after {i} keys",
+                store.len()
+            );
+        }
+    }
+    assert!(store.len() <= 1_000);
+    assert!(
+        store.len() >= 900,
+        "the cap is used, not emptied: {}",
+        store.len()
+    );
+}
+
+#[test]
+fn under_a_flood_the_longest_lived_states_are_kept() {
+    let clock = ManualClock::at(Timestamp::from_micros(1_000_000_000));
+    let store = MemoryStore::builder()
+        .clock(clock.clone())
+        .max_keys(64)
+        .shards(1)
+        .build();
+    let limit = [Limit::new(
+        "login",
+        SlidingLog::new(3, Duration::from_secs(900), SlidingLogVariant::Attempts).unwrap(),
+    )];
+    let start = clock.now_timestamp();
+    // A client blocked for the next 15 minutes...
+    let hot = Key::new(b"attacker").unwrap();
+    for _ in 0..5 {
+        store.check_now(hot, &limit, start, 1).unwrap();
+    }
+    // ...then a flood of one-off keys, each a little later so each expires a little later.
+    for i in 0..10_000u64 {
+        let key = flood_key(i);
+        let at = Timestamp::from_micros(start.as_micros() - 600_000_000 + i);
+        store
+            .check_now(Key::new(key.as_bytes()).unwrap(), &limit, at, 1)
+            .unwrap();
+    }
+    let still_blocked = store.check_now(hot, &limit, start, 0).unwrap();
+    assert!(
+        !still_blocked.decision.allowed,
+        "the blocked key kept its state through the flood"
+    );
+}
+
+#[test]
+fn fresh_states_are_swept_by_the_store_clock_only() {
+    let clock = ManualClock::at(Timestamp::from_micros(0));
+    let store = MemoryStore::builder().clock(clock.clone()).build();
+    let limit = [Limit::new(
+        "api",
+        TokenBucket::new(2, 1, Duration::from_secs(1)).unwrap(),
+    )];
+    for i in 0..100u64 {
+        let key = flood_key(i);
+        store
+            .check_now(
+                Key::new(key.as_bytes()).unwrap(),
+                &limit,
+                Timestamp::from_micros(5_000_000),
+                1,
+            )
+            .unwrap();
+    }
+    // Requests carry later times, but the store's clock has not moved: nothing is dropped.
+    assert_eq!(store.sweep(), 0);
+    assert_eq!(store.len(), 100);
+    clock.set(Timestamp::from_micros(5_999_999));
+    assert_eq!(store.sweep(), 0, "one token is still missing");
+    clock.set(Timestamp::from_micros(6_000_000));
+    assert_eq!(store.sweep(), 100);
+    assert!(store.is_empty());
+}
+
+#[test]
+fn sweeps_run_as_keys_are_added() {
+    let clock = ManualClock::at(Timestamp::from_micros(0));
+    let store = MemoryStore::builder()
+        .clock(clock.clone())
+        .shards(1)
+        .build();
+    let limit = [Limit::new(
+        "api",
+        TokenBucket::new(2, 1, Duration::from_secs(1)).unwrap(),
+    )];
+    let add = |range: std::ops::Range<u64>, at: u64| {
+        for i in range {
+            let key = flood_key(i);
+            store
+                .check_now(
+                    Key::new(key.as_bytes()).unwrap(),
+                    &limit,
+                    Timestamp::from_micros(at),
+                    1,
+                )
+                .unwrap();
+        }
+    };
+    add(0..1_000, 0);
+    clock.set(Timestamp::from_micros(2_000_000));
+    add(1_000..3_000, 2_000_000);
+    // The first thousand expired by the store's clock and were swept while keys were added.
+    assert!(store.len() < 3_000, "{} states", store.len());
+    assert!(store.len() >= 2_000);
+}
+
+trait NowTimestamp {
+    fn now_timestamp(&self) -> Timestamp;
+}
+
+impl NowTimestamp for ManualClock {
+    fn now_timestamp(&self) -> Timestamp {
+        sluice::Clock::now(self)
+    }
+}

@@ -1,0 +1,269 @@
+//! The behaviour every `Store` must have, written once over the `Store` trait.
+//! The memory store runs it here; other stores call the same suite.
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
+
+mod support;
+
+use sluice::algorithm::Algorithm;
+use sluice::{
+    Alignment, Decision, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore,
+    Policy, SlidingLog, SlidingLogVariant, SlidingWindow, Store, StoreError, Timestamp,
+    TokenBucket,
+};
+use std::time::Duration;
+use support::{ms, ready, us};
+
+/// One policy of each algorithm and variant, with small parameters so a short trace hits
+/// every edge.
+fn policies() -> Vec<Policy> {
+    vec![
+        SlidingLog::new(3, ms(10), SlidingLogVariant::Accepted)
+            .unwrap()
+            .into(),
+        SlidingLog::new(3, ms(10), SlidingLogVariant::Attempts)
+            .unwrap()
+            .into(),
+        FixedWindow::new(3, ms(10), Alignment::Aligned, ms(4))
+            .unwrap()
+            .into(),
+        FixedWindow::new(3, ms(10), Alignment::Anchored, Duration::ZERO)
+            .unwrap()
+            .into(),
+        SlidingWindow::new(4, ms(10), 1).unwrap().into(),
+        SlidingWindow::new(4, ms(10), 5).unwrap().into(),
+        TokenBucket::new(3, 2, ms(4)).unwrap().into(),
+        LeakyBucket::new(ms(3), 2, LeakMode::NoDelay)
+            .unwrap()
+            .into(),
+        LeakyBucket::new(ms(3), 2, LeakMode::Delay).unwrap().into(),
+    ]
+}
+
+/// A deterministic trace of (time µs, cost): bursts, equal times, gaps, a step back.
+fn trace() -> Vec<(u64, u64)> {
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut time = 1_000_000u64;
+    (0..400)
+        .map(|_| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            time = match seed % 10 {
+                0 => time + 25_000,
+                1 => time.saturating_sub(2_000),
+                2 | 3 => time,
+                _ => time + seed % 3_000,
+            };
+            (time, [0, 1, 1, 1, 2, 3, 5][(seed >> 20) as usize % 7])
+        })
+        .collect()
+}
+
+/// The pure algorithm's decisions for a trace on one key.
+fn expected(policy: &Policy, trace: &[(u64, u64)]) -> Vec<Decision> {
+    fn run<A: Algorithm>(algorithm: &A, trace: &[(u64, u64)]) -> Vec<Decision> {
+        let mut state = A::State::default();
+        let mut decisions = Vec::new();
+        for &(at, cost) in trace {
+            let (decision, next) = algorithm.step(&state, Timestamp::from_micros(at), cost);
+            state = next;
+            decisions.push(decision);
+        }
+        decisions
+    }
+    match policy {
+        Policy::SlidingLog(p) => run(p, trace),
+        Policy::FixedWindow(p) => run(p, trace),
+        Policy::SlidingWindow(p) => run(p, trace),
+        Policy::TokenBucket(p) => run(p, trace),
+        Policy::LeakyBucket(p) => run(p, trace),
+    }
+}
+
+async fn check<S: Store>(
+    store: &S,
+    key: &str,
+    limits: &[Limit],
+    at: u64,
+    cost: u64,
+) -> Result<sluice::Verdict, StoreError> {
+    store
+        .check(
+            Key::new(key.as_bytes()).unwrap(),
+            limits,
+            Timestamp::from_micros(at),
+            cost,
+        )
+        .await
+}
+
+/// The suite: any store must give the pure algorithms' decisions, key by key.
+async fn conformance<S: Store>(make: impl Fn() -> S) {
+    for policy in policies() {
+        let store = make();
+        let limit = [Limit::new("conformance", policy.clone())];
+        let trace = trace();
+        for (index, (&(at, cost), want)) in trace.iter().zip(expected(&policy, &trace)).enumerate()
+        {
+            // Two keys interleaved: each must see its own history only.
+            let got = check(&store, "a", &limit, at, cost).await.unwrap();
+            assert_eq!(
+                got.decision, want,
+                "{policy:?}, request {index} at {at} cost {cost}"
+            );
+            let other = check(&store, "b", &limit, at, cost).await.unwrap();
+            assert_eq!(other.decision, want, "{policy:?}, key b, request {index}");
+        }
+    }
+    all_or_nothing(&make()).await;
+    limits_do_not_share_state(&make()).await;
+    assert!(matches!(
+        check(&make(), "a", &[], 0, 1).await,
+        Err(StoreError::NoLimits)
+    ));
+}
+
+async fn all_or_nothing<S: Store>(store: &S) {
+    let wide = Limit::new(
+        "wide",
+        TokenBucket::new(10, 1, Duration::from_secs(1)).unwrap(),
+    );
+    let narrow = Limit::new(
+        "narrow",
+        SlidingLog::new(2, ms(10), SlidingLogVariant::Accepted).unwrap(),
+    );
+    let both = [wide.clone(), narrow.clone()];
+    for _ in 0..2 {
+        assert!(
+            check(store, "k", &both, 5, 1)
+                .await
+                .unwrap()
+                .decision
+                .allowed
+        );
+    }
+    let rejected = check(store, "k", &both, 5, 1).await.unwrap();
+    assert!(!rejected.decision.allowed);
+    assert_eq!(rejected.limit, 1, "the narrow limit decided");
+    // The rejected request took no token from the wide limit.
+    let wide_alone = check(store, "k", std::slice::from_ref(&wide), 5, 0)
+        .await
+        .unwrap();
+    assert_eq!(wide_alone.decision.remaining, 8);
+    // A limit that logs attempts records them even when another limit rejects.
+    let attempts = Limit::new(
+        "attempts",
+        SlidingLog::new(5, ms(10), SlidingLogVariant::Attempts).unwrap(),
+    );
+    let with_attempts = [narrow, attempts.clone()];
+    assert!(
+        !check(store, "k", &with_attempts, 6, 1)
+            .await
+            .unwrap()
+            .decision
+            .allowed
+    );
+    let logged = check(store, "k", std::slice::from_ref(&attempts), 6, 0)
+        .await
+        .unwrap();
+    assert_eq!(logged.decision.remaining, 4);
+}
+
+async fn limits_do_not_share_state<S: Store>(store: &S) {
+    let policy = SlidingLog::new(1, ms(10), SlidingLogVariant::Accepted).unwrap();
+    let first = [Limit::new("first", policy.clone())];
+    let second = [Limit::new("second", policy)];
+    assert!(
+        check(store, "k", &first, 1, 1)
+            .await
+            .unwrap()
+            .decision
+            .allowed
+    );
+    assert!(
+        check(store, "k", &second, 1, 1)
+            .await
+            .unwrap()
+            .decision
+            .allowed
+    );
+    assert!(
+        !check(store, "k", &first, 1, 1)
+            .await
+            .unwrap()
+            .decision
+            .allowed
+    );
+}
+
+#[test]
+fn memory_store_conforms() {
+    ready(conformance(|| {
+        MemoryStore::builder().clock(ManualClock::default()).build()
+    }));
+}
+
+#[test]
+fn default_memory_store_conforms() {
+    // The default store sweeps by the system clock; with a handful of keys no sweep runs,
+    // and it must decide exactly as the pure algorithms do.
+    ready(conformance(MemoryStore::new));
+}
+
+#[test]
+fn peeks_change_nothing() {
+    let store = MemoryStore::builder().clock(ManualClock::default()).build();
+    let limit = [Limit::new("l", TokenBucket::new(2, 1, ms(5)).unwrap())];
+    let key = Key::new(b"k").unwrap();
+    let now = Timestamp::from_micros(100);
+    for _ in 0..3 {
+        assert_eq!(
+            store
+                .check_now(key, &limit, now, 0)
+                .unwrap()
+                .decision
+                .remaining,
+            2
+        );
+    }
+    assert!(store.is_empty(), "a peek stores nothing");
+    assert_eq!(
+        store
+            .check_now(key, &limit, now, 1)
+            .unwrap()
+            .decision
+            .remaining,
+        1
+    );
+    assert_eq!(store.len(), 1);
+    assert_eq!(
+        store
+            .check_now(key, &limit, now, 0)
+            .unwrap()
+            .decision
+            .reset_after,
+        us(5_000)
+    );
+}
+
+#[test]
+fn a_limit_listed_twice_records_once() {
+    let store = MemoryStore::builder().clock(ManualClock::default()).build();
+    let limit = Limit::new(
+        "l",
+        SlidingLog::new(2, ms(5), SlidingLogVariant::Attempts).unwrap(),
+    );
+    let twice = [limit.clone(), limit.clone()];
+    let key = Key::new(b"k").unwrap();
+    assert!(
+        store
+            .check_now(key, &twice, Timestamp::from_micros(1), 1)
+            .unwrap()
+            .decision
+            .allowed
+    );
+    let after = store
+        .check_now(key, &[limit], Timestamp::from_micros(1), 0)
+        .unwrap();
+    assert_eq!(after.decision.remaining, 1);
+}
