@@ -41,6 +41,9 @@ pub struct RateLimiter<S = MemoryStore, C = SystemClock> {
     limits: Arc<[Limit]>,
     store: S,
     clock: C,
+    /// The store was created by this limiter (not given by the caller), so it may be
+    /// replaced by one that follows a new clock.
+    own_store: bool,
 }
 
 impl RateLimiter {
@@ -64,6 +67,7 @@ impl RateLimiter {
             limits,
             store: MemoryStore::new(),
             clock: SystemClock::new(),
+            own_store: true,
         }
     }
 }
@@ -75,15 +79,24 @@ impl<S: Store, C: Clock> RateLimiter<S, C> {
             limits: self.limits,
             store,
             clock: self.clock,
+            own_store: false,
         }
     }
 
     /// The same limiter reading another clock (a [`ManualClock`](crate::ManualClock) in tests).
-    pub fn with_clock<D: Clock>(self, clock: D) -> RateLimiter<S, D> {
+    ///
+    /// If the limiter created its store itself, the store follows the new clock too, so
+    /// that states are never swept by a clock other than the one requests are timed by.
+    pub fn with_clock<D: Clock + Clone>(self, clock: D) -> RateLimiter<S, D> {
+        let store = match self.own_store {
+            true => self.store.empty_with_clock(&clock).unwrap_or(self.store),
+            false => self.store,
+        };
         RateLimiter {
             limits: self.limits,
-            store: self.store,
+            store,
             clock,
+            own_store: self.own_store,
         }
     }
 

@@ -2,7 +2,7 @@
 
 pub mod memory;
 
-use crate::{Decision, Key, Limit, Timestamp};
+use crate::{Clock, Decision, Key, Limit, Timestamp};
 use std::future::Future;
 
 /// A store of per-key states that decides requests atomically.
@@ -21,6 +21,20 @@ pub trait Store: Send + Sync + 'static {
         now: Timestamp,
         cost: u64,
     ) -> impl Future<Output = Result<Verdict, StoreError>> + Send;
+
+    /// An empty store like this one that judges state lifetime by `clock`, for stores that
+    /// keep time of their own (the memory store); `None` for the others.
+    ///
+    /// A [`RateLimiter`](crate::RateLimiter) calls it on the store it created itself when
+    /// given another clock, so that a limiter on a [`ManualClock`](crate::ManualClock) never
+    /// has its states swept by the system clock.
+    fn empty_with_clock<C: Clock + Clone>(&self, clock: &C) -> Option<Self>
+    where
+        Self: Sized,
+    {
+        let _ = clock;
+        None
+    }
 }
 
 /// The outcome of a check against one or several limits.

@@ -4,8 +4,8 @@
 //! `now` as a parameter, so tests and the simulator can inject any time they like.
 
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Microseconds since the Unix epoch.
@@ -64,23 +64,22 @@ pub trait Clock: Send + Sync + 'static {
 /// monotonic clock (TSC-based where available, via `quanta`): reading it costs a few
 /// nanoseconds and no shared atomic, and `now` never decreases, as SPEC.md requires of the
 /// in-memory store's clock.
-#[derive(Clone, Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct SystemClock {
     origin: Timestamp,
     started: quanta::Instant,
-    clock: quanta::Clock,
 }
 
 impl SystemClock {
-    /// A clock anchored to the wall-clock time of this call.
+    /// The system clock. Every `SystemClock` of a process shares one anchor, taken at the
+    /// first call, so they all read the same time (a limiter and its store agree exactly).
     pub fn new() -> Self {
-        let clock = quanta::Clock::new();
-        let started = clock.now();
-        SystemClock {
+        static ANCHOR: OnceLock<SystemClock> = OnceLock::new();
+        *ANCHOR.get_or_init(|| SystemClock {
             origin: Timestamp::from_system_time(SystemTime::now()),
-            started,
-            clock,
-        }
+            // `quanta::Instant::now` uses one process-wide clock, calibrated once.
+            started: quanta::Instant::now(),
+        })
     }
 }
 
@@ -92,7 +91,7 @@ impl Default for SystemClock {
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
-        let elapsed = self.clock.now().saturating_duration_since(self.started);
+        let elapsed = quanta::Instant::now().saturating_duration_since(self.started);
         self.origin.saturating_add(elapsed)
     }
 

@@ -101,3 +101,24 @@ fn several_limits_are_all_or_nothing() {
     );
     assert!(!ready(limiter.check("k")).unwrap().allowed);
 }
+
+#[test]
+fn a_limiter_on_a_manual_clock_never_sweeps_by_the_system_clock() {
+    // The limiter's own store follows its clock: at 1970 on the manual clock, the states of
+    // many keys are live although the system clock says they expired long ago. Enough keys
+    // that every shard sweeps (a sweep runs after 1024 insertions in a shard).
+    let clock = ManualClock::default();
+    let policy = SlidingLog::new(1, Duration::from_secs(60), SlidingLogVariant::Accepted).unwrap();
+    let limiter = RateLimiter::new(Limit::new("t", policy)).with_clock(clock.clone());
+    let keys = 4_096 * 128;
+    for i in 0..keys {
+        assert!(ready(limiter.check(format!("key-{i}"))).unwrap().allowed);
+    }
+    assert_eq!(limiter.store().len(), keys);
+    for i in (0..keys).step_by(97) {
+        assert!(
+            !ready(limiter.check(format!("key-{i}"))).unwrap().allowed,
+            "key-{i} lost its state"
+        );
+    }
+}

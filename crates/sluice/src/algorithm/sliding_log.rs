@@ -250,8 +250,14 @@ impl SlidingLogState {
 
     /// The logical `index`-th entry, 0 being the oldest.
     fn entry(&self, index: usize) -> u64 {
-        let physical = (self.head as usize + index) % self.slots.len();
-        self.slots[physical]
+        // `head + index < 2 × len`: one compare instead of a division.
+        let physical = self.head as usize + index;
+        let len = self.slots.len();
+        self.slots[if physical >= len {
+            physical - len
+        } else {
+            physical
+        }]
     }
 
     fn newest(&self) -> Option<u64> {

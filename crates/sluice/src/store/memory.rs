@@ -223,6 +223,14 @@ impl Store for MemoryStore {
         let verdict: Ready<_> = ready(self.check_now(key, limits, now, cost));
         verdict
     }
+
+    fn empty_with_clock<C: Clock + Clone>(&self, clock: &C) -> Option<Self> {
+        let shards = self.inner.shards.len();
+        let builder = MemoryStore::builder()
+            .shards(shards)
+            .max_keys(self.inner.shard_capacity * shards);
+        Some(builder.clock(clock.clone()).build())
+    }
 }
 
 impl Shard {
