@@ -267,3 +267,23 @@ fn a_limit_listed_twice_records_once() {
         .unwrap();
     assert_eq!(after.decision.remaining, 1);
 }
+
+#[test]
+fn extreme_times_and_costs_never_panic() {
+    // Debug builds panic on overflow: every algorithm must saturate instead.
+    let times = [0, 1, (1 << 53) - 1, 1 << 53, u64::MAX - 1, u64::MAX, 5];
+    let costs = [0, 1, 2, u64::MAX];
+    for policy in policies() {
+        let store = MemoryStore::builder().clock(ManualClock::default()).build();
+        let limit = [Limit::new("edge", policy.clone())];
+        let key = Key::new(b"k").unwrap();
+        for &at in &times {
+            for &cost in &costs {
+                let verdict = store
+                    .check_now(key, &limit, Timestamp::from_micros(at), cost)
+                    .unwrap();
+                assert_eq!(verdict.decision.limit, policy.limit());
+            }
+        }
+    }
+}

@@ -102,7 +102,8 @@ impl Algorithm for LeakyBucket {
         if judged > limit {
             return (Decision::never(limit, room, reset_after), None);
         }
-        let end = start + judged * self.interval;
+        // Saturating: a time near the end of `u64` must not overflow (nor panic).
+        let end = start.saturating_add(judged * self.interval);
         if end - now > self.tolerance() {
             let retry = end - self.tolerance() - now;
             return (Decision::reject(limit, room, reset_after, retry), None);
