@@ -96,29 +96,35 @@ impl FixedWindow {
         Duration::from_micros(self.offset)
     }
 
-    /// The window a request at `now` falls in, with the count it already holds, and the
-    /// effective `now` (never before the state's window start).
-    fn current(&self, state: &WindowCount, now: u64) -> (WindowCount, u64) {
+    /// The window a request at `now` falls in (with the count it already holds), where it
+    /// ends, and the effective `now` (never before the state's window start).
+    fn current(&self, state: &WindowCount, now: u64) -> (WindowCount, u64, u64) {
         let live = state.used > 0;
         let now = if live { now.max(state.start) } else { now };
-        let start = match self.alignment {
-            // `start = floor((now − offset) / window) × window + offset`, computed shifted
-            // by one window so that `now < offset` needs no negative numbers.
+        let end = match self.alignment {
+            // `start = floor((now − offset) / window) × window + offset`, so the end is one
+            // window later; computed shifted by one window so that `now < offset` (window
+            // −1, which ends at `offset`) needs no negative numbers.
             Alignment::Aligned => {
                 let shift = self.window - self.offset;
-                (now.saturating_add(shift) / self.window * self.window).saturating_sub(shift)
+                (now.saturating_add(shift) / self.window)
+                    .saturating_mul(self.window)
+                    .saturating_add(self.offset)
             }
             Alignment::Anchored if live && now < state.start.saturating_add(self.window) => {
-                state.start
+                state.start.saturating_add(self.window)
             }
-            Alignment::Anchored => now,
+            Alignment::Anchored => now.saturating_add(self.window),
         };
+        // Window −1 would start before the epoch: it is stored as starting at 0, which no
+        // other window of an offset policy does.
+        let start = end.saturating_sub(self.window);
         let used = if live && state.start == start {
             state.used
         } else {
             0
         };
-        (WindowCount { start, used }, now)
+        (WindowCount { start, used }, end, now)
     }
 }
 
@@ -127,11 +133,8 @@ impl Algorithm for FixedWindow {
     type Plan = Replacement<WindowCount>;
 
     fn decide(&self, state: &WindowCount, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
-        let (current, now) = self.current(state, now.as_micros());
-        let reset_after = current
-            .start
-            .saturating_add(self.window)
-            .saturating_sub(now);
+        let (current, end, now) = self.current(state, now.as_micros());
+        let reset_after = end.saturating_sub(now);
         let n = self.limit;
         let left = n - current.used;
         if cost == 0 {
@@ -160,12 +163,11 @@ impl Algorithm for FixedWindow {
     }
 
     fn expires_at(&self, state: &WindowCount) -> Timestamp {
-        let end = if state.used == 0 {
-            0
-        } else {
-            state.start.saturating_add(self.window)
-        };
-        Timestamp::from_micros(end)
+        if state.used == 0 {
+            return Timestamp::EPOCH;
+        }
+        // The end of the window the state's start lies in (window −1 ends at `offset`).
+        Timestamp::from_micros(self.current(state, state.start).1)
     }
 }
 
