@@ -80,6 +80,10 @@ pub enum StoreError {
     /// The store answered something this version cannot read.
     #[error("store returned a malformed reply: {0}")]
     Malformed(String),
+    /// The store cannot decide this request exactly (such as a time of 2^53 µs or more,
+    /// beyond what Redis's Lua numbers hold).
+    #[error("request refused by the store: {0}")]
+    Refused(String),
     /// The request was not checked: `limits` was empty.
     #[error("no limit to check")]
     NoLimits,

@@ -156,6 +156,10 @@ fn constructor_limits_name_the_field() {
             "algorithm: token_bucket\n    capacity: 9007199254740992\n    refill_interval: 1s",
             "policies.p.capacity: must be below 2^53",
         ),
+        (
+            "algorithm: token_bucket\n    capacity: 1000000000\n    refill_interval: 1d",
+            "policies.p.refill_interval: capacity / refill_amount × refill_interval",
+        ),
     ];
     for (body, want) in cases {
         let text = format!("policies:\n  p:\n    {body}\n");

@@ -29,7 +29,8 @@ impl TokenBucket {
     ///
     /// # Errors
     ///
-    /// When a parameter is zero or too large to compute exactly (2^53).
+    /// When a parameter is zero or too large to compute exactly (2^53), including the time to
+    /// refill from empty.
     pub fn new(
         capacity: u64,
         refill_amount: u64,
@@ -45,6 +46,12 @@ impl TokenBucket {
         check_exact("refill_amount", u128::from(refill_amount))?;
         let refill_interval = duration_micros("refill_interval", refill_interval)?;
         check_exact("refill_interval", u128::from(refill_interval))?;
+        // The time to refill from empty is a `reset_after`: it must be exact too.
+        let refill_ticks = u128::from(capacity.div_ceil(refill_amount));
+        check_exact("refill_interval", refill_ticks * u128::from(refill_interval)).map_err(|_| {
+            let message = "capacity / refill_amount × refill_interval (µs to refill from empty) must be below 2^53";
+            PolicyError::new("refill_interval", message)
+        })?;
         Ok(TokenBucket {
             capacity,
             refill_amount,

@@ -1,0 +1,38 @@
+-- prelude.lua: shared helpers of the Sluice check script (scripts are concatenated:
+-- prelude, one file per algorithm, then check.lua).
+-- Every number a script handles is an integer below 2^53, so Lua's doubles are exact;
+-- policies that could leave that range are refused when the configuration is loaded.
+
+local NONE = -1   -- retry_after when allowed
+local NEVER = -2  -- retry_after when the cost can never be allowed
+
+-- floor(a / b) for integers 0 <= a < 2^53 and b >= 1, exactly (a double division can
+-- round up across an integer boundary).
+local function idiv(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then
+    q = q - 1
+  elseif (q + 1) * b <= a then
+    q = q + 1
+  end
+  return q
+end
+
+local function ceil_div(a, b)
+  return idiv(a + b - 1, b)
+end
+
+local function decision(allowed, limit, remaining, reset_after, retry_after, delay)
+  return { allowed, limit, remaining, reset_after, retry_after, delay }
+end
+
+-- TTL settings of this call, set by check.lua from ARGV.
+local TTL = { extra_ms = 0, min_ms = 1 }
+
+-- Gives `key` a TTL covering `expires_in` µs of state life, plus the clock skew allowed
+-- between servers, and at least the configured floor (for injected-time runs, where a
+-- trace's time can run far ahead of Redis's clock).
+local function keep(key, expires_in)
+  local ttl = ceil_div(math.max(expires_in, 0), 1000) + TTL.extra_ms
+  redis.call('PEXPIRE', key, math.max(ttl, TTL.min_ms, 1))
+end

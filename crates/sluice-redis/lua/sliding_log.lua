@@ -1,0 +1,148 @@
+-- sliding_log.lua: mirror of crates/sluice/src/algorithm/sliding_log.rs (SlidingLog).
+-- Change both together.
+-- State: a string, a 16-byte header ('<I4I4I4I4': len, head, expired, 0) followed by
+-- `len` 8-byte slots ('<d', µs) forming a ring of at most `limit` timestamps. Only the
+-- slots a decision needs are read (GETRANGE), so a decision is O(1) Redis work in the
+-- steady state and O(log limit) after a long gap, never O(limit).
+-- Params: p1 = limit N, p2 = window µs, p3 = 1 for the `attempts` variant.
+
+local SL_HEADER = 16
+
+local function sl_header(key)
+  local h = redis.call('GETRANGE', key, 0, SL_HEADER - 1)
+  if #h < SL_HEADER then
+    return { len = 0, head = 0, expired = 0 }
+  end
+  local len, head, expired = struct.unpack('<I4I4I4', h)
+  return { len = len, head = head, expired = expired }
+end
+
+-- The logical `index`-th entry, 0 being the oldest.
+local function sl_entry(key, st, index)
+  local p = st.head + index
+  if p >= st.len then
+    p = p - st.len
+  end
+  local offset = SL_HEADER + 8 * p
+  return (struct.unpack('<d', redis.call('GETRANGE', key, offset, offset + 7)))
+end
+
+local function sl_expired(entry, window, now)
+  return entry + window <= now
+end
+
+-- Logical index of the oldest entry still in the window at `now` (`len` if none):
+-- gallop from the cursor left by the last write, then binary search.
+local function sl_first_live(key, st, window, now)
+  local len = st.len
+  local lo = st.expired
+  if lo >= len or not sl_expired(sl_entry(key, st, lo), window, now) then
+    return math.min(lo, len)
+  end
+  local step = 1
+  local hi = lo + 1
+  while hi < len and sl_expired(sl_entry(key, st, hi), window, now) do
+    lo = hi
+    step = step * 2
+    hi = lo + step
+  end
+  hi = math.min(hi, len)
+  while hi - lo > 1 do
+    local mid = lo + math.floor((hi - lo) / 2)
+    if sl_expired(sl_entry(key, st, mid), window, now) then
+      lo = mid
+    else
+      hi = mid
+    end
+  end
+  return hi
+end
+
+-- `t + window − now` for the `rank`-th newest entry (1 = newest).
+local function sl_wait_for_rank(key, st, rank, window, now)
+  local index = st.len - math.min(rank, st.len)
+  return math.max(sl_entry(key, st, index) + window - now, 0)
+end
+
+local function sl_judge(key, p, now, cost)
+  local n, window, attempts = p[1], p[2], p[3] == 1
+  local st = sl_header(key)
+  local newest = nil
+  if st.len > 0 then
+    newest = sl_entry(key, st, st.len - 1)
+    -- Time never runs backwards inside a state.
+    if now < newest then
+      now = newest
+    end
+  end
+  local first = sl_first_live(key, st, window, now)
+  local live = st.len - first
+  local plan = { now = now, cost = cost, first = first, st = st }
+  local reset_now = 0
+  if newest ~= nil and live > 0 then
+    reset_now = newest + window - now
+  end
+  if cost == 0 then
+    if live < n then
+      return decision(1, n, n - live, reset_now, NONE, 0), plan
+    end
+    return decision(0, n, 0, reset_now, sl_wait_for_rank(key, st, n, window, now), 0), plan
+  end
+  if cost <= n and live + cost <= n then
+    return decision(1, n, n - live - cost, window, NONE, 0), plan
+  end
+  if not attempts then
+    if cost > n then
+      return decision(0, n, n - live, reset_now, NEVER, 0), plan
+    end
+    local wait = sl_wait_for_rank(key, st, n - cost + 1, window, now)
+    return decision(0, n, n - live, reset_now, wait, 0), plan
+  end
+  if cost > n then
+    return decision(0, n, 0, window, NEVER, 0), plan
+  end
+  -- The attempt itself is logged: the newest `cost` entries become `now`.
+  local rank = n - cost + 1
+  local wait = window
+  if rank > cost then
+    wait = sl_wait_for_rank(key, st, rank - cost, window, now)
+  end
+  return decision(0, n, 0, window, wait, 0), plan
+end
+
+-- Logs `count` entries stamped `now`, keeping only the newest `capacity`.
+local function sl_append(key, st, now, count, first, capacity)
+  local packed = struct.pack('<d', now)
+  if first >= st.len or count >= capacity then
+    -- Nothing older matters any more: rewrite the log from empty (and release its space).
+    redis.call('SET', key, struct.pack('<I4I4I4I4', count, 0, 0, 0) .. string.rep(packed, count))
+    return
+  end
+  local len, head, expired = st.len, st.head, first
+  local pushed = math.min(count, capacity - len)
+  if pushed > 0 then
+    redis.call('SETRANGE', key, SL_HEADER + 8 * len, string.rep(packed, pushed))
+    len = len + pushed
+  end
+  local left = count - pushed
+  while left > 0 do
+    local run = math.min(left, len - head)
+    redis.call('SETRANGE', key, SL_HEADER + 8 * head, string.rep(packed, run))
+    head = head + run
+    if head == len then
+      head = 0
+    end
+    left = left - run
+  end
+  expired = math.max(expired - (count - pushed), 0)
+  redis.call('SETRANGE', key, 0, struct.pack('<I4I4I4I4', len, head, expired, 0))
+end
+
+local function sl_record(key, p, plan, admitted)
+  local n, window, attempts = p[1], p[2], p[3] == 1
+  if plan.cost == 0 or not (admitted or attempts) then
+    return
+  end
+  sl_append(key, plan.st, plan.now, math.min(plan.cost, n), plan.first, n)
+  keep(key, window)
+end

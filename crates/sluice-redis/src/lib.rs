@@ -1,0 +1,16 @@
+//! Redis and Redis Cluster store for Sluice: the same decisions as the in-memory store,
+//! to the microsecond, shared by every application server.
+//!
+//! Each check is one server-side script ([`lua/`](https://example.invalid)), the twin of
+//! the core's pure algorithms, run with `EVALSHA`: one round trip whatever the number of
+//! limits checked together. The sliding log is a compact ring buffer in a Redis string
+//! (8 bytes per logged request plus a 16-byte header), read slot by slot, so a decision is
+//! O(1) Redis work in the steady state and memory is bounded by the limit.
+
+mod keys;
+mod script;
+mod settings;
+mod store;
+
+pub use settings::{RedisSettings, TimeSource};
+pub use store::RedisStore;

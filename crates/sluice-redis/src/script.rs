@@ -1,0 +1,82 @@
+//! The check script and its arguments: one `EVALSHA` per check, whatever the limits.
+
+use sluice::{Decision, LeakMode, Policy, RetryAfter, StoreError};
+use std::time::Duration;
+
+/// The script, assembled from one Lua file per algorithm (each the twin of its Rust module).
+pub(crate) const SOURCE: &str = concat!(
+    include_str!("../lua/prelude.lua"),
+    include_str!("../lua/sliding_log.lua"),
+    include_str!("../lua/fixed_window.lua"),
+    include_str!("../lua/sliding_window.lua"),
+    include_str!("../lua/token_bucket.lua"),
+    include_str!("../lua/leaky_bucket.lua"),
+    include_str!("../lua/check.lua"),
+);
+
+/// The script's name for `policy`'s algorithm and its four numeric parameters.
+pub(crate) fn policy_args(policy: &Policy) -> (&'static str, [u64; 4]) {
+    let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
+    let flag = |on: bool| u64::from(on);
+    let params = match policy {
+        Policy::SlidingLog(p) => [
+            p.limit(),
+            micros(p.window()),
+            flag(p.variant() == sluice::SlidingLogVariant::Attempts),
+            0,
+        ],
+        Policy::FixedWindow(p) => {
+            let anchored = flag(p.alignment() == sluice::Alignment::Anchored);
+            [p.limit(), micros(p.window()), anchored, micros(p.offset())]
+        }
+        Policy::SlidingWindow(p) => [p.limit(), micros(p.window()) / p.buckets(), p.buckets(), 0],
+        Policy::TokenBucket(p) => [
+            p.capacity(),
+            p.refill_amount(),
+            micros(p.refill_interval()),
+            0,
+        ],
+        Policy::LeakyBucket(p) => [
+            micros(p.interval()),
+            p.burst(),
+            flag(p.mode() == LeakMode::Delay),
+            0,
+        ],
+    };
+    (policy.algorithm_name(), params)
+}
+
+/// Decodes the script's reply: the time it used, then six integers per limit.
+pub(crate) fn decode(reply: &[i64], limits: usize) -> Result<Vec<Decision>, StoreError> {
+    if reply.len() != 1 + 6 * limits {
+        let message = format!(
+            "expected {} integers for {limits} limits, got {}",
+            1 + 6 * limits,
+            reply.len()
+        );
+        return Err(StoreError::Malformed(message));
+    }
+    reply[1..].chunks_exact(6).map(decode_one).collect()
+}
+
+fn decode_one(fields: &[i64]) -> Result<Decision, StoreError> {
+    let unsigned = |index: usize| {
+        u64::try_from(fields[index])
+            .map_err(|_| StoreError::Malformed(format!("negative field {index}: {fields:?}")))
+    };
+    let retry_after = match fields[4] {
+        -1 => None,
+        -2 => Some(RetryAfter::Never),
+        wait => Some(RetryAfter::After(Duration::from_micros(
+            unsigned(4).map_err(|_| StoreError::Malformed(format!("bad retry_after {wait}")))?,
+        ))),
+    };
+    Ok(Decision {
+        allowed: fields[0] == 1,
+        limit: unsigned(1)?,
+        remaining: unsigned(2)?,
+        reset_after: Duration::from_micros(unsigned(3)?),
+        retry_after,
+        delay: Duration::from_micros(unsigned(5)?),
+    })
+}
