@@ -33,10 +33,7 @@ mod tests {
     use std::time::Duration;
 
     fn limit() -> Limit {
-        Limit::new(
-            "l",
-            SlidingLog::new(1, Duration::from_secs(1), SlidingLogVariant::Accepted).unwrap(),
-        )
+        Limit::new("l", SlidingLog::new(1, Duration::from_secs(1), SlidingLogVariant::Accepted).unwrap())
     }
 
     fn name(key: &[u8]) -> String {

@@ -19,29 +19,16 @@ pub(crate) fn policy_args(policy: &Policy) -> (&'static str, [u64; 4]) {
     let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
     let flag = |on: bool| u64::from(on);
     let params = match policy {
-        Policy::SlidingLog(p) => [
-            p.limit(),
-            micros(p.window()),
-            flag(p.variant() == sluice::SlidingLogVariant::Attempts),
-            0,
-        ],
+        Policy::SlidingLog(p) => {
+            [p.limit(), micros(p.window()), flag(p.variant() == sluice::SlidingLogVariant::Attempts), 0]
+        }
         Policy::FixedWindow(p) => {
             let anchored = flag(p.alignment() == sluice::Alignment::Anchored);
             [p.limit(), micros(p.window()), anchored, micros(p.offset())]
         }
         Policy::SlidingWindow(p) => [p.limit(), micros(p.window()) / p.buckets(), p.buckets(), 0],
-        Policy::TokenBucket(p) => [
-            p.capacity(),
-            p.refill_amount(),
-            micros(p.refill_interval()),
-            0,
-        ],
-        Policy::LeakyBucket(p) => [
-            micros(p.interval()),
-            p.burst(),
-            flag(p.mode() == LeakMode::Delay),
-            0,
-        ],
+        Policy::TokenBucket(p) => [p.capacity(), p.refill_amount(), micros(p.refill_interval()), 0],
+        Policy::LeakyBucket(p) => [micros(p.interval()), p.burst(), flag(p.mode() == LeakMode::Delay), 0],
     };
     (policy.algorithm_name(), params)
 }
@@ -49,11 +36,7 @@ pub(crate) fn policy_args(policy: &Policy) -> (&'static str, [u64; 4]) {
 /// Decodes the script's reply: the time it used, then six integers per limit.
 pub(crate) fn decode(reply: &[i64], limits: usize) -> Result<Vec<Decision>, StoreError> {
     if reply.len() != 1 + 6 * limits {
-        let message = format!(
-            "expected {} integers for {limits} limits, got {}",
-            1 + 6 * limits,
-            reply.len()
-        );
+        let message = format!("expected {} integers for {limits} limits, got {}", 1 + 6 * limits, reply.len());
         return Err(StoreError::Malformed(message));
     }
     reply[1..].chunks_exact(6).map(decode_one).collect()
@@ -61,8 +44,7 @@ pub(crate) fn decode(reply: &[i64], limits: usize) -> Result<Vec<Decision>, Stor
 
 fn decode_one(fields: &[i64]) -> Result<Decision, StoreError> {
     let unsigned = |index: usize| {
-        u64::try_from(fields[index])
-            .map_err(|_| StoreError::Malformed(format!("negative field {index}: {fields:?}")))
+        u64::try_from(fields[index]).map_err(|_| StoreError::Malformed(format!("negative field {index}: {fields:?}")))
     };
     let retry_after = match fields[4] {
         -1 => None,

@@ -49,9 +49,7 @@ impl RedisSettings {
     /// TTLs of at least an hour.
     pub fn injected_time() -> Self {
         RedisSettings {
-            time: TimeSource::Application {
-                max_skew: Duration::ZERO,
-            },
+            time: TimeSource::Application { max_skew: Duration::ZERO },
             min_ttl: Duration::from_secs(3600),
             ..RedisSettings::default()
         }
@@ -60,15 +58,11 @@ impl RedisSettings {
     pub(crate) fn extra_ttl_ms(&self) -> u64 {
         match self.time {
             TimeSource::Redis => 0,
-            TimeSource::Application { max_skew } => {
-                u64::try_from(max_skew.as_millis()).unwrap_or(u64::MAX / 2)
-            }
+            TimeSource::Application { max_skew } => u64::try_from(max_skew.as_millis()).unwrap_or(u64::MAX / 2),
         }
     }
 
     pub(crate) fn min_ttl_ms(&self) -> u64 {
-        u64::try_from(self.min_ttl.as_millis())
-            .unwrap_or(u64::MAX / 2)
-            .max(1)
+        u64::try_from(self.min_ttl.as_millis()).unwrap_or(u64::MAX / 2).max(1)
     }
 }

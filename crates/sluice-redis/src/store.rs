@@ -34,10 +34,7 @@ impl std::fmt::Debug for RedisStore {
             Connection::Standalone(_) => "standalone",
             Connection::Cluster(_) => "cluster",
         };
-        f.debug_struct("RedisStore")
-            .field("kind", &kind)
-            .field("settings", &self.settings)
-            .finish()
+        f.debug_struct("RedisStore").field("kind", &kind).field("settings", &self.settings).finish()
     }
 }
 
@@ -62,10 +59,7 @@ impl RedisStore {
     /// # Errors
     ///
     /// When a URL is invalid or the cluster cannot be reached within the timeout.
-    pub async fn connect_cluster(
-        urls: &[String],
-        settings: RedisSettings,
-    ) -> Result<Self, StoreError> {
+    pub async fn connect_cluster(urls: &[String], settings: RedisSettings) -> Result<Self, StoreError> {
         let client = ClusterClient::new(urls.to_vec()).map_err(unavailable)?;
         let connecting = client.get_async_connection();
         let connection = tokio::time::timeout(settings.timeout.max(CONNECT_TIMEOUT), connecting)
@@ -76,11 +70,7 @@ impl RedisStore {
     }
 
     fn with(connection: Connection, settings: RedisSettings) -> Self {
-        RedisStore {
-            connection,
-            script: Arc::new(redis::Script::new(SOURCE)),
-            settings: Arc::new(settings),
-        }
+        RedisStore { connection, script: Arc::new(redis::Script::new(SOURCE)), settings: Arc::new(settings) }
     }
 
     /// The settings.
@@ -103,13 +93,8 @@ impl RedisStore {
         for limit in limits {
             invocation.key(state_key(&self.settings.key_prefix, key, limit));
         }
-        invocation
-            .arg(self.script_now(now)?)
-            .arg(cost.min(EXACT_LIMIT));
-        invocation
-            .arg(self.settings.extra_ttl_ms())
-            .arg(self.settings.min_ttl_ms())
-            .arg(limits.len());
+        invocation.arg(self.script_now(now)?).arg(cost.min(EXACT_LIMIT));
+        invocation.arg(self.settings.extra_ttl_ms()).arg(self.settings.min_ttl_ms()).arg(limits.len());
         for limit in limits {
             let (algorithm, params) = policy_args(limit.policy());
             invocation.arg(algorithm).arg(&params[..]);
@@ -125,9 +110,7 @@ impl RedisStore {
     fn script_now(&self, now: Timestamp) -> Result<i64, StoreError> {
         match self.settings.time {
             TimeSource::Redis => Ok(-1),
-            TimeSource::Application { .. } if now.as_micros() < EXACT_LIMIT => {
-                Ok(now.as_micros() as i64)
-            }
+            TimeSource::Application { .. } if now.as_micros() < EXACT_LIMIT => Ok(now.as_micros() as i64),
             TimeSource::Application { .. } => Err(StoreError::Refused(format!(
                 "time {} µs is not below 2^53, the most Redis computes exactly",
                 now.as_micros()
@@ -143,9 +126,7 @@ impl RedisStore {
         let call = invocation.invoke_async::<Vec<i64>>(&mut connection);
         match tokio::time::timeout(self.settings.timeout, call).await {
             Err(elapsed) => Err(unavailable(elapsed)),
-            Ok(Err(error)) if is_script_error(&error) => {
-                Err(StoreError::Malformed(error.to_string()))
-            }
+            Ok(Err(error)) if is_script_error(&error) => Err(StoreError::Malformed(error.to_string())),
             Ok(Err(error)) => Err(unavailable(error)),
             Ok(Ok(reply)) => Ok(reply),
         }

@@ -33,4 +33,10 @@ pub(crate) struct SimulateArgs {
     /// A policy to check; give several to check them all at once (all or nothing).
     #[arg(long = "policy", value_name = "NAME", required = true)]
     pub(crate) policies: Vec<String>,
+
+    /// Where states live: `memory` (the embedded store), `redis://HOST:PORT[/DB]`, or
+    /// `redis+cluster://HOST:PORT[,HOST:PORT…]`. Redis runs use fresh keys under a unique
+    /// prefix, with the trace's times injected.
+    #[arg(long, value_name = "STORE", default_value = "memory")]
+    pub(crate) store: String,
 }

@@ -1,12 +1,14 @@
-//! `sluice simulate`: replays a trace through the real in-memory store with injected time.
+//! `sluice simulate`: replays a trace through a real store with injected time.
 
 use crate::cli::SimulateArgs;
 use crate::trace::{TraceRequest, parse_line};
 use anyhow::{Context, bail};
 use serde::Serialize;
-use sluice::{Config, Key, Limit, ManualClock, MemoryStore, Verdict};
+use sluice::{Config, Key, Limit, ManualClock, MemoryStore, Store, Verdict};
+use sluice_redis::{RedisSettings, RedisStore};
 use std::io::{BufRead, BufWriter, Write};
 use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// One output line: the decision for one trace request.
 #[derive(Debug, Serialize)]
@@ -25,24 +27,22 @@ struct Line<'a> {
 
 /// Runs the simulator on standard input and output.
 pub(crate) fn run(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.config).with_context(|| {
-        format!(
-            "cannot read the configuration file {}",
-            args.config.display()
-        )
-    })?;
-    let config =
-        Config::from_yaml(&text).with_context(|| format!("in {}", args.config.display()))?;
+    let text = std::fs::read_to_string(&args.config)
+        .with_context(|| format!("cannot read the configuration file {}", args.config.display()))?;
+    let config = Config::from_yaml(&text).with_context(|| format!("in {}", args.config.display()))?;
     let limits = select(&config, &args.policies)?;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let stdin = std::io::stdin().lock();
     let mut stdout = BufWriter::new(std::io::stdout().lock());
-    let bad_lines = replay(stdin, &mut stdout, &limits)?;
+    let bad_lines = match args.store.as_str() {
+        "memory" => runtime.block_on(replay(stdin, &mut stdout, &limits, &memory_store()))?,
+        url => {
+            let store = runtime.block_on(redis_store(url))?;
+            runtime.block_on(replay(stdin, &mut stdout, &limits, &store))?
+        }
+    };
     stdout.flush().context("cannot write the decisions")?;
-    Ok(if bad_lines == 0 {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    })
+    Ok(if bad_lines == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
 /// The limits named on the command line, in that order.
@@ -51,10 +51,7 @@ fn select(config: &Config, names: &[String]) -> anyhow::Result<Vec<Limit>> {
     for name in names {
         let Some(limit) = config.limit(name) else {
             let known: Vec<&str> = config.limits().iter().map(Limit::name).collect();
-            bail!(
-                "unknown policy `{name}`; the configuration defines: {}",
-                known.join(", ")
-            );
+            bail!("unknown policy `{name}`; the configuration defines: {}", known.join(", "));
         };
         if limits.iter().any(|chosen| chosen.name() == name) {
             bail!("policy `{name}` is given twice");
@@ -64,22 +61,48 @@ fn select(config: &Config, names: &[String]) -> anyhow::Result<Vec<Limit>> {
     Ok(limits)
 }
 
-/// Replays every line of `trace`, writing one JSON line per request; returns the number of
-/// bad lines (reported on standard error and skipped).
-fn replay(trace: impl BufRead, out: &mut impl Write, limits: &[Limit]) -> anyhow::Result<usize> {
-    // A clock that never moves: a state may only be dropped by the store's own clock, so
-    // with requests carrying their own times the simulator drops nothing (SPEC.md).
-    let store = MemoryStore::builder()
-        .clock(ManualClock::default())
-        .max_keys(usize::MAX)
-        .build();
+/// The embedded store with a clock that never moves: a state may only be dropped by the
+/// store's own clock, so with requests carrying their own times the simulator drops
+/// nothing (SPEC.md).
+fn memory_store() -> MemoryStore {
+    MemoryStore::builder().clock(ManualClock::default()).max_keys(usize::MAX).build()
+}
+
+/// A Redis store with injected time, under a key prefix of its own so every run is fresh.
+async fn redis_store(url: &str) -> anyhow::Result<RedisStore> {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
+    let prefix = format!("sluice-simulate:{nanos:x}-{}:", std::process::id());
+    let settings =
+        RedisSettings { key_prefix: prefix, timeout: Duration::from_secs(5), ..RedisSettings::injected_time() };
+    let connected = if let Some(nodes) = url.strip_prefix("redis+cluster://") {
+        let urls: Vec<String> = nodes.split(',').map(|node| format!("redis://{node}")).collect();
+        RedisStore::connect_cluster(&urls, settings).await
+    } else if url.starts_with("redis://") || url.starts_with("rediss://") {
+        RedisStore::connect(url, settings).await
+    } else {
+        bail!("unknown store `{url}`: use memory, redis://HOST:PORT or redis+cluster://HOST:PORT[,HOST:PORT…]");
+    };
+    connected.with_context(|| format!("cannot connect to {url}"))
+}
+
+/// Replays every line of `trace` through `store`, writing one JSON line per request;
+/// returns the number of bad lines (reported on standard error and skipped).
+async fn replay(
+    trace: impl BufRead,
+    out: &mut impl Write,
+    limits: &[Limit],
+    store: &impl Store,
+) -> anyhow::Result<usize> {
     let mut bad_lines = 0;
     for (index, line) in trace.lines().enumerate() {
         let number = index + 1;
         let line = line.with_context(|| format!("cannot read trace line {number}"))?;
         match parse_line(&line) {
             Ok(None) => {}
-            Ok(Some(request)) => write_decision(out, &store, limits, &request)?,
+            Ok(Some(request)) => {
+                let verdict = decide(store, limits, &request).await.with_context(|| format!("trace line {number}"))?;
+                write_decision(out, limits, &request, verdict)?;
+            }
             Err(message) => {
                 eprintln!("sluice: trace line {number}: {message}");
                 bad_lines += 1;
@@ -89,14 +112,18 @@ fn replay(trace: impl BufRead, out: &mut impl Write, limits: &[Limit]) -> anyhow
     Ok(bad_lines)
 }
 
+async fn decide(store: &impl Store, limits: &[Limit], request: &TraceRequest<'_>) -> anyhow::Result<Verdict> {
+    let key = Key::new(request.key.as_bytes())?;
+    Ok(store.check(key, limits, request.time, request.cost).await?)
+}
+
 fn write_decision(
     out: &mut impl Write,
-    store: &MemoryStore,
     limits: &[Limit],
     request: &TraceRequest<'_>,
+    verdict: Verdict,
 ) -> anyhow::Result<()> {
-    let key = Key::new(request.key.as_bytes())?;
-    let Verdict { decision, limit } = store.check_now(key, limits, request.time, request.cost)?;
+    let Verdict { decision, limit } = verdict;
     let line = Line {
         t: request.time.as_micros(),
         key: request.key,
@@ -112,6 +139,6 @@ fn write_decision(
     out.write_all(b"\n").context("cannot write the decisions")
 }
 
-fn micros(duration: std::time::Duration) -> u64 {
+fn micros(duration: Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }

@@ -20,24 +20,18 @@ pub(crate) fn parse_line(line: &str) -> Result<Option<TraceRequest<'_>>, String>
     let (Some(time), Some(key)) = (words.next(), words.next()) else {
         return Err("expected `<time in µs> <key> [cost]`".to_owned());
     };
-    let time = time.parse::<u64>().map_err(|_| {
-        format!("time `{time}` is not a whole number of microseconds since the Unix epoch")
-    })?;
+    let time = time
+        .parse::<u64>()
+        .map_err(|_| format!("time `{time}` is not a whole number of microseconds since the Unix epoch"))?;
     Key::new(key.as_bytes()).map_err(|error| error.to_string())?;
     let cost = match words.next() {
         None => 1,
-        Some(cost) => cost
-            .parse::<u64>()
-            .map_err(|_| format!("cost `{cost}` is not a whole number ≥ 0"))?,
+        Some(cost) => cost.parse::<u64>().map_err(|_| format!("cost `{cost}` is not a whole number ≥ 0"))?,
     };
     if let Some(extra) = words.next() {
         return Err(format!("unexpected `{extra}` after the cost"));
     }
-    Ok(Some(TraceRequest {
-        time: Timestamp::from_micros(time),
-        key,
-        cost,
-    }))
+    Ok(Some(TraceRequest { time: Timestamp::from_micros(time), key, cost }))
 }
 
 #[cfg(test)]
@@ -50,11 +44,7 @@ mod tests {
         let request = parse_line("1700000000000000 alice 3").unwrap().unwrap();
         assert_eq!(
             request,
-            TraceRequest {
-                time: Timestamp::from_micros(1_700_000_000_000_000),
-                key: "alice",
-                cost: 3
-            }
+            TraceRequest { time: Timestamp::from_micros(1_700_000_000_000_000), key: "alice", cost: 3 }
         );
         assert_eq!(parse_line("  5\tbob  ").unwrap().unwrap().cost, 1);
         assert_eq!(parse_line("5 bob 0").unwrap().unwrap().cost, 0);
@@ -73,22 +63,10 @@ mod tests {
         assert!(parse_line("-5 alice").unwrap_err().contains("time `-5`"));
         assert!(parse_line("5 alice x").unwrap_err().contains("cost `x`"));
         assert!(parse_line("5 alice -1").unwrap_err().contains("cost `-1`"));
-        assert!(
-            parse_line("5 alice 1 2")
-                .unwrap_err()
-                .contains("unexpected `2`")
-        );
-        assert!(
-            parse_line("99999999999999999999 alice")
-                .unwrap_err()
-                .contains("time")
-        );
+        assert!(parse_line("5 alice 1 2").unwrap_err().contains("unexpected `2`"));
+        assert!(parse_line("99999999999999999999 alice").unwrap_err().contains("time"));
         let long_key = format!("5 {}", "k".repeat(1025));
-        assert!(
-            parse_line(&long_key)
-                .unwrap_err()
-                .contains("1 to 1024 bytes")
-        );
+        assert!(parse_line(&long_key).unwrap_err().contains("1 to 1024 bytes"));
     }
 
     proptest! {

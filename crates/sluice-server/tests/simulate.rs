@@ -11,33 +11,18 @@ fn simulate(policies: &[&str], trace: &str) -> Output {
 
 fn simulate_with(config: &str, policies: &[&str], trace: &str) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_sluice"));
-    command
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(["simulate", "--config", config]);
+    command.current_dir(env!("CARGO_MANIFEST_DIR")).args(["simulate", "--config", config]);
     for policy in policies {
         command.args(["--policy", policy]);
     }
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(trace.as_bytes())
-        .unwrap();
+    let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(trace.as_bytes()).unwrap();
     child.wait_with_output().unwrap()
 }
 
 fn lines(output: &Output) -> Vec<Value> {
     let stdout = String::from_utf8(output.stdout.clone()).unwrap();
-    stdout
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
-        .collect()
+    stdout.lines().map(|line| serde_json::from_str(line).unwrap()).collect()
 }
 
 fn stderr(output: &Output) -> String {
@@ -46,10 +31,7 @@ fn stderr(output: &Output) -> String {
 
 #[test]
 fn seed_001_prints_every_field() {
-    let output = simulate(
-        &["seed001"],
-        "100000 alice\n400000 alice\n500000 alice\n1100000 alice\n",
-    );
+    let output = simulate(&["seed001"], "100000 alice\n400000 alice\n500000 alice\n1100000 alice\n");
     assert!(output.status.success(), "{}", stderr(&output));
     let expected = [
         json!({"t": 100000, "key": "alice", "cost": 1, "allowed": true, "remaining": 1, "reset_after": 1000000, "retry_after": null, "delay": 0, "policy": "seed001"}),
@@ -63,22 +45,13 @@ fn seed_001_prints_every_field() {
 #[test]
 fn seed_002_and_the_attempts_example() {
     let hour = 3_600_000_000u64;
-    let trace: String = [1u64, 30, 50, 100]
-        .iter()
-        .map(|s| format!("{} k\n", hour + s * 1_000_000))
-        .collect();
+    let trace: String = [1u64, 30, 50, 100].iter().map(|s| format!("{} k\n", hour + s * 1_000_000)).collect();
     for policy in ["minute_accepted", "minute_attempts"] {
-        let allowed: Vec<Value> = lines(&simulate(&[policy], &trace))
-            .iter()
-            .map(|l| l["allowed"].clone())
-            .collect();
+        let allowed: Vec<Value> = lines(&simulate(&[policy], &trace)).iter().map(|l| l["allowed"].clone()).collect();
         assert_eq!(allowed, [true, true, false, true], "{policy}");
     }
     let output = simulate(&["attempts"], "100000 k\n400000 k\n500000 k\n1100000 k\n");
-    let allowed: Vec<Value> = lines(&output)
-        .iter()
-        .map(|l| l["allowed"].clone())
-        .collect();
+    let allowed: Vec<Value> = lines(&output).iter().map(|l| l["allowed"].clone()).collect();
     assert_eq!(allowed, [true, true, false, false]);
 }
 
@@ -87,31 +60,17 @@ fn blank_lines_comments_costs_and_never() {
     let output = simulate(&["bucket"], "# the chat demo\n\n0 u 2\n   \n0 u 0\n0 u 5\n");
     let lines = lines(&output);
     assert_eq!(lines.len(), 3);
-    assert_eq!(
-        (lines[0]["cost"].clone(), lines[0]["remaining"].clone()),
-        (json!(2), json!(1))
-    );
-    assert_eq!(
-        (lines[1]["allowed"].clone(), lines[1]["remaining"].clone()),
-        (json!(true), json!(1))
-    );
-    assert_eq!(
-        (lines[2]["allowed"].clone(), lines[2]["retry_after"].clone()),
-        (json!(false), Value::Null)
-    );
+    assert_eq!((lines[0]["cost"].clone(), lines[0]["remaining"].clone()), (json!(2), json!(1)));
+    assert_eq!((lines[1]["allowed"].clone(), lines[1]["remaining"].clone()), (json!(true), json!(1)));
+    assert_eq!((lines[2]["allowed"].clone(), lines[2]["retry_after"].clone()), (json!(false), Value::Null));
 }
 
 #[test]
 fn several_policies_report_the_most_restrictive() {
     // At 2 s: equal remaining goes to the first listed; then the longer retry_after wins.
-    let output = simulate(
-        &["bucket", "seed001"],
-        "0 k\n2000000 k\n2000000 k\n2000000 k\n",
-    );
-    let decided: Vec<(Value, Value)> = lines(&output)
-        .iter()
-        .map(|l| (l["allowed"].clone(), l["policy"].clone()))
-        .collect();
+    let output = simulate(&["bucket", "seed001"], "0 k\n2000000 k\n2000000 k\n2000000 k\n");
+    let decided: Vec<(Value, Value)> =
+        lines(&output).iter().map(|l| (l["allowed"].clone(), l["policy"].clone())).collect();
     let expected = [
         (json!(true), json!("seed001")),
         (json!(true), json!("bucket")),
@@ -143,11 +102,7 @@ fn unknown_policies_and_bad_configs_are_refused() {
     assert!(stderr(&output).contains("cannot read the configuration file"));
     let output = simulate_with("Cargo.toml", &["p"], "");
     assert_eq!(output.status.code(), Some(2));
-    assert!(
-        stderr(&output).contains("Cargo.toml"),
-        "{}",
-        stderr(&output)
-    );
+    assert!(stderr(&output).contains("Cargo.toml"), "{}", stderr(&output));
 }
 
 #[test]

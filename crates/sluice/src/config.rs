@@ -44,8 +44,7 @@ impl Config {
     /// assert!(message.contains("policies.api.burst: unknown field"));
     /// ```
     pub fn from_yaml(text: &str) -> Result<Config, ConfigError> {
-        let value: Value = serde_yaml_ng::from_str(text)
-            .map_err(|error| ConfigError::single("", error.to_string()))?;
+        let value: Value = serde_yaml_ng::from_str(text).map_err(|error| ConfigError::single("", error.to_string()))?;
         let mut problems = Problems::default();
         let limits = match value.as_mapping() {
             Some(top) => parse_top(top, &mut problems),
@@ -72,9 +71,7 @@ fn parse_top(top: &Mapping, problems: &mut Problems) -> Vec<Limit> {
     let mut fields = Fields::new(top, "", problems);
     let policies = fields.required_mapping("policies");
     fields.finish(&["policies"]);
-    policies
-        .map(|policies| parse_policies(&policies, problems))
-        .unwrap_or_default()
+    policies.map(|policies| parse_policies(&policies, problems)).unwrap_or_default()
 }
 
 /// Parses the `policies` section; shared with configurations that have more sections.
@@ -121,23 +118,14 @@ pub struct ConfigError {
 
 impl ConfigError {
     fn single(path: &str, message: impl Into<String>) -> Self {
-        ConfigError {
-            problems: vec![Problem {
-                path: path.to_owned(),
-                message: message.into(),
-            }],
-        }
+        ConfigError { problems: vec![Problem { path: path.to_owned(), message: message.into() }] }
     }
 }
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let count = self.problems.len();
-        write!(
-            f,
-            "invalid configuration ({count} problem{}):",
-            if count == 1 { "" } else { "s" }
-        )?;
+        write!(f, "invalid configuration ({count} problem{}):", if count == 1 { "" } else { "s" })?;
         for problem in &self.problems {
             write!(f, "\n  {problem}")?;
         }
@@ -156,10 +144,6 @@ pub struct Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.path.is_empty() {
-            f.write_str(&self.message)
-        } else {
-            write!(f, "{}: {}", self.path, self.message)
-        }
+        if self.path.is_empty() { f.write_str(&self.message) } else { write!(f, "{}: {}", self.path, self.message) }
     }
 }

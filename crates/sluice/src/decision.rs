@@ -45,12 +45,7 @@ impl Decision {
     }
 
     /// A rejected request that could pass after `retry_after_us`.
-    pub(crate) fn reject(
-        limit: u64,
-        remaining: u64,
-        reset_after_us: u64,
-        retry_after_us: u64,
-    ) -> Self {
+    pub(crate) fn reject(limit: u64, remaining: u64, reset_after_us: u64, retry_after_us: u64) -> Self {
         Decision {
             allowed: false,
             retry_after: Some(RetryAfter::After(Duration::from_micros(retry_after_us))),
@@ -69,10 +64,7 @@ impl Decision {
 
     /// The same decision with a shaping delay.
     pub(crate) fn with_delay(self, delay_us: u64) -> Self {
-        Decision {
-            delay: Duration::from_micros(delay_us),
-            ..self
-        }
+        Decision { delay: Duration::from_micros(delay_us), ..self }
     }
 
     /// `retry_after` in microseconds, `None` when allowed or never.

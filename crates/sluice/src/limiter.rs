@@ -1,9 +1,7 @@
 //! The user-facing limiter: limits, a store and a clock.
 
 use crate::decision::micros;
-use crate::{
-    Clock, Decision, Key, KeyError, Limit, MemoryStore, RetryAfter, Store, StoreError, SystemClock,
-};
+use crate::{Clock, Decision, Key, KeyError, Limit, MemoryStore, RetryAfter, Store, StoreError, SystemClock};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -59,28 +57,15 @@ impl RateLimiter {
     /// When `limits` is empty.
     pub fn all_of(limits: impl IntoIterator<Item = Limit>) -> Self {
         let limits: Arc<[Limit]> = limits.into_iter().collect();
-        assert!(
-            !limits.is_empty(),
-            "a rate limiter needs at least one limit"
-        );
-        RateLimiter {
-            limits,
-            store: MemoryStore::new(),
-            clock: SystemClock::new(),
-            own_store: true,
-        }
+        assert!(!limits.is_empty(), "a rate limiter needs at least one limit");
+        RateLimiter { limits, store: MemoryStore::new(), clock: SystemClock::new(), own_store: true }
     }
 }
 
 impl<S: Store, C: Clock> RateLimiter<S, C> {
     /// The same limiter on another store.
     pub fn with_store<T: Store>(self, store: T) -> RateLimiter<T, C> {
-        RateLimiter {
-            limits: self.limits,
-            store,
-            clock: self.clock,
-            own_store: false,
-        }
+        RateLimiter { limits: self.limits, store, clock: self.clock, own_store: false }
     }
 
     /// The same limiter reading another clock (a [`ManualClock`](crate::ManualClock) in tests).
@@ -92,12 +77,7 @@ impl<S: Store, C: Clock> RateLimiter<S, C> {
             true => self.store.empty_with_clock(&clock).unwrap_or(self.store),
             false => self.store,
         };
-        RateLimiter {
-            limits: self.limits,
-            store,
-            clock,
-            own_store: self.own_store,
-        }
+        RateLimiter { limits: self.limits, store, clock, own_store: self.own_store }
     }
 
     /// The limits checked.
@@ -127,10 +107,7 @@ impl<S: Store, C: Clock> RateLimiter<S, C> {
     /// As [`check`](Self::check).
     pub async fn check_n(&self, key: impl AsRef<[u8]>, cost: u64) -> Result<Decision, CheckError> {
         let key = Key::new(key.as_ref())?;
-        let verdict = self
-            .store
-            .check(key, &self.limits, self.clock.now(), cost)
-            .await?;
+        let verdict = self.store.check(key, &self.limits, self.clock.now(), cost).await?;
         Ok(verdict.decision)
     }
 
@@ -144,12 +121,7 @@ impl<S: Store, C: Clock> RateLimiter<S, C> {
     /// # Errors
     ///
     /// As [`check`](Self::check).
-    pub async fn acquire(
-        &self,
-        key: impl AsRef<[u8]>,
-        cost: u64,
-        max_wait: Duration,
-    ) -> Result<Decision, CheckError> {
+    pub async fn acquire(&self, key: impl AsRef<[u8]>, cost: u64, max_wait: Duration) -> Result<Decision, CheckError> {
         let key = key.as_ref();
         let mut waited = Duration::ZERO;
         loop {

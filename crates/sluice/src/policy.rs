@@ -71,13 +71,7 @@ macro_rules! policy_from {
         }
     )*};
 }
-policy_from!(
-    SlidingLog,
-    FixedWindow,
-    SlidingWindow,
-    TokenBucket,
-    LeakyBucket
-);
+policy_from!(SlidingLog, FixedWindow, SlidingWindow, TokenBucket, LeakyBucket);
 
 /// A parameter that a policy refuses, naming the field.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -91,10 +85,7 @@ pub struct PolicyError {
 
 impl PolicyError {
     pub(crate) fn new(field: &'static str, message: impl Into<Cow<'static, str>>) -> Self {
-        PolicyError {
-            field,
-            message: message.into(),
-        }
+        PolicyError { field, message: message.into() }
     }
 }
 
@@ -104,10 +95,7 @@ pub const EXACT_LIMIT: u64 = 1 << 53;
 /// Refuses `value` unless every store can compute it exactly.
 pub(crate) fn check_exact(field: &'static str, value: u128) -> Result<(), PolicyError> {
     if value >= u128::from(EXACT_LIMIT) {
-        return Err(PolicyError::new(
-            field,
-            "must be below 2^53 to be computed exactly",
-        ));
+        return Err(PolicyError::new(field, "must be below 2^53 to be computed exactly"));
     }
     Ok(())
 }
@@ -115,10 +103,7 @@ pub(crate) fn check_exact(field: &'static str, value: u128) -> Result<(), Policy
 /// A duration in whole microseconds, at least one.
 pub(crate) fn duration_micros(field: &'static str, duration: Duration) -> Result<u64, PolicyError> {
     if duration.subsec_nanos() % 1_000 != 0 {
-        return Err(PolicyError::new(
-            field,
-            "must be a whole number of microseconds",
-        ));
+        return Err(PolicyError::new(field, "must be a whole number of microseconds"));
     }
     match u64::try_from(duration.as_micros()) {
         Ok(0) => Err(PolicyError::new(field, "must be at least 1us")),

@@ -51,16 +51,10 @@ impl Verdict {
     /// longest `retry_after`, then the fewest `remaining`; the first on ties), carrying the
     /// longest delay any shaper asked for when the request is allowed.
     pub fn combine(decisions: &[Decision]) -> Option<Verdict> {
-        let mut verdict = Verdict {
-            decision: *decisions.first()?,
-            limit: 0,
-        };
+        let mut verdict = Verdict { decision: *decisions.first()?, limit: 0 };
         for (index, decision) in decisions.iter().enumerate().skip(1) {
             if decision.is_more_restrictive_than(&verdict.decision) {
-                verdict = Verdict {
-                    decision: *decision,
-                    limit: index,
-                };
+                verdict = Verdict { decision: *decision, limit: index };
             }
         }
         if verdict.decision.allowed {

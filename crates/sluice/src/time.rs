@@ -163,10 +163,7 @@ mod tests {
             last = now;
         }
         let drift = last.as_micros().abs_diff(wall.as_micros());
-        assert!(
-            drift < 1_000_000,
-            "system clock is {drift} µs from wall time"
-        );
+        assert!(drift < 1_000_000, "system clock is {drift} µs from wall time");
     }
 
     #[test]

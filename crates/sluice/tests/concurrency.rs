@@ -3,9 +3,7 @@
 
 mod support;
 
-use sluice::{
-    Key, Limit, ManualClock, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp, TokenBucket,
-};
+use sluice::{Key, Limit, ManualClock, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp, TokenBucket};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -18,9 +16,7 @@ fn hammer(store: &MemoryStore, limits: &[Limit], threads: usize, checks: usize) 
                 for i in 0..checks {
                     // Every thread's clock reads a little differently, some steps back.
                     let now = Timestamp::from_micros(1_000 + ((i * 7 + thread * 13) % 50) as u64);
-                    let verdict = store
-                        .check_now(Key::new(b"hot").unwrap(), limits, now, 1)
-                        .unwrap();
+                    let verdict = store.check_now(Key::new(b"hot").unwrap(), limits, now, 1).unwrap();
                     if verdict.decision.allowed {
                         allowed.fetch_add(1, Ordering::Relaxed);
                     }
@@ -34,10 +30,8 @@ fn hammer(store: &MemoryStore, limits: &[Limit], threads: usize, checks: usize) 
 #[test]
 fn threads_on_one_key_get_exactly_the_limit() {
     let store = MemoryStore::builder().clock(ManualClock::default()).build();
-    let limit = Limit::new(
-        "hot",
-        SlidingLog::new(1_000, Duration::from_secs(60), SlidingLogVariant::Accepted).unwrap(),
-    );
+    let limit =
+        Limit::new("hot", SlidingLog::new(1_000, Duration::from_secs(60), SlidingLogVariant::Accepted).unwrap());
     let allowed = hammer(&store, &[limit], 4, 5_000);
     assert_eq!(allowed, 1_000);
 }
@@ -45,24 +39,11 @@ fn threads_on_one_key_get_exactly_the_limit() {
 #[test]
 fn threads_on_one_key_with_two_limits_get_the_smaller_limit() {
     let store = MemoryStore::builder().clock(ManualClock::default()).build();
-    let log = Limit::new(
-        "log",
-        SlidingLog::new(700, Duration::from_secs(60), SlidingLogVariant::Accepted).unwrap(),
-    );
-    let bucket = Limit::new(
-        "bucket",
-        TokenBucket::new(500, 1, Duration::from_secs(60)).unwrap(),
-    );
+    let log = Limit::new("log", SlidingLog::new(700, Duration::from_secs(60), SlidingLogVariant::Accepted).unwrap());
+    let bucket = Limit::new("bucket", TokenBucket::new(500, 1, Duration::from_secs(60)).unwrap());
     let allowed = hammer(&store, &[log.clone(), bucket], 4, 2_000);
     assert_eq!(allowed, 500);
     // The log recorded exactly the admitted requests, not the rejected ones.
-    let after = store
-        .check_now(
-            Key::new(b"hot").unwrap(),
-            &[log],
-            Timestamp::from_micros(2_000),
-            0,
-        )
-        .unwrap();
+    let after = store.check_now(Key::new(b"hot").unwrap(), &[log], Timestamp::from_micros(2_000), 0).unwrap();
     assert_eq!(after.decision.remaining, 200);
 }

@@ -46,17 +46,8 @@ policies:
 fn the_issue_example_and_every_algorithm_load() {
     let config = Config::from_yaml(EXAMPLE).unwrap();
     let names: Vec<&str> = config.limits().iter().map(|l| l.name()).collect();
-    assert_eq!(
-        names,
-        [
-            "login", "api", "hourly", "daily", "trial", "search", "uploads"
-        ]
-    );
-    let algorithms: Vec<&str> = config
-        .limits()
-        .iter()
-        .map(|l| l.policy().algorithm_name())
-        .collect();
+    assert_eq!(names, ["login", "api", "hourly", "daily", "trial", "search", "uploads"]);
+    let algorithms: Vec<&str> = config.limits().iter().map(|l| l.policy().algorithm_name()).collect();
     assert_eq!(
         algorithms,
         [
@@ -69,9 +60,7 @@ fn the_issue_example_and_every_algorithm_load() {
             "leaky_bucket"
         ]
     );
-    let Policy::SlidingLog(login) = config.limit("login").unwrap().policy() else {
-        panic!("login is a sliding log")
-    };
+    let Policy::SlidingLog(login) = config.limit("login").unwrap().policy() else { panic!("login is a sliding log") };
     assert_eq!((login.limit(), login.window().as_secs()), (5, 900));
 }
 
@@ -109,10 +98,7 @@ extra: true
         "extra: unknown field, expected one of: policies",
     ];
     for want in expected {
-        assert!(
-            messages.iter().any(|m| m.starts_with(want)),
-            "missing `{want}` in {messages:#?}"
-        );
+        assert!(messages.iter().any(|m| m.starts_with(want)), "missing `{want}` in {messages:#?}");
     }
     assert_eq!(messages.len(), expected.len(), "{messages:#?}");
 }
@@ -124,10 +110,7 @@ fn constructor_limits_name_the_field() {
             "algorithm: token_bucket\n    capacity: 0\n    refill_interval: 1s",
             "policies.p.capacity: must be at least 1",
         ),
-        (
-            "algorithm: sliding_log\n    limit: 0\n    window: 1s",
-            "policies.p.limit: must be at least 1",
-        ),
+        ("algorithm: sliding_log\n    limit: 0\n    window: 1s", "policies.p.limit: must be at least 1"),
         (
             "algorithm: sliding_log\n    limit: 5000000000\n    window: 1s",
             "policies.p.limit: must be at most 4294967295",
@@ -144,14 +127,8 @@ fn constructor_limits_name_the_field() {
             "algorithm: sliding_window\n    limit: 9007199254740\n    window: 1s",
             "policies.p.limit: limit × bucket width (µs) must be below 2^53",
         ),
-        (
-            "algorithm: leaky_bucket\n    interval: 0s",
-            "policies.p.interval: must be at least 1us",
-        ),
-        (
-            "algorithm: leaky_bucket\n    interval: 1d\n    burst: 1000000",
-            "policies.p.burst: (burst + 1) × interval",
-        ),
+        ("algorithm: leaky_bucket\n    interval: 0s", "policies.p.interval: must be at least 1us"),
+        ("algorithm: leaky_bucket\n    interval: 1d\n    burst: 1000000", "policies.p.burst: (burst + 1) × interval"),
         (
             "algorithm: token_bucket\n    capacity: 9007199254740992\n    refill_interval: 1s",
             "policies.p.capacity: must be below 2^53",
@@ -174,20 +151,11 @@ fn malformed_files_are_refused_clearly() {
         ("", "must be a mapping with a `policies` section"),
         ("policies: 3", "policies: must be a mapping"),
         ("policies: {}", "policies: must define at least one policy"),
-        (
-            "policies:\n  'bad name':\n    algorithm: sliding_log",
-            "policy names must be",
-        ),
+        ("policies:\n  'bad name':\n    algorithm: sliding_log", "policy names must be"),
         ("policies:\n  p: [1, 2]", "policies.p: must be a mapping"),
-        (
-            "policies:\n  p:\n    limit: 3",
-            "policies.p.algorithm: is required",
-        ),
+        ("policies:\n  p:\n    limit: 3", "policies.p.algorithm: is required"),
         ("policies: [\n", "line"),
-        (
-            "policies:\n  p:\n    algorithm: sliding_log\n    limit: 1\n    limit: 2\n    window: 1s",
-            "duplicate",
-        ),
+        ("policies:\n  p:\n    algorithm: sliding_log\n    limit: 1\n    limit: 2\n    window: 1s", "duplicate"),
     ] {
         let error = Config::from_yaml(text).unwrap_err().to_string();
         assert!(error.contains(want), "`{want}` not in:\n{error}");

@@ -4,8 +4,8 @@
 mod support;
 
 use sluice::{
-    CheckError, LeakMode, LeakyBucket, Limit, ManualClock, RateLimiter, RetryAfter, SlidingLog,
-    SlidingLogVariant, TokenBucket,
+    CheckError, LeakMode, LeakyBucket, Limit, ManualClock, RateLimiter, RetryAfter, SlidingLog, SlidingLogVariant,
+    TokenBucket,
 };
 use std::time::Duration;
 use support::{ms, ready};
@@ -13,13 +13,8 @@ use support::{ms, ready};
 #[test]
 fn acquire_waits_out_retry_after_on_the_limiter_clock() {
     let clock = ManualClock::default();
-    let limiter = RateLimiter::new(Limit::new("t", TokenBucket::new(1, 1, ms(250)).unwrap()))
-        .with_clock(clock.clone());
-    assert!(
-        ready(limiter.acquire("k", 1, Duration::ZERO))
-            .unwrap()
-            .allowed
-    );
+    let limiter = RateLimiter::new(Limit::new("t", TokenBucket::new(1, 1, ms(250)).unwrap())).with_clock(clock.clone());
+    assert!(ready(limiter.acquire("k", 1, Duration::ZERO)).unwrap().allowed);
     let start = sluice::Clock::now(&clock);
     let decision = ready(limiter.acquire("k", 1, Duration::from_secs(1))).unwrap();
     assert!(decision.allowed);
@@ -29,11 +24,8 @@ fn acquire_waits_out_retry_after_on_the_limiter_clock() {
 #[test]
 fn acquire_gives_up_past_max_wait_and_on_never() {
     let clock = ManualClock::default();
-    let limiter = RateLimiter::new(Limit::new(
-        "t",
-        TokenBucket::new(2, 1, Duration::from_secs(10)).unwrap(),
-    ))
-    .with_clock(clock.clone());
+    let limiter = RateLimiter::new(Limit::new("t", TokenBucket::new(2, 1, Duration::from_secs(10)).unwrap()))
+        .with_clock(clock.clone());
     ready(limiter.check_n("k", 2)).unwrap();
     let gave_up = ready(limiter.acquire("k", 1, Duration::from_secs(9))).unwrap();
     assert!(!gave_up.allowed);
@@ -50,55 +42,34 @@ fn acquire_in_a_shaper_waits_for_its_turn() {
     for turn in 0..3u64 {
         let decision = ready(limiter.acquire("k", 1, Duration::ZERO)).unwrap();
         assert!(decision.allowed);
-        assert_eq!(
-            decision.delay,
-            if turn == 0 { Duration::ZERO } else { ms(100) }
-        );
+        assert_eq!(decision.delay, if turn == 0 { Duration::ZERO } else { ms(100) });
     }
     assert_eq!(sluice::Clock::now(&clock).as_micros(), 200_000);
 }
 
 #[test]
 fn keys_must_be_1_to_1024_bytes() {
-    let limiter = RateLimiter::new(Limit::new(
-        "t",
-        SlidingLog::new(1, ms(1), SlidingLogVariant::Accepted).unwrap(),
-    ));
+    let limiter = RateLimiter::new(Limit::new("t", SlidingLog::new(1, ms(1), SlidingLogVariant::Accepted).unwrap()));
     assert!(matches!(ready(limiter.check("")), Err(CheckError::Key(_))));
     let long = vec![b'k'; 1025];
     let error = ready(limiter.check(&long)).unwrap_err();
-    assert_eq!(
-        error.to_string(),
-        "key must be 1 to 1024 bytes long, got 1025"
-    );
-    assert!(
-        ready(limiter.check(vec![0xff; 1024])).unwrap().allowed,
-        "any bytes make a key"
-    );
+    assert_eq!(error.to_string(), "key must be 1 to 1024 bytes long, got 1025");
+    assert!(ready(limiter.check(vec![0xff; 1024])).unwrap().allowed, "any bytes make a key");
 }
 
 #[test]
 fn several_limits_are_all_or_nothing() {
     let clock = ManualClock::default();
-    let per_second = Limit::new(
-        "second",
-        SlidingLog::new(2, Duration::from_secs(1), SlidingLogVariant::Accepted).unwrap(),
-    );
-    let per_minute = Limit::new(
-        "minute",
-        SlidingLog::new(3, Duration::from_secs(60), SlidingLogVariant::Accepted).unwrap(),
-    );
+    let per_second =
+        Limit::new("second", SlidingLog::new(2, Duration::from_secs(1), SlidingLogVariant::Accepted).unwrap());
+    let per_minute =
+        Limit::new("minute", SlidingLog::new(3, Duration::from_secs(60), SlidingLogVariant::Accepted).unwrap());
     let limiter = RateLimiter::all_of([per_second, per_minute]).with_clock(clock.clone());
-    let allowed: Vec<bool> = (0..3)
-        .map(|_| ready(limiter.check("k")).unwrap().allowed)
-        .collect();
+    let allowed: Vec<bool> = (0..3).map(|_| ready(limiter.check("k")).unwrap().allowed).collect();
     assert_eq!(allowed, [true, true, false]);
     clock.advance(Duration::from_secs(1));
     let third = ready(limiter.check("k")).unwrap();
-    assert!(
-        third.allowed && third.remaining == 0,
-        "the minute limit reports 0 left: {third:?}"
-    );
+    assert!(third.allowed && third.remaining == 0, "the minute limit reports 0 left: {third:?}");
     assert!(!ready(limiter.check("k")).unwrap().allowed);
 }
 
@@ -116,9 +87,6 @@ fn a_limiter_on_a_manual_clock_never_sweeps_by_the_system_clock() {
     }
     assert_eq!(limiter.store().len(), keys);
     for i in (0..keys).step_by(97) {
-        assert!(
-            !ready(limiter.check(format!("key-{i}"))).unwrap().allowed,
-            "key-{i} lost its state"
-        );
+        assert!(!ready(limiter.check(format!("key-{i}"))).unwrap().allowed, "key-{i} lost its state");
     }
 }

@@ -3,69 +3,37 @@
 
 mod support;
 
-use sluice::{
-    Key, Limit, ManualClock, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp, TokenBucket,
-};
+use sluice::{Key, Limit, ManualClock, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp, TokenBucket};
 use std::time::Duration;
 
 fn flood_key(i: u64) -> String {
     // Random-looking keys, as an attacker would send.
-    format!(
-        "{:016x}",
-        i.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17)
-    )
+    format!("{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(17))
 }
 
 #[test]
 fn flooding_random_keys_never_exceeds_the_cap() {
     let clock = ManualClock::at(Timestamp::from_micros(1_000_000));
-    let store = MemoryStore::builder()
-        .clock(clock.clone())
-        .max_keys(1_000)
-        .shards(8)
-        .build();
-    let limit = [Limit::new(
-        "api",
-        TokenBucket::new(10, 1, Duration::from_secs(3600)).unwrap(),
-    )];
+    let store = MemoryStore::builder().clock(clock.clone()).max_keys(1_000).shards(8).build();
+    let limit = [Limit::new("api", TokenBucket::new(10, 1, Duration::from_secs(3600)).unwrap())];
     let now = clock.now_timestamp();
     for i in 0..50_000u64 {
         let key = flood_key(i);
-        assert!(
-            store
-                .check_now(Key::new(key.as_bytes()).unwrap(), &limit, now, 1)
-                .unwrap()
-                .decision
-                .allowed
-        );
+        assert!(store.check_now(Key::new(key.as_bytes()).unwrap(), &limit, now, 1).unwrap().decision.allowed);
         if i % 97 == 0 {
-            assert!(
-                store.len() <= 1_000,
-                "{} states after {i} keys",
-                store.len()
-            );
+            assert!(store.len() <= 1_000, "{} states after {i} keys", store.len());
         }
     }
     assert!(store.len() <= 1_000);
-    assert!(
-        store.len() >= 900,
-        "the cap is used, not emptied: {}",
-        store.len()
-    );
+    assert!(store.len() >= 900, "the cap is used, not emptied: {}", store.len());
 }
 
 #[test]
 fn under_a_flood_the_longest_lived_states_are_kept() {
     let clock = ManualClock::at(Timestamp::from_micros(1_000_000_000));
-    let store = MemoryStore::builder()
-        .clock(clock.clone())
-        .max_keys(64)
-        .shards(1)
-        .build();
-    let limit = [Limit::new(
-        "login",
-        SlidingLog::new(3, Duration::from_secs(900), SlidingLogVariant::Attempts).unwrap(),
-    )];
+    let store = MemoryStore::builder().clock(clock.clone()).max_keys(64).shards(1).build();
+    let limit =
+        [Limit::new("login", SlidingLog::new(3, Duration::from_secs(900), SlidingLogVariant::Attempts).unwrap())];
     let start = clock.now_timestamp();
     // A client blocked for the next 15 minutes...
     let hot = Key::new(b"attacker").unwrap();
@@ -76,35 +44,20 @@ fn under_a_flood_the_longest_lived_states_are_kept() {
     for i in 0..10_000u64 {
         let key = flood_key(i);
         let at = Timestamp::from_micros(start.as_micros() - 600_000_000 + i);
-        store
-            .check_now(Key::new(key.as_bytes()).unwrap(), &limit, at, 1)
-            .unwrap();
+        store.check_now(Key::new(key.as_bytes()).unwrap(), &limit, at, 1).unwrap();
     }
     let still_blocked = store.check_now(hot, &limit, start, 0).unwrap();
-    assert!(
-        !still_blocked.decision.allowed,
-        "the blocked key kept its state through the flood"
-    );
+    assert!(!still_blocked.decision.allowed, "the blocked key kept its state through the flood");
 }
 
 #[test]
 fn fresh_states_are_swept_by_the_store_clock_only() {
     let clock = ManualClock::at(Timestamp::from_micros(0));
     let store = MemoryStore::builder().clock(clock.clone()).build();
-    let limit = [Limit::new(
-        "api",
-        TokenBucket::new(2, 1, Duration::from_secs(1)).unwrap(),
-    )];
+    let limit = [Limit::new("api", TokenBucket::new(2, 1, Duration::from_secs(1)).unwrap())];
     for i in 0..100u64 {
         let key = flood_key(i);
-        store
-            .check_now(
-                Key::new(key.as_bytes()).unwrap(),
-                &limit,
-                Timestamp::from_micros(5_000_000),
-                1,
-            )
-            .unwrap();
+        store.check_now(Key::new(key.as_bytes()).unwrap(), &limit, Timestamp::from_micros(5_000_000), 1).unwrap();
     }
     // Requests carry later times, but the store's clock has not moved: nothing is dropped.
     assert_eq!(store.sweep(), 0);
@@ -119,25 +72,12 @@ fn fresh_states_are_swept_by_the_store_clock_only() {
 #[test]
 fn sweeps_run_as_keys_are_added() {
     let clock = ManualClock::at(Timestamp::from_micros(0));
-    let store = MemoryStore::builder()
-        .clock(clock.clone())
-        .shards(1)
-        .build();
-    let limit = [Limit::new(
-        "api",
-        TokenBucket::new(2, 1, Duration::from_secs(1)).unwrap(),
-    )];
+    let store = MemoryStore::builder().clock(clock.clone()).shards(1).build();
+    let limit = [Limit::new("api", TokenBucket::new(2, 1, Duration::from_secs(1)).unwrap())];
     let add = |range: std::ops::Range<u64>, at: u64| {
         for i in range {
             let key = flood_key(i);
-            store
-                .check_now(
-                    Key::new(key.as_bytes()).unwrap(),
-                    &limit,
-                    Timestamp::from_micros(at),
-                    1,
-                )
-                .unwrap();
+            store.check_now(Key::new(key.as_bytes()).unwrap(), &limit, Timestamp::from_micros(at), 1).unwrap();
         }
     };
     add(0..1_000, 0);

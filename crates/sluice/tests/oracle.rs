@@ -21,9 +21,8 @@ use oracle::token_bucket::TokenBucketOracle;
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use sluice::{
-    Algorithm, Alignment, Decision, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock,
-    MemoryStore, Policy, RetryAfter, SlidingLog, SlidingLogVariant, SlidingWindow, Timestamp,
-    TokenBucket,
+    Algorithm, Alignment, Decision, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, Policy,
+    RetryAfter, SlidingLog, SlidingLogVariant, SlidingWindow, Timestamp, TokenBucket,
 };
 use std::time::Duration;
 
@@ -32,10 +31,7 @@ const CASES: u32 = 768;
 
 /// `PROPTEST_CASES` if set (for a longer hunt), else [`CASES`].
 fn cases() -> u32 {
-    std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|cases| cases.parse().ok())
-        .unwrap_or(CASES)
+    std::env::var("PROPTEST_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(CASES)
 }
 
 /// Longest trace.
@@ -44,32 +40,11 @@ const TRACE_LEN: usize = 48;
 /// A policy's parameters, from which both the implementation and the oracle are built.
 #[derive(Clone, Debug)]
 enum Spec {
-    SlidingLog {
-        limit: u64,
-        window: u64,
-        attempts: bool,
-    },
-    FixedWindow {
-        limit: u64,
-        window: u64,
-        anchored: bool,
-        offset: u64,
-    },
-    SlidingWindow {
-        limit: u64,
-        width: u64,
-        buckets: u64,
-    },
-    TokenBucket {
-        capacity: u64,
-        amount: u64,
-        interval: u64,
-    },
-    LeakyBucket {
-        interval: u64,
-        burst: u64,
-        delay: bool,
-    },
+    SlidingLog { limit: u64, window: u64, attempts: bool },
+    FixedWindow { limit: u64, window: u64, anchored: bool, offset: u64 },
+    SlidingWindow { limit: u64, width: u64, buckets: u64 },
+    TokenBucket { capacity: u64, amount: u64, interval: u64 },
+    LeakyBucket { interval: u64, burst: u64, delay: bool },
 }
 
 fn us(micros: u64) -> Duration {
@@ -78,78 +53,40 @@ fn us(micros: u64) -> Duration {
 
 impl Spec {
     fn sliding_log(&self) -> Option<SlidingLog> {
-        let Spec::SlidingLog {
-            limit,
-            window,
-            attempts,
-        } = *self
-        else {
+        let Spec::SlidingLog { limit, window, attempts } = *self else {
             return None;
         };
-        let variant = if attempts {
-            SlidingLogVariant::Attempts
-        } else {
-            SlidingLogVariant::Accepted
-        };
+        let variant = if attempts { SlidingLogVariant::Attempts } else { SlidingLogVariant::Accepted };
         Some(SlidingLog::new(limit, us(window), variant).unwrap())
     }
 
     fn fixed_window(&self) -> Option<FixedWindow> {
-        let Spec::FixedWindow {
-            limit,
-            window,
-            anchored,
-            offset,
-        } = *self
-        else {
+        let Spec::FixedWindow { limit, window, anchored, offset } = *self else {
             return None;
         };
-        let alignment = if anchored {
-            Alignment::Anchored
-        } else {
-            Alignment::Aligned
-        };
+        let alignment = if anchored { Alignment::Anchored } else { Alignment::Aligned };
         Some(FixedWindow::new(limit, us(window), alignment, us(offset)).unwrap())
     }
 
     fn sliding_window(&self) -> Option<SlidingWindow> {
-        let Spec::SlidingWindow {
-            limit,
-            width,
-            buckets,
-        } = *self
-        else {
+        let Spec::SlidingWindow { limit, width, buckets } = *self else {
             return None;
         };
         Some(SlidingWindow::new(limit, us(width * buckets), buckets).unwrap())
     }
 
     fn token_bucket(&self) -> Option<TokenBucket> {
-        let Spec::TokenBucket {
-            capacity,
-            amount,
-            interval,
-        } = *self
-        else {
+        let Spec::TokenBucket { capacity, amount, interval } = *self else {
             return None;
         };
         Some(TokenBucket::new(capacity, amount, us(interval)).unwrap())
     }
 
     fn leaky_bucket(&self) -> Option<LeakyBucket> {
-        let Spec::LeakyBucket {
-            interval,
-            burst,
-            delay,
-        } = *self
-        else {
+        let Spec::LeakyBucket { interval, burst, delay } = *self else {
             return None;
         };
-        let mode = if delay {
-            LeakMode::Delay
-        } else {
-            LeakMode::NoDelay
-        };
+        let mode = if delay { LeakMode::Delay } else { LeakMode::NoDelay };
         Some(LeakyBucket::new(us(interval), burst, mode).unwrap())
     }
 
@@ -165,41 +102,24 @@ impl Spec {
 
     fn oracle(&self) -> Box<dyn Oracle> {
         match *self {
-            Spec::SlidingLog {
-                limit,
-                window,
-                attempts,
-            } => Box::new(SlidingLogOracle::new(limit, window, attempts)),
-            Spec::FixedWindow {
-                limit,
-                window,
-                anchored,
-                offset,
-            } => Box::new(FixedWindowOracle::new(limit, window, anchored, offset)),
-            Spec::SlidingWindow {
-                limit,
-                width,
-                buckets,
-            } => Box::new(SlidingWindowOracle::new(limit, width, buckets)),
-            Spec::TokenBucket {
-                capacity,
-                amount,
-                interval,
-            } => Box::new(TokenBucketOracle::new(capacity, amount, interval)),
-            Spec::LeakyBucket {
-                interval,
-                burst,
-                delay,
-            } => Box::new(LeakyBucketOracle::new(interval, burst, delay)),
+            Spec::SlidingLog { limit, window, attempts } => Box::new(SlidingLogOracle::new(limit, window, attempts)),
+            Spec::FixedWindow { limit, window, anchored, offset } => {
+                Box::new(FixedWindowOracle::new(limit, window, anchored, offset))
+            }
+            Spec::SlidingWindow { limit, width, buckets } => Box::new(SlidingWindowOracle::new(limit, width, buckets)),
+            Spec::TokenBucket { capacity, amount, interval } => {
+                Box::new(TokenBucketOracle::new(capacity, amount, interval))
+            }
+            Spec::LeakyBucket { interval, burst, delay } => Box::new(LeakyBucketOracle::new(interval, burst, delay)),
         }
     }
 
     /// The decision's `limit`, also the largest cost ever allowed.
     fn limit(&self) -> u64 {
         match *self {
-            Spec::SlidingLog { limit, .. }
-            | Spec::FixedWindow { limit, .. }
-            | Spec::SlidingWindow { limit, .. } => limit,
+            Spec::SlidingLog { limit, .. } | Spec::FixedWindow { limit, .. } | Spec::SlidingWindow { limit, .. } => {
+                limit
+            }
             Spec::TokenBucket { capacity, .. } => capacity,
             Spec::LeakyBucket { burst, .. } => burst + 1,
         }
@@ -210,14 +130,8 @@ impl Spec {
         match *self {
             Spec::SlidingLog { window, .. } | Spec::FixedWindow { window, .. } => window,
             Spec::SlidingWindow { width, buckets, .. } => width * (buckets + 1),
-            Spec::TokenBucket {
-                capacity,
-                amount,
-                interval,
-            } => interval * capacity.div_ceil(amount),
-            Spec::LeakyBucket {
-                interval, burst, ..
-            } => interval * (burst + 1),
+            Spec::TokenBucket { capacity, amount, interval } => interval * capacity.div_ceil(amount),
+            Spec::LeakyBucket { interval, burst, .. } => interval * (burst + 1),
         }
     }
 
@@ -225,21 +139,11 @@ impl Spec {
     fn check_steps(&self, trace: &[(u64, u64)]) -> Result<(), TestCaseError> {
         let mut oracle = self.oracle();
         match self {
-            Spec::SlidingLog { .. } => {
-                check_steps(&self.sliding_log().unwrap(), oracle.as_mut(), trace)
-            }
-            Spec::FixedWindow { .. } => {
-                check_steps(&self.fixed_window().unwrap(), oracle.as_mut(), trace)
-            }
-            Spec::SlidingWindow { .. } => {
-                check_steps(&self.sliding_window().unwrap(), oracle.as_mut(), trace)
-            }
-            Spec::TokenBucket { .. } => {
-                check_steps(&self.token_bucket().unwrap(), oracle.as_mut(), trace)
-            }
-            Spec::LeakyBucket { .. } => {
-                check_steps(&self.leaky_bucket().unwrap(), oracle.as_mut(), trace)
-            }
+            Spec::SlidingLog { .. } => check_steps(&self.sliding_log().unwrap(), oracle.as_mut(), trace),
+            Spec::FixedWindow { .. } => check_steps(&self.fixed_window().unwrap(), oracle.as_mut(), trace),
+            Spec::SlidingWindow { .. } => check_steps(&self.sliding_window().unwrap(), oracle.as_mut(), trace),
+            Spec::TokenBucket { .. } => check_steps(&self.token_bucket().unwrap(), oracle.as_mut(), trace),
+            Spec::LeakyBucket { .. } => check_steps(&self.leaky_bucket().unwrap(), oracle.as_mut(), trace),
         }
     }
 }
@@ -280,12 +184,7 @@ fn restrictiveness(decision: &Decision) -> (bool, u8, Duration, std::cmp::Revers
         Some(RetryAfter::After(wait)) => (1, wait),
         Some(RetryAfter::Never) => (2, Duration::ZERO),
     };
-    (
-        !decision.allowed,
-        rank,
-        wait,
-        std::cmp::Reverse(decision.remaining),
-    )
+    (!decision.allowed, rank, wait, std::cmp::Reverse(decision.remaining))
 }
 
 /// Runs `trace` through `MemoryStore::check_now` with every spec checked together on one
@@ -293,11 +192,8 @@ fn restrictiveness(decision: &Decision) -> (bool, u8, Duration, std::cmp::Revers
 fn check_store(specs: &[Spec], trace: &[(u64, u64)]) -> Result<(), TestCaseError> {
     let store = store();
     let key = Key::new(b"key").unwrap();
-    let limits: Vec<Limit> = specs
-        .iter()
-        .enumerate()
-        .map(|(i, spec)| Limit::new(format!("policy-{i}"), spec.policy()))
-        .collect();
+    let limits: Vec<Limit> =
+        specs.iter().enumerate().map(|(i, spec)| Limit::new(format!("policy-{i}"), spec.policy())).collect();
     let mut oracles: Vec<Box<dyn Oracle>> = specs.iter().map(Spec::oracle).collect();
     for (index, &(now, cost)) in trace.iter().enumerate() {
         let decisions: Vec<Decision> = oracles.iter().map(|o| o.decide(now, cost)).collect();
@@ -316,9 +212,7 @@ fn check_store(specs: &[Spec], trace: &[(u64, u64)]) -> Result<(), TestCaseError
         if expected.allowed {
             expected.delay = decisions.iter().map(|d| d.delay).max().unwrap();
         }
-        let verdict = store
-            .check_now(key, &limits, Timestamp::from_micros(now), cost)
-            .unwrap();
+        let verdict = store.check_now(key, &limits, Timestamp::from_micros(now), cost).unwrap();
         prop_assert_eq!(
             (verdict.decision, verdict.limit),
             (expected, chosen),
@@ -352,62 +246,27 @@ fn sliding_log() -> impl Strategy<Value = Spec> {
 fn fixed_window() -> impl Strategy<Value = Spec> {
     (limit(), 1..=50u64, any::<bool>()).prop_flat_map(|(limit, window, anchored)| {
         let offsets = if anchored { 0..1 } else { 0..window };
-        offsets.prop_map(move |offset| Spec::FixedWindow {
-            limit,
-            window,
-            anchored,
-            offset,
-        })
+        offsets.prop_map(move |offset| Spec::FixedWindow { limit, window, anchored, offset })
     })
 }
 
 fn sliding_window() -> impl Strategy<Value = Spec> {
-    (
-        limit(),
-        1..=20u64,
-        prop_oneof![3 => Just(1u64), 2 => 2..=5u64],
-    )
-        .prop_map(|(limit, width, buckets)| Spec::SlidingWindow {
-            limit,
-            width,
-            buckets,
-        })
+    (limit(), 1..=20u64, prop_oneof![3 => Just(1u64), 2 => 2..=5u64])
+        .prop_map(|(limit, width, buckets)| Spec::SlidingWindow { limit, width, buckets })
 }
 
 fn token_bucket() -> impl Strategy<Value = Spec> {
-    (
-        limit(),
-        prop_oneof![3 => Just(1u64), 2 => 2..=4u64, 1 => 5..=50u64],
-        1..=30u64,
-    )
-        .prop_map(|(capacity, amount, interval)| Spec::TokenBucket {
-            capacity,
-            amount,
-            interval,
-        })
+    (limit(), prop_oneof![3 => Just(1u64), 2 => 2..=4u64, 1 => 5..=50u64], 1..=30u64)
+        .prop_map(|(capacity, amount, interval)| Spec::TokenBucket { capacity, amount, interval })
 }
 
 fn leaky_bucket() -> impl Strategy<Value = Spec> {
-    (
-        1..=30u64,
-        prop_oneof![6 => 0..=5u64, 1 => 6..=30u64],
-        any::<bool>(),
-    )
-        .prop_map(|(interval, burst, delay)| Spec::LeakyBucket {
-            interval,
-            burst,
-            delay,
-        })
+    (1..=30u64, prop_oneof![6 => 0..=5u64, 1 => 6..=30u64], any::<bool>())
+        .prop_map(|(interval, burst, delay)| Spec::LeakyBucket { interval, burst, delay })
 }
 
 fn any_spec() -> impl Strategy<Value = Spec> {
-    prop_oneof![
-        sliding_log(),
-        fixed_window(),
-        sliding_window(),
-        token_bucket(),
-        leaky_bucket()
-    ]
+    prop_oneof![sliding_log(), fixed_window(), sliding_window(), token_bucket(), leaky_bucket()]
 }
 
 /// Start times: near the epoch (aligned windows before their offset), or a realistic time.
@@ -436,20 +295,16 @@ fn cost(limit: u64) -> impl Strategy<Value = u64> {
 
 /// `(now, cost)` requests.
 fn trace(scale: u64, limit: u64, backwards: bool) -> impl Strategy<Value = Vec<(u64, u64)>> {
-    (
-        base(),
-        prop::collection::vec((delta(scale, backwards), cost(limit)), 1..=TRACE_LEN),
-    )
-        .prop_map(|(base, steps)| {
-            let mut now = i128::from(base);
-            steps
-                .into_iter()
-                .map(|(delta, cost)| {
-                    now = (now + i128::from(delta)).max(0);
-                    (u64::try_from(now).unwrap(), cost)
-                })
-                .collect()
-        })
+    (base(), prop::collection::vec((delta(scale, backwards), cost(limit)), 1..=TRACE_LEN)).prop_map(|(base, steps)| {
+        let mut now = i128::from(base);
+        steps
+            .into_iter()
+            .map(|(delta, cost)| {
+                now = (now + i128::from(delta)).max(0);
+                (u64::try_from(now).unwrap(), cost)
+            })
+            .collect()
+    })
 }
 
 /// A spec and a trace for it.
@@ -569,38 +424,18 @@ fn sliding_log_oracle_reproduces_spec_examples() {
         let mut oracle = SlidingLogOracle::new(limit, window, attempts);
         times.iter().map(|&t| oracle.step(t, 1)).collect()
     };
-    let seed_001 = run(
-        2,
-        1000 * ms,
-        false,
-        &[100 * ms, 400 * ms, 500 * ms, 1100 * ms],
-    );
+    let seed_001 = run(2, 1000 * ms, false, &[100 * ms, 400 * ms, 500 * ms, 1100 * ms]);
     let allowed: Vec<bool> = seed_001.iter().map(|d| d.allowed).collect();
     assert_eq!(allowed, [true, true, false, true]);
-    assert_eq!(
-        seed_001[2].retry_after,
-        Some(RetryAfter::After(Duration::from_millis(600)))
-    );
-    let attempts = run(
-        2,
-        1000 * ms,
-        true,
-        &[100 * ms, 400 * ms, 500 * ms, 1100 * ms],
-    );
+    assert_eq!(seed_001[2].retry_after, Some(RetryAfter::After(Duration::from_millis(600))));
+    let attempts = run(2, 1000 * ms, true, &[100 * ms, 400 * ms, 500 * ms, 1100 * ms]);
     let allowed: Vec<bool> = attempts.iter().map(|d| d.allowed).collect();
     assert_eq!(allowed, [true, true, false, false]);
     let s = 1_000_000;
     let times = [3601 * s, 3630 * s, 3650 * s, 3700 * s];
     for attempts in [false, true] {
-        let allowed: Vec<bool> = run(2, 60 * s, attempts, &times)
-            .iter()
-            .map(|d| d.allowed)
-            .collect();
-        assert_eq!(
-            allowed,
-            [true, true, false, true],
-            "seed 002, attempts = {attempts}"
-        );
+        let allowed: Vec<bool> = run(2, 60 * s, attempts, &times).iter().map(|d| d.allowed).collect();
+        assert_eq!(allowed, [true, true, false, true], "seed 002, attempts = {attempts}");
     }
 }
 
@@ -608,10 +443,7 @@ fn sliding_log_oracle_reproduces_spec_examples() {
 /// decisions (for the pinned cases below, which show a discrepancy in one glance).
 fn both(spec: &Spec, trace: &[(u64, u64)]) -> (Vec<Decision>, Vec<Decision>) {
     let mut oracle = spec.oracle();
-    let expected = trace
-        .iter()
-        .map(|&(now, cost)| oracle.step(now, cost))
-        .collect();
+    let expected = trace.iter().map(|&(now, cost)| oracle.step(now, cost)).collect();
     let got = match spec {
         Spec::SlidingLog { .. } => steps(&spec.sliding_log().unwrap(), trace),
         Spec::FixedWindow { .. } => steps(&spec.fixed_window().unwrap(), trace),
@@ -639,11 +471,7 @@ fn steps<A: Algorithm>(algorithm: &A, trace: &[(u64, u64)]) -> Vec<Decision> {
 /// window at 2, so a peek at 1 says 1 µs (not 2, which would count the peek as an attempt).
 #[test]
 fn attempts_peek_reports_when_a_cost_one_request_would_pass() {
-    let spec = Spec::SlidingLog {
-        limit: 1,
-        window: 2,
-        attempts: true,
-    };
+    let spec = Spec::SlidingLog { limit: 1, window: 2, attempts: true };
     let (got, expected) = both(&spec, &[(0, 1), (1, 0)]);
     assert_eq!(expected[1].retry_after, Some(RetryAfter::After(us(1))));
     assert_eq!(got, expected);
@@ -655,12 +483,7 @@ fn attempts_peek_reports_when_a_cost_one_request_would_pass() {
 /// allows it too).
 #[test]
 fn aligned_window_before_the_first_offset_ends_at_the_offset() {
-    let spec = Spec::FixedWindow {
-        limit: 1,
-        window: 35,
-        anchored: false,
-        offset: 1,
-    };
+    let spec = Spec::FixedWindow { limit: 1, window: 35, anchored: false, offset: 1 };
     let (got, expected) = both(&spec, &[(0, 0), (0, 1), (0, 1), (1, 1)]);
     assert_eq!(expected[0].reset_after, us(1));
     assert_eq!(expected[2].retry_after, Some(RetryAfter::After(us(1))));

@@ -4,8 +4,8 @@
 mod support;
 
 use sluice::{
-    Alignment, FixedWindow, LeakMode, LeakyBucket, RetryAfter, SlidingLog, SlidingLogVariant,
-    SlidingWindow, TokenBucket,
+    Alignment, FixedWindow, LeakMode, LeakyBucket, RetryAfter, SlidingLog, SlidingLogVariant, SlidingWindow,
+    TokenBucket,
 };
 use std::time::Duration;
 use support::{check_at, limiter, ms, us};
@@ -20,11 +20,7 @@ fn run(policy: impl Into<sluice::Policy>, rows: &[Row]) {
         let row = format!("row {index} at {at} µs: {decision:?}");
         assert_eq!(decision.allowed, allowed, "{row}");
         assert_eq!(decision.remaining, remaining, "{row}");
-        assert_eq!(
-            decision.retry_after,
-            retry.map(|r| RetryAfter::After(us(r))),
-            "{row}"
-        );
+        assert_eq!(decision.retry_after, retry.map(|r| RetryAfter::After(us(r))), "{row}");
     }
 }
 
@@ -51,12 +47,9 @@ fn seed_002_sliding_log_two_per_minute_both_variants() {
     // SPEC.md, seed 002: N=2, W=60 s: 1:00:01, 1:00:30, 1:00:50, 1:01:40.
     let hour = 3600 * S;
     for variant in [SlidingLogVariant::Accepted, SlidingLogVariant::Attempts] {
-        let (limiter, clock) =
-            limiter(SlidingLog::new(2, Duration::from_secs(60), variant).unwrap());
-        let allowed: Vec<bool> = [1, 30, 50, 100]
-            .iter()
-            .map(|second| check_at(&limiter, &clock, hour + second * S, 1).allowed)
-            .collect();
+        let (limiter, clock) = limiter(SlidingLog::new(2, Duration::from_secs(60), variant).unwrap());
+        let allowed: Vec<bool> =
+            [1, 30, 50, 100].iter().map(|second| check_at(&limiter, &clock, hour + second * S, 1).allowed).collect();
         assert_eq!(allowed, [true, true, false, true], "{variant:?}");
     }
 }
@@ -82,12 +75,7 @@ fn sliding_log_counts_requests_in_the_same_microsecond() {
     let policy = SlidingLog::new(3, ms(10), SlidingLogVariant::Accepted).unwrap();
     run(
         policy,
-        &[
-            (7, 1, true, 2, None),
-            (7, 1, true, 1, None),
-            (7, 1, true, 0, None),
-            (7, 1, false, 0, Some(10 * MS)),
-        ],
+        &[(7, 1, true, 2, None), (7, 1, true, 1, None), (7, 1, true, 0, None), (7, 1, false, 0, Some(10 * MS))],
     );
 }
 
@@ -98,29 +86,17 @@ fn costs_zero_and_beyond_the_limit() {
     let peek = check_at(&limiter, &clock, 5, 0);
     assert!(peek.allowed && peek.remaining == 3 && peek.reset_after.is_zero());
     let too_big = check_at(&limiter, &clock, 5, 4);
-    assert_eq!(
-        (too_big.allowed, too_big.retry_after),
-        (false, Some(RetryAfter::Never))
-    );
+    assert_eq!((too_big.allowed, too_big.retry_after), (false, Some(RetryAfter::Never)));
     let two = check_at(&limiter, &clock, 6, 2);
     assert!(two.allowed && two.remaining == 1);
     let peek = check_at(&limiter, &clock, 7, 0);
-    assert_eq!(
-        (peek.allowed, peek.remaining, peek.reset_after),
-        (true, 1, us(10 * MS - 1))
-    );
+    assert_eq!((peek.allowed, peek.remaining, peek.reset_after), (true, 1, us(10 * MS - 1)));
 }
 
 #[test]
 fn fixed_window_github_hourly() {
     // Seed 004: GitHub, 5000 per clock hour (here 3 per hour for brevity).
-    let policy = FixedWindow::new(
-        3,
-        Duration::from_secs(3600),
-        Alignment::Aligned,
-        Duration::ZERO,
-    )
-    .unwrap();
+    let policy = FixedWindow::new(3, Duration::from_secs(3600), Alignment::Aligned, Duration::ZERO).unwrap();
     let hour = 3600 * S;
     run(
         policy,
@@ -136,34 +112,16 @@ fn fixed_window_github_hourly() {
 #[test]
 fn fixed_window_offset_starts_days_at_local_midnight() {
     let day = 86_400 * S;
-    let policy = FixedWindow::new(
-        1,
-        Duration::from_secs(86_400),
-        Alignment::Aligned,
-        Duration::from_secs(5 * 3600),
-    )
-    .unwrap();
+    let policy =
+        FixedWindow::new(1, Duration::from_secs(86_400), Alignment::Aligned, Duration::from_secs(5 * 3600)).unwrap();
     let five_am = 100 * day + 5 * 3600 * S;
-    run(
-        policy,
-        &[
-            (five_am - S, 1, true, 0, None),
-            (five_am - 1, 1, false, 0, Some(1)),
-            (five_am, 1, true, 0, None),
-        ],
-    );
+    run(policy, &[(five_am - S, 1, true, 0, None), (five_am - 1, 1, false, 0, Some(1)), (five_am, 1, true, 0, None)]);
 }
 
 #[test]
 fn fixed_window_anchored_starts_at_the_first_request() {
     // Seed 004: a window with a user-defined start, here 2 per minute from the first request.
-    let policy = FixedWindow::new(
-        2,
-        Duration::from_secs(60),
-        Alignment::Anchored,
-        Duration::ZERO,
-    )
-    .unwrap();
+    let policy = FixedWindow::new(2, Duration::from_secs(60), Alignment::Anchored, Duration::ZERO).unwrap();
     run(
         policy,
         &[
@@ -220,10 +178,7 @@ fn token_bucket_stripe_carries_the_refill_remainder() {
     assert!(check_at(&limiter, &clock, 0, 500).allowed);
     assert_eq!(check_at(&limiter, &clock, 15 * MS, 1).remaining, 0);
     let decision = check_at(&limiter, &clock, 25 * MS, 1);
-    assert!(
-        decision.allowed,
-        "the token of 20 ms arrived although the last check was at 15 ms"
-    );
+    assert!(decision.allowed, "the token of 20 ms arrived although the last check was at 15 ms");
     // Full again 500 ticks after the 20 ms refill: at 5020 ms.
     assert_eq!(decision.reset_after, ms(5020 - 25));
 }
@@ -232,23 +187,12 @@ fn token_bucket_stripe_carries_the_refill_remainder() {
 fn leaky_bucket_meter_and_shaper() {
     // nginx `limit_req rate=1r/s burst=1 nodelay`.
     let meter = LeakyBucket::new(Duration::from_secs(1), 1, LeakMode::NoDelay).unwrap();
-    run(
-        meter,
-        &[
-            (0, 1, true, 1, None),
-            (0, 1, true, 0, None),
-            (0, 1, false, 0, Some(S)),
-            (S, 1, true, 0, None),
-        ],
-    );
+    run(meter, &[(0, 1, true, 1, None), (0, 1, true, 0, None), (0, 1, false, 0, Some(S)), (S, 1, true, 0, None)]);
     // Without `nodelay`: the second request waits for its turn.
     let shaper = LeakyBucket::new(Duration::from_secs(1), 1, LeakMode::Delay).unwrap();
     let (limiter, clock) = limiter(shaper);
     assert_eq!(check_at(&limiter, &clock, 0, 1).delay, Duration::ZERO);
-    assert_eq!(
-        check_at(&limiter, &clock, 0, 1).delay,
-        Duration::from_secs(1)
-    );
+    assert_eq!(check_at(&limiter, &clock, 0, 1).delay, Duration::from_secs(1));
     assert!(!check_at(&limiter, &clock, 0, 1).allowed);
 }
 
@@ -256,11 +200,5 @@ fn leaky_bucket_meter_and_shaper() {
 fn time_stepping_back_is_decided_at_the_state_time() {
     let policy = SlidingLog::new(1, ms(10), SlidingLogVariant::Accepted).unwrap();
     // The second request claims to be 5 ms earlier: it is decided at 20 ms, the newest entry.
-    run(
-        policy,
-        &[
-            (20 * MS, 1, true, 0, None),
-            (15 * MS, 1, false, 0, Some(10 * MS)),
-        ],
-    );
+    run(policy, &[(20 * MS, 1, true, 0, None), (15 * MS, 1, false, 0, Some(10 * MS))]);
 }

@@ -6,9 +6,8 @@ mod support;
 
 use sluice::algorithm::Algorithm;
 use sluice::{
-    Alignment, Decision, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore,
-    Policy, SlidingLog, SlidingLogVariant, SlidingWindow, Store, StoreError, Timestamp,
-    TokenBucket,
+    Alignment, Decision, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, Policy, SlidingLog,
+    SlidingLogVariant, SlidingWindow, Store, StoreError, Timestamp, TokenBucket,
 };
 use std::time::Duration;
 use support::{ms, ready, us};
@@ -17,24 +16,14 @@ use support::{ms, ready, us};
 /// every edge.
 fn policies() -> Vec<Policy> {
     vec![
-        SlidingLog::new(3, ms(10), SlidingLogVariant::Accepted)
-            .unwrap()
-            .into(),
-        SlidingLog::new(3, ms(10), SlidingLogVariant::Attempts)
-            .unwrap()
-            .into(),
-        FixedWindow::new(3, ms(10), Alignment::Aligned, ms(4))
-            .unwrap()
-            .into(),
-        FixedWindow::new(3, ms(10), Alignment::Anchored, Duration::ZERO)
-            .unwrap()
-            .into(),
+        SlidingLog::new(3, ms(10), SlidingLogVariant::Accepted).unwrap().into(),
+        SlidingLog::new(3, ms(10), SlidingLogVariant::Attempts).unwrap().into(),
+        FixedWindow::new(3, ms(10), Alignment::Aligned, ms(4)).unwrap().into(),
+        FixedWindow::new(3, ms(10), Alignment::Anchored, Duration::ZERO).unwrap().into(),
         SlidingWindow::new(4, ms(10), 1).unwrap().into(),
         SlidingWindow::new(4, ms(10), 5).unwrap().into(),
         TokenBucket::new(3, 2, ms(4)).unwrap().into(),
-        LeakyBucket::new(ms(3), 2, LeakMode::NoDelay)
-            .unwrap()
-            .into(),
+        LeakyBucket::new(ms(3), 2, LeakMode::NoDelay).unwrap().into(),
         LeakyBucket::new(ms(3), 2, LeakMode::Delay).unwrap().into(),
     ]
 }
@@ -87,14 +76,7 @@ async fn check<S: Store>(
     at: u64,
     cost: u64,
 ) -> Result<sluice::Verdict, StoreError> {
-    store
-        .check(
-            Key::new(key.as_bytes()).unwrap(),
-            limits,
-            Timestamp::from_micros(at),
-            cost,
-        )
-        .await
+    store.check(Key::new(key.as_bytes()).unwrap(), limits, Timestamp::from_micros(at), cost).await
 }
 
 /// The suite: any store must give the pure algorithms' decisions, key by key.
@@ -103,69 +85,37 @@ async fn conformance<S: Store>(make: impl Fn() -> S) {
         let store = make();
         let limit = [Limit::new("conformance", policy.clone())];
         let trace = trace();
-        for (index, (&(at, cost), want)) in trace.iter().zip(expected(&policy, &trace)).enumerate()
-        {
+        for (index, (&(at, cost), want)) in trace.iter().zip(expected(&policy, &trace)).enumerate() {
             // Two keys interleaved: each must see its own history only.
             let got = check(&store, "a", &limit, at, cost).await.unwrap();
-            assert_eq!(
-                got.decision, want,
-                "{policy:?}, request {index} at {at} cost {cost}"
-            );
+            assert_eq!(got.decision, want, "{policy:?}, request {index} at {at} cost {cost}");
             let other = check(&store, "b", &limit, at, cost).await.unwrap();
             assert_eq!(other.decision, want, "{policy:?}, key b, request {index}");
         }
     }
     all_or_nothing(&make()).await;
     limits_do_not_share_state(&make()).await;
-    assert!(matches!(
-        check(&make(), "a", &[], 0, 1).await,
-        Err(StoreError::NoLimits)
-    ));
+    assert!(matches!(check(&make(), "a", &[], 0, 1).await, Err(StoreError::NoLimits)));
 }
 
 async fn all_or_nothing<S: Store>(store: &S) {
-    let wide = Limit::new(
-        "wide",
-        TokenBucket::new(10, 1, Duration::from_secs(1)).unwrap(),
-    );
-    let narrow = Limit::new(
-        "narrow",
-        SlidingLog::new(2, ms(10), SlidingLogVariant::Accepted).unwrap(),
-    );
+    let wide = Limit::new("wide", TokenBucket::new(10, 1, Duration::from_secs(1)).unwrap());
+    let narrow = Limit::new("narrow", SlidingLog::new(2, ms(10), SlidingLogVariant::Accepted).unwrap());
     let both = [wide.clone(), narrow.clone()];
     for _ in 0..2 {
-        assert!(
-            check(store, "k", &both, 5, 1)
-                .await
-                .unwrap()
-                .decision
-                .allowed
-        );
+        assert!(check(store, "k", &both, 5, 1).await.unwrap().decision.allowed);
     }
     let rejected = check(store, "k", &both, 5, 1).await.unwrap();
     assert!(!rejected.decision.allowed);
     assert_eq!(rejected.limit, 1, "the narrow limit decided");
     // The rejected request took no token from the wide limit.
-    let wide_alone = check(store, "k", std::slice::from_ref(&wide), 5, 0)
-        .await
-        .unwrap();
+    let wide_alone = check(store, "k", std::slice::from_ref(&wide), 5, 0).await.unwrap();
     assert_eq!(wide_alone.decision.remaining, 8);
     // A limit that logs attempts records them even when another limit rejects.
-    let attempts = Limit::new(
-        "attempts",
-        SlidingLog::new(5, ms(10), SlidingLogVariant::Attempts).unwrap(),
-    );
+    let attempts = Limit::new("attempts", SlidingLog::new(5, ms(10), SlidingLogVariant::Attempts).unwrap());
     let with_attempts = [narrow, attempts.clone()];
-    assert!(
-        !check(store, "k", &with_attempts, 6, 1)
-            .await
-            .unwrap()
-            .decision
-            .allowed
-    );
-    let logged = check(store, "k", std::slice::from_ref(&attempts), 6, 0)
-        .await
-        .unwrap();
+    assert!(!check(store, "k", &with_attempts, 6, 1).await.unwrap().decision.allowed);
+    let logged = check(store, "k", std::slice::from_ref(&attempts), 6, 0).await.unwrap();
     assert_eq!(logged.decision.remaining, 4);
 }
 
@@ -173,34 +123,14 @@ async fn limits_do_not_share_state<S: Store>(store: &S) {
     let policy = SlidingLog::new(1, ms(10), SlidingLogVariant::Accepted).unwrap();
     let first = [Limit::new("first", policy.clone())];
     let second = [Limit::new("second", policy)];
-    assert!(
-        check(store, "k", &first, 1, 1)
-            .await
-            .unwrap()
-            .decision
-            .allowed
-    );
-    assert!(
-        check(store, "k", &second, 1, 1)
-            .await
-            .unwrap()
-            .decision
-            .allowed
-    );
-    assert!(
-        !check(store, "k", &first, 1, 1)
-            .await
-            .unwrap()
-            .decision
-            .allowed
-    );
+    assert!(check(store, "k", &first, 1, 1).await.unwrap().decision.allowed);
+    assert!(check(store, "k", &second, 1, 1).await.unwrap().decision.allowed);
+    assert!(!check(store, "k", &first, 1, 1).await.unwrap().decision.allowed);
 }
 
 #[test]
 fn memory_store_conforms() {
-    ready(conformance(|| {
-        MemoryStore::builder().clock(ManualClock::default()).build()
-    }));
+    ready(conformance(|| MemoryStore::builder().clock(ManualClock::default()).build()));
 }
 
 #[test]
@@ -217,54 +147,22 @@ fn peeks_change_nothing() {
     let key = Key::new(b"k").unwrap();
     let now = Timestamp::from_micros(100);
     for _ in 0..3 {
-        assert_eq!(
-            store
-                .check_now(key, &limit, now, 0)
-                .unwrap()
-                .decision
-                .remaining,
-            2
-        );
+        assert_eq!(store.check_now(key, &limit, now, 0).unwrap().decision.remaining, 2);
     }
     assert!(store.is_empty(), "a peek stores nothing");
-    assert_eq!(
-        store
-            .check_now(key, &limit, now, 1)
-            .unwrap()
-            .decision
-            .remaining,
-        1
-    );
+    assert_eq!(store.check_now(key, &limit, now, 1).unwrap().decision.remaining, 1);
     assert_eq!(store.len(), 1);
-    assert_eq!(
-        store
-            .check_now(key, &limit, now, 0)
-            .unwrap()
-            .decision
-            .reset_after,
-        us(5_000)
-    );
+    assert_eq!(store.check_now(key, &limit, now, 0).unwrap().decision.reset_after, us(5_000));
 }
 
 #[test]
 fn a_limit_listed_twice_records_once() {
     let store = MemoryStore::builder().clock(ManualClock::default()).build();
-    let limit = Limit::new(
-        "l",
-        SlidingLog::new(2, ms(5), SlidingLogVariant::Attempts).unwrap(),
-    );
+    let limit = Limit::new("l", SlidingLog::new(2, ms(5), SlidingLogVariant::Attempts).unwrap());
     let twice = [limit.clone(), limit.clone()];
     let key = Key::new(b"k").unwrap();
-    assert!(
-        store
-            .check_now(key, &twice, Timestamp::from_micros(1), 1)
-            .unwrap()
-            .decision
-            .allowed
-    );
-    let after = store
-        .check_now(key, &[limit], Timestamp::from_micros(1), 0)
-        .unwrap();
+    assert!(store.check_now(key, &twice, Timestamp::from_micros(1), 1).unwrap().decision.allowed);
+    let after = store.check_now(key, &[limit], Timestamp::from_micros(1), 0).unwrap();
     assert_eq!(after.decision.remaining, 1);
 }
 
@@ -279,9 +177,7 @@ fn extreme_times_and_costs_never_panic() {
         let key = Key::new(b"k").unwrap();
         for &at in &times {
             for &cost in &costs {
-                let verdict = store
-                    .check_now(key, &limit, Timestamp::from_micros(at), cost)
-                    .unwrap();
+                let verdict = store.check_now(key, &limit, Timestamp::from_micros(at), cost).unwrap();
                 assert_eq!(verdict.decision.limit, policy.limit());
             }
         }

@@ -43,12 +43,7 @@ impl FixedWindow {
     ///
     /// When `limit` or `window` is zero or too large to compute exactly, or `offset` is not
     /// shorter than `window` or is set on an anchored window.
-    pub fn new(
-        limit: u64,
-        window: Duration,
-        alignment: Alignment,
-        offset: Duration,
-    ) -> Result<Self, PolicyError> {
+    pub fn new(limit: u64, window: Duration, alignment: Alignment, offset: Duration) -> Result<Self, PolicyError> {
         if limit == 0 {
             return Err(PolicyError::new("limit", "must be at least 1"));
         }
@@ -57,23 +52,12 @@ impl FixedWindow {
         check_exact("window", u128::from(window))?;
         let offset = u64::try_from(offset.as_micros()).unwrap_or(u64::MAX);
         if alignment == Alignment::Anchored && offset != 0 {
-            return Err(PolicyError::new(
-                "offset",
-                "applies only to aligned windows",
-            ));
+            return Err(PolicyError::new("offset", "applies only to aligned windows"));
         }
         if offset >= window {
-            return Err(PolicyError::new(
-                "offset",
-                "must be shorter than the window",
-            ));
+            return Err(PolicyError::new("offset", "must be shorter than the window"));
         }
-        Ok(FixedWindow {
-            limit,
-            window,
-            alignment,
-            offset,
-        })
+        Ok(FixedWindow { limit, window, alignment, offset })
     }
 
     /// The limit `N` per window.
@@ -107,9 +91,7 @@ impl FixedWindow {
             // −1, which ends at `offset`) needs no negative numbers.
             Alignment::Aligned => {
                 let shift = self.window - self.offset;
-                (now.saturating_add(shift) / self.window)
-                    .saturating_mul(self.window)
-                    .saturating_add(self.offset)
+                (now.saturating_add(shift) / self.window).saturating_mul(self.window).saturating_add(self.offset)
             }
             Alignment::Anchored if live && now < state.start.saturating_add(self.window) => {
                 state.start.saturating_add(self.window)
@@ -119,11 +101,7 @@ impl FixedWindow {
         // Window −1 would start before the epoch: it is stored as starting at 0, which no
         // other window of an offset policy does.
         let start = end.saturating_sub(self.window);
-        let used = if live && state.start == start {
-            state.used
-        } else {
-            0
-        };
+        let used = if live && state.start == start { state.used } else { 0 };
         (WindowCount { start, used }, end, now)
     }
 }
@@ -151,10 +129,7 @@ impl Algorithm for FixedWindow {
         if cost > left {
             return (Decision::reject(n, left, reset_after, reset_after), None);
         }
-        let next = WindowCount {
-            used: current.used + cost,
-            ..current
-        };
+        let next = WindowCount { used: current.used + cost, ..current };
         (Decision::allow(n, left - cost, reset_after), Some(next))
     }
 

@@ -44,14 +44,9 @@ impl LeakyBucket {
     pub fn new(interval: Duration, burst: u64, mode: LeakMode) -> Result<Self, PolicyError> {
         let interval = duration_micros("interval", interval)?;
         check_exact("interval", u128::from(interval))?;
-        check_exact("burst", (u128::from(burst) + 1) * u128::from(interval)).map_err(|_| {
-            PolicyError::new("burst", "(burst + 1) × interval (µs) must be below 2^53")
-        })?;
-        Ok(LeakyBucket {
-            interval,
-            burst,
-            mode,
-        })
+        check_exact("burst", (u128::from(burst) + 1) * u128::from(interval))
+            .map_err(|_| PolicyError::new("burst", "(burst + 1) × interval (µs) must be below 2^53"))?;
+        Ok(LeakyBucket { interval, burst, mode })
     }
 
     /// Time between two leaks.
@@ -80,11 +75,7 @@ impl LeakyBucket {
     }
 
     fn delay(&self, wait: u64) -> u64 {
-        if self.mode == LeakMode::Delay {
-            wait
-        } else {
-            0
-        }
+        if self.mode == LeakMode::Delay { wait } else { 0 }
     }
 }
 
@@ -110,10 +101,7 @@ impl Algorithm for LeakyBucket {
         }
         let wait = self.delay(start - now);
         if cost == 0 {
-            return (
-                Decision::allow(limit, room, reset_after).with_delay(wait),
-                None,
-            );
+            return (Decision::allow(limit, room, reset_after).with_delay(wait), None);
         }
         let decision = Decision::allow(limit, self.room(end, now), end - now);
         (decision.with_delay(wait), Some(Tat(end)))

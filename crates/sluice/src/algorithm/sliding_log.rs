@@ -48,27 +48,16 @@ impl SlidingLog {
     ///
     /// When `limit` is 0 or above [`MAX_LIMIT`](Self::MAX_LIMIT), or `window` is shorter than
     /// one microsecond or too long to compute exactly.
-    pub fn new(
-        limit: u64,
-        window: Duration,
-        variant: SlidingLogVariant,
-    ) -> Result<Self, PolicyError> {
+    pub fn new(limit: u64, window: Duration, variant: SlidingLogVariant) -> Result<Self, PolicyError> {
         if limit == 0 {
             return Err(PolicyError::new("limit", "must be at least 1"));
         }
         if limit > Self::MAX_LIMIT {
-            return Err(PolicyError::new(
-                "limit",
-                format!("must be at most {}", Self::MAX_LIMIT),
-            ));
+            return Err(PolicyError::new("limit", format!("must be at most {}", Self::MAX_LIMIT)));
         }
         let window = duration_micros("window", window)?;
         check_exact("window", u128::from(window))?;
-        Ok(SlidingLog {
-            limit,
-            window,
-            variant,
-        })
+        Ok(SlidingLog { limit, window, variant })
     }
 
     /// The limit `N`.
@@ -121,10 +110,7 @@ impl SlidingLog {
     /// `t + window − now` for the `rank`-th newest entry (1 = newest).
     fn wait_for_rank(&self, state: &SlidingLogState, rank: u64, now: u64) -> u64 {
         let index = state.len() - usize::try_from(rank).unwrap_or(usize::MAX).min(state.len());
-        state
-            .entry(index)
-            .saturating_add(self.window)
-            .saturating_sub(now)
+        state.entry(index).saturating_add(self.window).saturating_sub(now)
     }
 
     fn reset_after(&self, state: &SlidingLogState, live: u64, now: u64) -> u64 {
@@ -138,9 +124,7 @@ impl SlidingLog {
     fn rejection(&self, state: &SlidingLogState, live: u64, now: u64, cost: u64) -> Decision {
         let n = self.limit;
         match self.variant {
-            SlidingLogVariant::Accepted if cost > n => {
-                Decision::never(n, n - live, self.reset_after(state, live, now))
-            }
+            SlidingLogVariant::Accepted if cost > n => Decision::never(n, n - live, self.reset_after(state, live, now)),
             SlidingLogVariant::Accepted => {
                 let wait = self.wait_for_rank(state, n - cost + 1, now);
                 Decision::reject(n, n - live, self.reset_after(state, live, now), wait)
@@ -149,11 +133,7 @@ impl SlidingLog {
             SlidingLogVariant::Attempts => {
                 // The attempt itself is logged: the newest `cost` entries become `now`.
                 let rank = n - cost + 1;
-                let wait = if rank <= cost {
-                    self.window
-                } else {
-                    self.wait_for_rank(state, rank - cost, now)
-                };
+                let wait = if rank <= cost { self.window } else { self.wait_for_rank(state, rank - cost, now) };
                 Decision::reject(n, 0, self.window, wait)
             }
         }
@@ -172,21 +152,12 @@ impl Algorithm for SlidingLog {
     type State = SlidingLogState;
     type Plan = SlidingLogPlan;
 
-    fn decide(
-        &self,
-        state: &SlidingLogState,
-        now: Timestamp,
-        cost: u64,
-    ) -> (Decision, SlidingLogPlan) {
+    fn decide(&self, state: &SlidingLogState, now: Timestamp, cost: u64) -> (Decision, SlidingLogPlan) {
         // Time never runs backwards inside a state: decide at the newest entry at the earliest.
         let now = now.as_micros().max(state.newest().unwrap_or(0));
         let first_live = self.first_live(state, now);
         let live = (state.len() - first_live) as u64;
-        let plan = SlidingLogPlan {
-            now,
-            cost,
-            first_live,
-        };
+        let plan = SlidingLogPlan { now, cost, first_live };
         let n = self.limit;
         let decision = if cost == 0 {
             if live < n {
@@ -212,9 +183,7 @@ impl Algorithm for SlidingLog {
     }
 
     fn expires_at(&self, state: &SlidingLogState) -> Timestamp {
-        let newest = state
-            .newest()
-            .map_or(0, |newest| newest.saturating_add(self.window));
+        let newest = state.newest().map_or(0, |newest| newest.saturating_add(self.window));
         Timestamp::from_micros(newest)
     }
 }
@@ -253,11 +222,7 @@ impl SlidingLogState {
         // `head + index < 2 × len`: one compare instead of a division.
         let physical = self.head as usize + index;
         let len = self.slots.len();
-        self.slots[if physical >= len {
-            physical - len
-        } else {
-            physical
-        }]
+        self.slots[if physical >= len { physical - len } else { physical }]
     }
 
     fn newest(&self) -> Option<u64> {

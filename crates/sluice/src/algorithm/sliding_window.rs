@@ -56,15 +56,9 @@ impl SlidingWindow {
             return Err(PolicyError::new("buckets", message));
         }
         let width = window / buckets;
-        check_exact("limit", u128::from(limit) * u128::from(width)).map_err(|_| {
-            PolicyError::new("limit", "limit × bucket width (µs) must be below 2^53")
-        })?;
-        Ok(SlidingWindow {
-            limit,
-            window,
-            buckets,
-            width,
-        })
+        check_exact("limit", u128::from(limit) * u128::from(width))
+            .map_err(|_| PolicyError::new("limit", "limit × bucket width (µs) must be below 2^53"))?;
+        Ok(SlidingWindow { limit, window, buckets, width })
     }
 
     /// The limit `N`.
@@ -203,8 +197,7 @@ impl Algorithm for SlidingWindow {
         if state.counts.is_empty() {
             return Timestamp::EPOCH;
         }
-        let end =
-            (u128::from(state.newest) + u128::from(self.buckets) + 1) * u128::from(self.width);
+        let end = (u128::from(state.newest) + u128::from(self.buckets) + 1) * u128::from(self.width);
         Timestamp::from_micros(u64::try_from(end).unwrap_or(u64::MAX))
     }
 }
@@ -236,10 +229,6 @@ impl BucketCounts {
 
     /// Bytes this state holds on the heap (none for up to two counters).
     pub fn heap_bytes(&self) -> usize {
-        if self.counts.spilled() {
-            self.counts.capacity() * size_of::<u64>()
-        } else {
-            0
-        }
+        if self.counts.spilled() { self.counts.capacity() * size_of::<u64>() } else { 0 }
     }
 }

@@ -31,11 +31,7 @@ impl TokenBucket {
     ///
     /// When a parameter is zero or too large to compute exactly (2^53), including the time to
     /// refill from empty.
-    pub fn new(
-        capacity: u64,
-        refill_amount: u64,
-        refill_interval: Duration,
-    ) -> Result<Self, PolicyError> {
+    pub fn new(capacity: u64, refill_amount: u64, refill_interval: Duration) -> Result<Self, PolicyError> {
         if capacity == 0 {
             return Err(PolicyError::new("capacity", "must be at least 1"));
         }
@@ -52,11 +48,7 @@ impl TokenBucket {
             let message = "capacity / refill_amount × refill_interval (µs to refill from empty) must be below 2^53";
             PolicyError::new("refill_interval", message)
         })?;
-        Ok(TokenBucket {
-            capacity,
-            refill_amount,
-            refill_interval,
-        })
+        Ok(TokenBucket { capacity, refill_amount, refill_interval })
     }
 
     /// The capacity `C`.
@@ -83,14 +75,9 @@ impl TokenBucket {
         let now = now.max(state.last);
         let ticks = (now - state.last) / self.refill_interval;
         let gained = u128::from(ticks) * u128::from(self.refill_amount);
-        let tokens =
-            (u128::from(self.capacity - state.taken) + gained).min(u128::from(self.capacity));
+        let tokens = (u128::from(self.capacity - state.taken) + gained).min(u128::from(self.capacity));
         let tokens = tokens as u64;
-        let last = if tokens == self.capacity {
-            now
-        } else {
-            state.last + ticks * self.refill_interval
-        };
+        let last = if tokens == self.capacity { now } else { state.last + ticks * self.refill_interval };
         (tokens, last, now)
     }
 
@@ -130,14 +117,8 @@ impl Algorithm for TokenBucket {
             return (Decision::reject(c, tokens, reset_after, retry), None);
         }
         let left = tokens - cost;
-        let next = Tokens {
-            taken: c - left,
-            last,
-        };
-        (
-            Decision::allow(c, left, self.wait_for(left, last, now, c)),
-            Some(next),
-        )
+        let next = Tokens { taken: c - left, last };
+        (Decision::allow(c, left, self.wait_for(left, last, now, c)), Some(next))
     }
 
     fn record(&self, state: &mut Tokens, plan: Self::Plan, admitted: bool) {

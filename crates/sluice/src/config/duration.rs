@@ -22,9 +22,7 @@ use std::time::Duration;
 /// ```
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text
-        .find(|c: char| !c.is_ascii_digit())
-        .unwrap_or(text.len());
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
     let expected = "must be a whole number with a unit (us, ms, s, m, h, d), such as 250ms";
     if number.is_empty() || unit.is_empty() {
@@ -52,19 +50,9 @@ mod tests {
 
     #[test]
     fn every_unit_parses() {
-        let cases = [
-            ("7us", 7),
-            ("7µs", 7),
-            ("7ms", 7_000),
-            ("7s", 7_000_000),
-            ("2m", 120_000_000),
-        ];
+        let cases = [("7us", 7), ("7µs", 7), ("7ms", 7_000), ("7s", 7_000_000), ("2m", 120_000_000)];
         for (text, micros) in cases {
-            assert_eq!(
-                parse_duration(text),
-                Ok(Duration::from_micros(micros)),
-                "{text}"
-            );
+            assert_eq!(parse_duration(text), Ok(Duration::from_micros(micros)), "{text}");
         }
         assert_eq!(parse_duration("1h"), Ok(Duration::from_secs(3600)));
         assert_eq!(parse_duration("1d"), Ok(Duration::from_secs(86_400)));
@@ -72,22 +60,10 @@ mod tests {
 
     #[test]
     fn bad_durations_say_why() {
-        for text in [
-            "",
-            "ms",
-            "15",
-            "1.5s",
-            "-1s",
-            "10 parsecs",
-            "99999999999999999999d",
-        ] {
+        for text in ["", "ms", "15", "1.5s", "-1s", "10 parsecs", "99999999999999999999d"] {
             assert!(parse_duration(text).is_err(), "{text:?} should be refused");
         }
-        assert!(
-            parse_duration("3y")
-                .unwrap_err()
-                .contains("unknown unit `y`")
-        );
+        assert!(parse_duration("3y").unwrap_err().contains("unknown unit `y`"));
     }
 
     proptest! {

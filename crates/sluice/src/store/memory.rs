@@ -91,36 +91,20 @@ impl MemoryStore {
     /// # Errors
     ///
     /// [`StoreError::NoLimits`] when `limits` is empty.
-    pub fn check_now(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-    ) -> Result<Verdict, StoreError> {
+    pub fn check_now(&self, key: Key<'_>, limits: &[Limit], now: Timestamp, cost: u64) -> Result<Verdict, StoreError> {
         let key = key.as_bytes();
         let hash = self.inner.hasher.hash_one(key);
         let mut shard = self.shard(hash).lock();
-        let request = Request {
-            hash,
-            key,
-            now,
-            cost,
-        };
+        let request = Request { hash, key, now, cost };
         if let [limit] = limits {
             return Ok(self.settle(&mut shard, limit, request, None));
         }
-        let decisions: SmallVec<[Decision; 4]> = limits
-            .iter()
-            .map(|limit| shard.table(limit).judge(hash, key, now, cost))
-            .collect();
+        let decisions: SmallVec<[Decision; 4]> =
+            limits.iter().map(|limit| shard.table(limit).judge(hash, key, now, cost)).collect();
         let admitted = decisions.iter().all(|d| d.allowed);
         for (index, limit) in limits.iter().enumerate() {
             // A limit listed twice is one state: record the request once.
-            if !limits[..index]
-                .iter()
-                .any(|earlier| earlier.id() == limit.id())
-            {
+            if !limits[..index].iter().any(|earlier| earlier.id() == limit.id()) {
                 self.settle(&mut shard, limit, request, Some(admitted));
             }
         }
@@ -130,20 +114,12 @@ impl MemoryStore {
     /// Drops every state that is back to fresh by the store's clock; returns how many.
     pub fn sweep(&self) -> usize {
         let now = (self.inner.clock)();
-        self.inner
-            .shards
-            .iter()
-            .map(|shard| shard.0.lock().drop_expiring_by(now))
-            .sum()
+        self.inner.shards.iter().map(|shard| shard.0.lock().drop_expiring_by(now)).sum()
     }
 
     /// The number of states held (one per limit and key).
     pub fn len(&self) -> usize {
-        self.inner
-            .shards
-            .iter()
-            .map(|shard| shard.0.lock().states)
-            .sum()
+        self.inner.shards.iter().map(|shard| shard.0.lock().states).sum()
     }
 
     /// True when no state is held.
@@ -153,18 +129,8 @@ impl MemoryStore {
 
     /// Bytes held by the tables, keys and states (not counting the allocator's overhead).
     pub fn heap_bytes(&self) -> usize {
-        let tables = |shard: &Shard| {
-            shard
-                .tables
-                .iter()
-                .map(|(_, t)| t.heap_bytes())
-                .sum::<usize>()
-        };
-        self.inner
-            .shards
-            .iter()
-            .map(|shard| tables(&shard.0.lock()))
-            .sum()
+        let tables = |shard: &Shard| shard.tables.iter().map(|(_, t)| t.heap_bytes()).sum::<usize>();
+        self.inner.shards.iter().map(|shard| tables(&shard.0.lock())).sum()
     }
 
     fn shard(&self, hash: u64) -> &Mutex<Shard> {
@@ -173,19 +139,11 @@ impl MemoryStore {
         &self.inner.shards[index].0
     }
 
-    fn settle(
-        &self,
-        shard: &mut Shard,
-        limit: &Limit,
-        request: Request<'_>,
-        admitted: Option<bool>,
-    ) -> Verdict {
+    fn settle(&self, shard: &mut Shard, limit: &Limit, request: Request<'_>, admitted: Option<bool>) -> Verdict {
         if shard.states >= self.inner.shard_capacity {
             shard.make_room(self.inner.shard_capacity, (self.inner.clock)());
         }
-        let (decision, inserted) = shard
-            .table(limit)
-            .settle(request, admitted, &self.inner.hasher);
+        let (decision, inserted) = shard.table(limit).settle(request, admitted, &self.inner.hasher);
         if inserted {
             shard.states += 1;
             shard.inserted_since_sweep += 1;
@@ -226,9 +184,7 @@ impl Store for MemoryStore {
 
     fn empty_with_clock<C: Clock + Clone>(&self, clock: &C) -> Option<Self> {
         let shards = self.inner.shards.len();
-        let builder = MemoryStore::builder()
-            .shards(shards)
-            .max_keys(self.inner.shard_capacity * shards);
+        let builder = MemoryStore::builder().shards(shards).max_keys(self.inner.shard_capacity * shards);
         Some(builder.clock(clock.clone()).build())
     }
 }
@@ -248,11 +204,7 @@ impl Shard {
 
     /// Drops the states expiring before `time` and `ties` of those expiring at `time`.
     fn drop_expiring_before(&mut self, time: Timestamp, mut ties: usize) -> usize {
-        let dropped: usize = self
-            .tables
-            .iter_mut()
-            .map(|(_, t)| t.drop_expiring_before(time, &mut ties))
-            .sum();
+        let dropped: usize = self.tables.iter_mut().map(|(_, t)| t.drop_expiring_before(time, &mut ties)).sum();
         self.states -= dropped;
         self.inserted_since_sweep = 0;
         dropped
@@ -270,16 +222,12 @@ impl Shard {
         if self.drop_expiring_by(now) >= target {
             return;
         }
-        let mut expiries: Vec<Timestamp> =
-            self.tables.iter().flat_map(|(_, t)| t.expiries()).collect();
+        let mut expiries: Vec<Timestamp> = self.tables.iter().flat_map(|(_, t)| t.expiries()).collect();
         let Some(last) = expiries.len().checked_sub(1) else {
             return;
         };
         let threshold = *expiries.select_nth_unstable((target - 1).min(last)).1;
-        let below = expiries
-            .iter()
-            .filter(|&&expiry| expiry < threshold)
-            .count();
+        let below = expiries.iter().filter(|&&expiry| expiry < threshold).count();
         self.drop_expiring_before(threshold, target.saturating_sub(below));
     }
 }
@@ -328,11 +276,7 @@ impl MemoryStoreBuilder {
     pub fn build(self) -> MemoryStore {
         let max_keys = self.max_keys.unwrap_or(DEFAULT_MAX_KEYS);
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let mut count = self
-            .shards
-            .unwrap_or(16 * cpus)
-            .clamp(1, MAX_SHARDS)
-            .next_power_of_two();
+        let mut count = self.shards.unwrap_or(16 * cpus).clamp(1, MAX_SHARDS).next_power_of_two();
         while count > max_keys {
             count /= 2;
         }
@@ -340,17 +284,8 @@ impl MemoryStoreBuilder {
             let clock = SystemClock::new();
             Box::new(move || clock.now())
         });
-        let shards = (0..count)
-            .map(|_| Padded(Mutex::new(Shard::default())))
-            .collect();
-        let inner = Inner {
-            shards,
-            hasher: RandomState::new(),
-            shard_capacity: max_keys / count,
-            clock,
-        };
-        MemoryStore {
-            inner: Arc::new(inner),
-        }
+        let shards = (0..count).map(|_| Padded(Mutex::new(Shard::default()))).collect();
+        let inner = Inner { shards, hasher: RandomState::new(), shard_capacity: max_keys / count, clock };
+        MemoryStore { inner: Arc::new(inner) }
     }
 }

@@ -16,13 +16,7 @@ pub(crate) struct FixedWindowOracle {
 
 impl FixedWindowOracle {
     pub(crate) fn new(limit: u64, window: u64, anchored: bool, offset: u64) -> Self {
-        FixedWindowOracle {
-            limit,
-            window: i128::from(window),
-            anchored,
-            offset: i128::from(offset),
-            stored: None,
-        }
+        FixedWindowOracle { limit, window: i128::from(window), anchored, offset: i128::from(offset), stored: None }
     }
 
     /// The effective `now` and the current window `(start, count)` at it.
@@ -35,9 +29,7 @@ impl FixedWindowOracle {
         }
         if self.anchored {
             match self.stored {
-                Some((start, count)) if count > 0 && now < start + self.window => {
-                    (now, start, count)
-                }
+                Some((start, count)) if count > 0 && now < start + self.window => (now, start, count),
                 // No active window: the window a request now would open.
                 _ => (now, now, 0),
             }
@@ -73,11 +65,7 @@ impl Oracle for FixedWindowOracle {
         if cost == 0 {
             let one = self.judge(now, 1);
             let (effective, start, count) = self.current(now);
-            return peek(
-                &one,
-                self.limit - count,
-                to_u64(start + self.window - effective),
-            );
+            return peek(&one, self.limit - count, to_u64(start + self.window - effective));
         }
         self.judge(now, cost)
     }

@@ -15,12 +15,7 @@ pub(crate) struct LeakyBucketOracle {
 
 impl LeakyBucketOracle {
     pub(crate) fn new(interval: u64, burst: u64, delay_mode: bool) -> Self {
-        LeakyBucketOracle {
-            interval: i128::from(interval),
-            burst,
-            delay_mode,
-            tat: None,
-        }
+        LeakyBucketOracle { interval: i128::from(interval), burst, delay_mode, tat: None }
     }
 
     fn tolerance(&self) -> i128 {
@@ -29,11 +24,7 @@ impl LeakyBucketOracle {
 
     /// `floor(((burst + 1)·I − (max(tat, now) − now)) / I)`, at least 0.
     fn remaining(&self, tat: i128, now: i128) -> u64 {
-        to_u64(
-            (self.tolerance() - (tat.max(now) - now))
-                .div_euclid(self.interval)
-                .max(0),
-        )
+        to_u64((self.tolerance() - (tat.max(now) - now)).div_euclid(self.interval).max(0))
     }
 
     /// `max(0, tat − now)`.
@@ -55,27 +46,11 @@ impl LeakyBucketOracle {
         } else if cost > limit {
             Retry::Never
         } else {
-            Retry::After(to_u64(
-                tat + i128::from(cost) * self.interval - self.tolerance() - now,
-            ))
+            Retry::After(to_u64(tat + i128::from(cost) * self.interval - self.tolerance() - now))
         };
-        let delay = if allowed && self.delay_mode {
-            to_u64(start - now)
-        } else {
-            0
-        };
+        let delay = if allowed && self.delay_mode { to_u64(start - now) } else { 0 };
         let remaining = self.remaining(after, now);
-        (
-            decision(
-                allowed,
-                limit,
-                remaining,
-                Self::reset_after(after, now),
-                retry,
-                delay,
-            ),
-            end,
-        )
+        (decision(allowed, limit, remaining, Self::reset_after(after, now), retry, delay), end)
     }
 }
 

@@ -53,11 +53,7 @@ pub(crate) fn decision(
     retry: Retry,
     delay: u64,
 ) -> Decision {
-    assert_eq!(
-        allowed,
-        retry == Retry::None,
-        "oracle bug: retry_after must be set exactly when rejected"
-    );
+    assert_eq!(allowed, retry == Retry::None, "oracle bug: retry_after must be set exactly when rejected");
     Decision {
         allowed,
         limit,
@@ -75,11 +71,7 @@ pub(crate) fn decision(
 /// A peek (cost 0) built from the unchanged state's `remaining` and `reset_after` and the
 /// decision a cost-1 request would get (`allowed`, `retry_after`, `delay`).
 pub(crate) fn peek(one: &Decision, remaining: u64, reset_after: u64) -> Decision {
-    Decision {
-        remaining,
-        reset_after: Duration::from_micros(reset_after),
-        ..*one
-    }
+    Decision { remaining, reset_after: Duration::from_micros(reset_after), ..*one }
 }
 
 /// A non-negative `i128` as `u64`; panics (an oracle bug) otherwise.

@@ -15,12 +15,7 @@ pub(crate) struct SlidingLogOracle {
 
 impl SlidingLogOracle {
     pub(crate) fn new(limit: u64, window: u64, attempts: bool) -> Self {
-        SlidingLogOracle {
-            limit,
-            window,
-            attempts,
-            log: Vec::new(),
-        }
+        SlidingLogOracle { limit, window, attempts, log: Vec::new() }
     }
 
     /// `now`, but never before the newest entry ever appended.
@@ -57,10 +52,7 @@ impl SlidingLogOracle {
         let allowed = count + cost <= n;
         let mut after = self.log.clone();
         if allowed || self.attempts {
-            after.extend(std::iter::repeat_n(
-                now,
-                usize::try_from(cost).unwrap_or(usize::MAX),
-            ));
+            after.extend(std::iter::repeat_n(now, usize::try_from(cost).unwrap_or(usize::MAX)));
         }
         let remaining = n.saturating_sub(self.count(&after, now));
         let reset_after = self.reset_after(&after, now);
@@ -73,10 +65,7 @@ impl SlidingLogOracle {
             let t = Self::kth_newest(&after, n - cost + 1);
             Retry::After(t + self.window - now)
         };
-        (
-            decision(allowed, n, remaining, reset_after, retry, 0),
-            after,
-        )
+        (decision(allowed, n, remaining, reset_after, retry, 0), after)
     }
 }
 
@@ -85,10 +74,7 @@ impl Oracle for SlidingLogOracle {
         if cost == 0 {
             // A peek logs nothing, in either variant: it reports when a cost-1 request would
             // pass if no other request came, i.e. judged on the unchanged log.
-            let unchanged = SlidingLogOracle {
-                attempts: false,
-                ..self.clone()
-            };
+            let unchanged = SlidingLogOracle { attempts: false, ..self.clone() };
             let (one, _) = unchanged.judge(now, 1);
             let now = self.effective_now(now);
             let remaining = self.limit.saturating_sub(self.count(&self.log, now));
@@ -100,10 +86,7 @@ impl Oracle for SlidingLogOracle {
     fn commit(&mut self, now: u64, cost: u64, admitted: bool) {
         if cost > 0 && (admitted || self.attempts) {
             let now = self.effective_now(now);
-            self.log.extend(std::iter::repeat_n(
-                now,
-                usize::try_from(cost).unwrap_or(usize::MAX),
-            ));
+            self.log.extend(std::iter::repeat_n(now, usize::try_from(cost).unwrap_or(usize::MAX)));
         }
     }
 }

@@ -17,12 +17,7 @@ pub(crate) struct SlidingWindowOracle {
 
 impl SlidingWindowOracle {
     pub(crate) fn new(limit: u64, width: u64, buckets: u64) -> Self {
-        SlidingWindowOracle {
-            limit,
-            width,
-            buckets,
-            counts: BTreeMap::new(),
-        }
+        SlidingWindowOracle { limit, width, buckets, counts: BTreeMap::new() }
     }
 
     /// The newest non-empty bucket.
@@ -36,10 +31,7 @@ impl SlidingWindowOracle {
     }
 
     fn count(counts: &BTreeMap<u64, u64>, index: i128) -> u64 {
-        u64::try_from(index)
-            .ok()
-            .and_then(|i| counts.get(&i).copied())
-            .unwrap_or(0)
+        u64::try_from(index).ok().and_then(|i| counts.get(&i).copied()).unwrap_or(0)
     }
 
     /// `(j, e, c[j−B], c[j−B+1] + … + c[j])` at `now`.
@@ -56,16 +48,14 @@ impl SlidingWindowOracle {
     fn fits(&self, counts: &BTreeMap<u64, u64>, now: u64, cost: u64) -> bool {
         let (_, e, prev, sum) = self.terms(counts, now);
         let w = u128::from(self.width);
-        u128::from(prev) * (w - u128::from(e)) + (u128::from(sum) + u128::from(cost)) * w
-            <= u128::from(self.limit) * w
+        u128::from(prev) * (w - u128::from(e)) + (u128::from(sum) + u128::from(cost)) * w <= u128::from(self.limit) * w
     }
 
     /// `max(0, floor((N·w − c[j−B]·(w − e)) / w) − sum)`.
     fn remaining(&self, counts: &BTreeMap<u64, u64>, now: u64) -> u64 {
         let (_, e, prev, sum) = self.terms(counts, now);
         let w = i128::from(self.width);
-        let room =
-            (i128::from(self.limit) * w - i128::from(prev) * (w - i128::from(e))).div_euclid(w);
+        let room = (i128::from(self.limit) * w - i128::from(prev) * (w - i128::from(e))).div_euclid(w);
         to_u64((room - i128::from(sum)).max(0))
     }
 
@@ -73,9 +63,7 @@ impl SlidingWindowOracle {
     fn reset_after(&self, counts: &BTreeMap<u64, u64>, now: u64) -> u64 {
         let j = i128::from(now / self.width);
         match Self::newest(counts) {
-            Some(n) if i128::from(n) >= j - i128::from(self.buckets) => {
-                (n + self.buckets + 1) * self.width - now
-            }
+            Some(n) if i128::from(n) >= j - i128::from(self.buckets) => (n + self.buckets + 1) * self.width - now,
             _ => 0,
         }
     }
@@ -85,10 +73,7 @@ impl SlidingWindowOracle {
         let mut t = now;
         while !self.fits(&self.counts, t, cost) {
             t += 1;
-            assert!(
-                t - now <= 10 * self.width * (self.buckets + 1),
-                "oracle bug: retry scan runs away"
-            );
+            assert!(t - now <= 10 * self.width * (self.buckets + 1), "oracle bug: retry scan runs away");
         }
         t - now
     }
@@ -108,14 +93,7 @@ impl SlidingWindowOracle {
         } else {
             Retry::After(self.retry_after(now, cost))
         };
-        decision(
-            allowed,
-            n,
-            self.remaining(&after, now),
-            self.reset_after(&after, now),
-            retry,
-            0,
-        )
+        decision(allowed, n, self.remaining(&after, now), self.reset_after(&after, now), retry, 0)
     }
 }
 
@@ -124,11 +102,7 @@ impl Oracle for SlidingWindowOracle {
         if cost == 0 {
             let one = self.judge(now, 1);
             let now = self.effective_now(now);
-            return peek(
-                &one,
-                self.remaining(&self.counts, now),
-                self.reset_after(&self.counts, now),
-            );
+            return peek(&one, self.remaining(&self.counts, now), self.reset_after(&self.counts, now));
         }
         self.judge(now, cost)
     }

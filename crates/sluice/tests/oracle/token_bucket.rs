@@ -15,12 +15,7 @@ pub(crate) struct TokenBucketOracle {
 
 impl TokenBucketOracle {
     pub(crate) fn new(capacity: u64, amount: u64, interval: u64) -> Self {
-        TokenBucketOracle {
-            capacity,
-            amount,
-            interval,
-            stored: None,
-        }
+        TokenBucketOracle { capacity, amount, interval, stored: None }
     }
 
     /// `(tokens, last, now)` after the refill SPEC describes, at the effective `now`.
@@ -31,15 +26,10 @@ impl TokenBucketOracle {
         };
         let now = now.max(last);
         let ticks = (now - last) / self.interval;
-        let tokens = (u128::from(tokens) + u128::from(ticks) * u128::from(self.amount))
-            .min(u128::from(self.capacity));
+        let tokens = (u128::from(tokens) + u128::from(ticks) * u128::from(self.amount)).min(u128::from(self.capacity));
         let tokens = u64::try_from(tokens).unwrap_or(u64::MAX);
         let last = last + ticks * self.interval;
-        if tokens == self.capacity {
-            (tokens, now, now)
-        } else {
-            (tokens, last, now)
-        }
+        if tokens == self.capacity { (tokens, now, now) } else { (tokens, last, now) }
     }
 
     /// µs until the bucket holds `wanted` tokens: tokens arrive at `last + k·I`.
@@ -48,11 +38,7 @@ impl TokenBucketOracle {
         while u128::from(tokens) + u128::from(k) * u128::from(self.amount) < u128::from(wanted) {
             k += 1;
         }
-        if k == 0 {
-            0
-        } else {
-            last + k * self.interval - now
-        }
+        if k == 0 { 0 } else { last + k * self.interval - now }
     }
 
     fn judge(&self, now: u64, cost: u64) -> Decision {

@@ -11,24 +11,16 @@ use std::time::Duration;
 /// Runs a future that must be ready at once (the memory store's futures are).
 pub fn ready<F: Future>(future: F) -> F::Output {
     let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
+    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
         Poll::Ready(output) => output,
         Poll::Pending => panic!("the memory store's future must be ready at once"),
     }
 }
 
 /// A limiter on a fresh memory store with a manual clock at the epoch.
-pub fn limiter(
-    policy: impl Into<Policy>,
-) -> (RateLimiter<sluice::MemoryStore, ManualClock>, ManualClock) {
+pub fn limiter(policy: impl Into<Policy>) -> (RateLimiter<sluice::MemoryStore, ManualClock>, ManualClock) {
     let clock = ManualClock::default();
-    (
-        RateLimiter::new(Limit::new("test", policy)).with_clock(clock.clone()),
-        clock,
-    )
+    (RateLimiter::new(Limit::new("test", policy)).with_clock(clock.clone()), clock)
 }
 
 /// Checks `key` at `at_us` µs with `cost`.

@@ -19,12 +19,7 @@ pub(crate) trait KeyedStates: Send + fmt::Debug {
     /// Decides and records a request. `admitted` is the outcome of every limit checked
     /// together, or `None` to use this limit's own decision. Returns the decision and
     /// whether a new state was inserted.
-    fn settle(
-        &mut self,
-        request: Request<'_>,
-        admitted: Option<bool>,
-        hasher: &RandomState,
-    ) -> (Decision, bool);
+    fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, bool);
 
     /// Drops every state expiring before `time`, and up to `ties` of those expiring at
     /// exactly `time` (decrementing it); returns how many were dropped.
@@ -54,19 +49,13 @@ pub(crate) struct Keyed<A: Algorithm> {
 
 impl<A: Algorithm> Keyed<A> {
     pub(crate) fn new(algorithm: A) -> Self {
-        Keyed {
-            algorithm,
-            entries: HashTable::new(),
-        }
+        Keyed { algorithm, entries: HashTable::new() }
     }
 }
 
 impl<A: Algorithm + fmt::Debug> fmt::Debug for Keyed<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Keyed")
-            .field("algorithm", &self.algorithm)
-            .field("states", &self.entries.len())
-            .finish()
+        f.debug_struct("Keyed").field("algorithm", &self.algorithm).field("states", &self.entries.len()).finish()
     }
 }
 
@@ -77,41 +66,25 @@ where
 {
     fn judge(&self, hash: u64, key: &[u8], now: Timestamp, cost: u64) -> Decision {
         let fresh = A::State::default();
-        let state = self
-            .entries
-            .find(hash, |(k, _)| k.as_slice() == key)
-            .map_or(&fresh, |(_, s)| s);
+        let state = self.entries.find(hash, |(k, _)| k.as_slice() == key).map_or(&fresh, |(_, s)| s);
         self.algorithm.decide(state, now, cost).0
     }
 
-    fn settle(
-        &mut self,
-        request: Request<'_>,
-        admitted: Option<bool>,
-        hasher: &RandomState,
-    ) -> (Decision, bool) {
-        let Request {
-            hash,
-            key,
-            now,
-            cost,
-        } = request;
+    fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, bool) {
+        let Request { hash, key, now, cost } = request;
         if let Some((_, state)) = self.entries.find_mut(hash, |(k, _)| k.as_slice() == key) {
             let (decision, plan) = self.algorithm.decide(state, now, cost);
-            self.algorithm
-                .record(state, plan, admitted.unwrap_or(decision.allowed));
+            self.algorithm.record(state, plan, admitted.unwrap_or(decision.allowed));
             return (decision, false);
         }
         let (decision, plan) = self.algorithm.decide(&A::State::default(), now, cost);
         let mut state = A::State::default();
-        self.algorithm
-            .record(&mut state, plan, admitted.unwrap_or(decision.allowed));
+        self.algorithm.record(&mut state, plan, admitted.unwrap_or(decision.allowed));
         if state == A::State::default() {
             return (decision, false);
         }
         let rehash = |(k, _): &(KeyBytes, A::State)| hasher.hash_one(k.as_slice());
-        self.entries
-            .insert_unique(hash, (KeyBytes::from_slice(key), state), rehash);
+        self.entries.insert_unique(hash, (KeyBytes::from_slice(key), state), rehash);
         (decision, true)
     }
 
@@ -130,10 +103,7 @@ where
     }
 
     fn expiries(&self) -> Vec<Timestamp> {
-        self.entries
-            .iter()
-            .map(|(_, state)| self.algorithm.expires_at(state))
-            .collect()
+        self.entries.iter().map(|(_, state)| self.algorithm.expires_at(state)).collect()
     }
 
     fn heap_bytes(&self) -> usize {
