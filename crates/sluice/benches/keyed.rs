@@ -1,0 +1,250 @@
+//! Keyed check cost: Sluice's sliding log in the memory store against governor's keyed GCRA
+//! limiter, on the same 16-byte keys, one thread and two threads, the clock read included.
+//!
+//! Every key is checked before measuring (for Sluice, its log is filled to its steady-state
+//! size first, see `Peers::prefill`); keys are then visited in a pseudo-random order
+//! (xorshift64, no allocation per check). Each group runs both peers on the same keys,
+//! so the figures to compare are the ratios within a group.
+//!
+//! Cases:
+//! - `allowed/{1,1000,1000000}`: limits sized so that nearly every check is allowed by both
+//!   (a sliding log of `L` per second against governor's `L` per second, burst `L`, with
+//!   `L = max(100, 50 000 000 / keys)`).
+//!   Sluice's logs are first filled to `L` entries (`Peers::prefill`).
+//! - `allowed_fresh/1000000`: the same on 1 000 000 keys whose logs start with one entry.
+//! - `over_limit/1`: one hot key far over a 1 000 per second limit, so that nearly every
+//!   check is rejected by both.
+//!
+//! The share of allowed checks of each function is printed after its group.
+
+use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main, measurement::WallTime};
+use governor::{DefaultKeyedRateLimiter, Quota};
+use sluice::{Clock, Key, Limit, MemoryStore, RateLimiter, SlidingLog, SlidingLogVariant, SystemClock, Timestamp};
+use std::future::Future;
+use std::hint::black_box;
+use std::num::NonZeroU32;
+use std::pin::pin;
+use std::sync::Barrier;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+/// A 16-byte key: `key-` and twelve decimal digits.
+fn key_bytes(index: usize) -> [u8; 16] {
+    let mut key = *b"key-000000000000";
+    let mut rest = index;
+    for digit in key[4..].iter_mut().rev() {
+        *digit = b'0' + (rest % 10) as u8;
+        rest /= 10;
+    }
+    key
+}
+
+/// xorshift64: a cheap pseudo-random walk over the keys.
+struct Walk(u64);
+
+impl Walk {
+    fn new(seed: u64) -> Self {
+        Walk(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    fn next(&mut self, keys: usize) -> usize {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        ((u128::from(x) * keys as u128) >> 64) as usize
+    }
+}
+
+/// Polls a future once: the memory store's future is ready at once.
+fn poll_once<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    let mut context = Context::from_waker(Waker::noop());
+    match future.as_mut().poll(&mut context) {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("the memory store's future must be ready at once"),
+    }
+}
+
+/// Allowed and total checks of one benchmark function.
+#[derive(Default)]
+struct Tally {
+    allowed: AtomicU64,
+    total: AtomicU64,
+}
+
+impl Tally {
+    fn add(&self, allowed: u64, total: u64) {
+        self.allowed.fetch_add(allowed, Ordering::Relaxed);
+        self.total.fetch_add(total, Ordering::Relaxed);
+    }
+
+    fn share(&self) -> f64 {
+        let total = self.total.load(Ordering::Relaxed).max(1);
+        100.0 * self.allowed.load(Ordering::Relaxed) as f64 / total as f64
+    }
+}
+
+/// Both peers over the same keys, built once per group.
+struct Peers {
+    keys: Vec<[u8; 16]>,
+    clock: SystemClock,
+    limit: Limit,
+    store: MemoryStore,
+    limiter: RateLimiter,
+    governor: DefaultKeyedRateLimiter<[u8; 16]>,
+}
+
+impl Peers {
+    fn new(keys: usize, per_second: u32, prefill: bool) -> Self {
+        let policy = SlidingLog::new(u64::from(per_second), Duration::from_secs(1), SlidingLogVariant::Accepted)
+            .expect("valid sliding log");
+        let limit = Limit::new("bench", policy);
+        let store = MemoryStore::new();
+        let limiter = RateLimiter::new(limit.clone()).with_store(store.clone());
+        let rate = NonZeroU32::new(per_second).expect("non-zero rate");
+        let governor = DefaultKeyedRateLimiter::keyed(Quota::per_second(rate));
+        let peers = Peers {
+            keys: (0..keys).map(key_bytes).collect(),
+            clock: SystemClock::new(),
+            limit,
+            store,
+            limiter,
+            governor,
+        };
+        peers.prefill(if prefill { u64::from(per_second) } else { 1 });
+        for key in &peers.keys {
+            black_box(peers.governor_check(key));
+        }
+        peers
+    }
+
+    /// Logs `per_key` requests for every key, so that the logs start at their steady-state
+    /// size: a log keeps growing until it holds `limit` entries (or expires entirely) and
+    /// never gives back its capacity, and measuring that growth would add page faults that
+    /// a long-running limiter no longer pays. All but the last request are spread over a
+    /// window that ended a second ago; the last is logged now, so no state is expired and
+    /// no sweep drops it.
+    fn prefill(&self, per_key: u64) {
+        let start = self.clock.now().as_micros() - 2_000_000;
+        for key in &self.keys {
+            let key = Key::new(key).expect("16-byte key");
+            for index in 1..per_key {
+                let at = Timestamp::from_micros(start + index * 1_000_000 / per_key);
+                let verdict = self.store.check_now(key, std::slice::from_ref(&self.limit), at, 1);
+                assert!(verdict.is_ok_and(|verdict| verdict.decision.allowed));
+            }
+            let verdict = self.store.check_now(key, std::slice::from_ref(&self.limit), self.clock.now(), 1);
+            assert!(verdict.is_ok_and(|verdict| verdict.decision.allowed));
+        }
+        assert_eq!(self.store.len(), self.keys.len(), "every key must hold a state");
+    }
+
+    fn sluice_check_now(&self, key: &[u8; 16]) -> bool {
+        let key = Key::new(key).expect("16-byte key");
+        let verdict = self.store.check_now(key, std::slice::from_ref(&self.limit), self.clock.now(), 1);
+        verdict.is_ok_and(|verdict| verdict.decision.allowed)
+    }
+
+    fn sluice_limiter(&self, key: &[u8; 16]) -> bool {
+        poll_once(self.limiter.check(key)).is_ok_and(|decision| decision.allowed)
+    }
+
+    fn governor_check(&self, key: &[u8; 16]) -> bool {
+        self.governor.check_key(key).is_ok()
+    }
+}
+
+type Check = fn(&Peers, &[u8; 16]) -> bool;
+
+const FUNCTIONS: [(&str, Check); 3] = [
+    ("sluice_check_now", Peers::sluice_check_now),
+    ("sluice_limiter_check", Peers::sluice_limiter),
+    ("governor_check_key", Peers::governor_check),
+];
+
+static SEED: AtomicU64 = AtomicU64::new(1);
+
+/// One thread: one check per iteration.
+fn single_thread(group: &mut BenchmarkGroup<'_, WallTime>, peers: &Peers, name: &str, check: Check, tally: &Tally) {
+    group.bench_function(format!("{name}/1_thread"), |b| {
+        let mut walk = Walk::new(SEED.fetch_add(1, Ordering::Relaxed));
+        let (mut allowed, mut total) = (0, 0);
+        b.iter(|| {
+            let key = &peers.keys[walk.next(peers.keys.len())];
+            let ok = check(peers, key);
+            allowed += u64::from(ok);
+            total += 1;
+            black_box(ok)
+        });
+        tally.add(allowed, total);
+    });
+}
+
+/// Two threads sharing the limiter, each doing half the checks; the time reported is the
+/// wall time of the slower thread divided by all checks (time per check of the pair).
+fn two_threads(group: &mut BenchmarkGroup<'_, WallTime>, peers: &Peers, name: &str, check: Check, tally: &Tally) {
+    group.bench_function(format!("{name}/2_threads"), |b| {
+        b.iter_custom(|iters| {
+            let half = iters.div_ceil(2);
+            let barrier = Barrier::new(2);
+            let run = || {
+                let mut walk = Walk::new(SEED.fetch_add(1, Ordering::Relaxed));
+                let mut allowed = 0;
+                barrier.wait();
+                let start = Instant::now();
+                for _ in 0..half {
+                    let key = &peers.keys[walk.next(peers.keys.len())];
+                    allowed += u64::from(black_box(check(peers, key)));
+                }
+                let elapsed = start.elapsed();
+                tally.add(allowed, half);
+                elapsed
+            };
+            let slowest = std::thread::scope(|scope| {
+                let other = scope.spawn(run);
+                let mine = run();
+                mine.max(other.join().expect("bench thread"))
+            });
+            slowest.mul_f64(iters as f64 / (2 * half) as f64)
+        });
+    });
+}
+
+fn group(c: &mut Criterion, name: &str, keys: usize, per_second: u32, prefill: bool) {
+    let started = Instant::now();
+    let peers = Peers::new(keys, per_second, prefill);
+    let logged = peers.store.heap_bytes();
+    eprintln!("{name}: {keys} keys, {per_second}/s, set up in {:.1?}, {logged} heap bytes", started.elapsed());
+    let mut group = c.benchmark_group(name);
+    group.measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
+    let tallies: Vec<(String, Tally)> = FUNCTIONS
+        .iter()
+        .flat_map(|(function, _)| {
+            ["1_thread", "2_threads"].map(|threads| (format!("{function}/{threads}"), Tally::default()))
+        })
+        .collect();
+    for (index, (function, check)) in FUNCTIONS.iter().enumerate() {
+        single_thread(&mut group, &peers, function, *check, &tallies[2 * index].1);
+        two_threads(&mut group, &peers, function, *check, &tallies[2 * index + 1].1);
+    }
+    group.finish();
+    for (function, tally) in &tallies {
+        eprintln!("{name}/{function}: {:.2}% allowed", tally.share());
+    }
+    eprintln!("{name}: sluice store holds {} states, {} heap bytes", peers.store.len(), peers.store.heap_bytes());
+}
+
+fn keyed(c: &mut Criterion) {
+    for keys in [1, 1_000, 1_000_000] {
+        let per_second = (50_000_000 / keys).max(100) as u32;
+        group(c, &format!("keyed/allowed/{keys}"), keys, per_second, true);
+    }
+    group(c, "keyed/allowed_fresh/1000000", 1_000_000, 100, false);
+    group(c, "keyed/over_limit/1", 1, 1_000, true);
+}
+
+criterion_group!(benches, keyed);
+criterion_main!(benches);
