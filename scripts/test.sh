@@ -11,8 +11,22 @@ if ! need cargo; then
   exit 1
 fi
 
-# Nothing outside the Rust toolchain is needed yet: the embedded store is in-process.
-# (The Redis store's tests will install redis-server here.)
+# The Redis store's tests start their own redis-server processes (standalone and a
+# three-node cluster, joined with redis-cli) on free loopback ports; they need the two
+# binaries, not a running Redis service.
+if ! need redis-server || ! need redis-cli; then
+  if [ "$(id -u)" -eq 0 ] && need apt-get; then
+    echo "scripts/test.sh: installing redis-server and redis-tools with apt-get" >&2
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y redis-server redis-tools
+    # If the package starts its own service (port 6379), it is simply not used: the
+    # tests' servers take ports the kernel hands out (32768-60999 by default), not 6379.
+  else
+    echo "scripts/test.sh: redis-server and redis-cli are missing; install them (on Debian or" >&2
+    echo "Ubuntu: sudo apt-get install redis-server redis-tools) or run this script as root" >&2
+    exit 1
+  fi
+fi
 
 cargo test --workspace --all-targets --locked "$@"
 cargo test --workspace --doc --locked "$@"
