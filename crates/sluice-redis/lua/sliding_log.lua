@@ -123,6 +123,11 @@ local function sl_append(key, st, now, count, first, capacity)
   if pushed > 0 then
     redis.call('SETRANGE', key, SL_HEADER + 8 * len, string.rep(packed, pushed))
     len = len + pushed
+    if len == capacity then
+      -- SETRANGE grows a string greedily (up to twice its length): the log is full and
+      -- will not grow again, so store it once at its exact size.
+      redis.call('SET', key, redis.call('GET', key))
+    end
   end
   local left = count - pushed
   while left > 0 do

@@ -123,7 +123,7 @@ fn write_decision(
     request: &TraceRequest<'_>,
     verdict: Verdict,
 ) -> anyhow::Result<()> {
-    let Verdict { decision, limit } = verdict;
+    let Verdict { decision, limit, .. } = verdict;
     let line = Line {
         t: request.time.as_micros(),
         key: request.key,

@@ -21,5 +21,5 @@ pub use limit::{Key, KeyError, Limit, LimitId};
 pub use limiter::{CheckError, RateLimiter};
 pub use policy::{EXACT_LIMIT, Policy, PolicyError};
 pub use store::memory::MemoryStore;
-pub use store::{Store, StoreError, Verdict};
+pub use store::{Source, Store, StoreError, Verdict};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};

@@ -44,23 +44,49 @@ pub struct Verdict {
     pub decision: Decision,
     /// Index in `limits` of the limit whose decision is reported.
     pub limit: usize,
+    /// Who decided: the store, or something standing in for it.
+    pub source: Source,
 }
 
 impl Verdict {
-    /// Combines per-limit decisions: the most restrictive one (rejections first, then the
-    /// longest `retry_after`, then the fewest `remaining`; the first on ties), carrying the
-    /// longest delay any shaper asked for when the request is allowed.
+    /// Combines per-limit decisions made by the store: the most restrictive one (rejections
+    /// first, then the longest `retry_after`, then the fewest `remaining`; the first on ties),
+    /// carrying the longest delay any shaper asked for when the request is allowed.
     pub fn combine(decisions: &[Decision]) -> Option<Verdict> {
-        let mut verdict = Verdict { decision: *decisions.first()?, limit: 0 };
+        let mut verdict = Verdict { decision: *decisions.first()?, limit: 0, source: Source::Store };
         for (index, decision) in decisions.iter().enumerate().skip(1) {
             if decision.is_more_restrictive_than(&verdict.decision) {
-                verdict = Verdict { decision: *decision, limit: index };
+                verdict = Verdict { decision: *decision, limit: index, source: Source::Store };
             }
         }
         if verdict.decision.allowed {
             verdict.decision.delay = decisions.iter().map(|d| d.delay).max().unwrap_or_default();
         }
         Some(verdict)
+    }
+}
+
+/// Who made a decision.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// The store, from the key's state.
+    #[default]
+    Store,
+    /// A local cache of keys the store rejected until a known time: the same decision the
+    /// store would give, without a round trip.
+    Cache,
+    /// The store failed and the `open` failure mode allowed the request.
+    FailedOpen,
+    /// The store failed and the `closed` failure mode rejected the request.
+    FailedClosed,
+    /// The store failed and a local fallback store decided.
+    Fallback,
+}
+
+impl Source {
+    /// True when the store did not take part: it failed, and a failure mode decided.
+    pub fn is_without_store(self) -> bool {
+        matches!(self, Source::FailedOpen | Source::FailedClosed | Source::Fallback)
     }
 }
 

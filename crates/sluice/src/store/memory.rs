@@ -151,7 +151,7 @@ impl MemoryStore {
                 shard.drop_expiring_by((self.inner.clock)());
             }
         }
-        Verdict { decision, limit: 0 }
+        Verdict { decision, limit: 0, source: crate::store::Source::Store }
     }
 }
 

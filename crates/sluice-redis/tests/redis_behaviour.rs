@@ -1,0 +1,131 @@
+//! What the Redis store does that the seed's sorted-set script gets wrong, and what only a
+//! real Redis can show: TTLs, Redis TIME, memory per logged request.
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
+
+mod support;
+
+use sluice::{Key, Limit, SlidingLog, SlidingLogVariant, Store, Timestamp, TokenBucket, Verdict};
+use sluice_redis::{RedisSettings, RedisStore, TimeSource};
+use std::time::{Duration, SystemTime};
+use support::redis::RedisServer;
+
+const NOW: u64 = 1_763_700_000_000_000;
+
+async fn store(server: &RedisServer, settings: RedisSettings) -> RedisStore {
+    RedisStore::connect(&server.url(), settings).await.unwrap()
+}
+
+async fn check(store: &RedisStore, limit: &Limit, key: &str, at: u64, cost: u64) -> Verdict {
+    let key = Key::new(key.as_bytes()).unwrap();
+    store.check(key, std::slice::from_ref(limit), Timestamp::from_micros(at), cost).await.unwrap()
+}
+
+async fn raw(server: &RedisServer, args: &[&str]) -> redis::Value {
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    let mut command = redis::cmd(args[0]);
+    for arg in &args[1..] {
+        command.arg(*arg);
+    }
+    command.query_async(&mut connection).await.unwrap()
+}
+
+async fn integer(server: &RedisServer, args: &[&str]) -> i64 {
+    match raw(server, args).await {
+        redis::Value::Int(value) => value,
+        other => panic!("{args:?} answered {other:?}"),
+    }
+}
+
+fn log_limit(n: u64, window: Duration) -> Limit {
+    Limit::new("log", SlidingLog::new(n, window, SlidingLogVariant::Accepted).unwrap())
+}
+
+/// The Redis key of `limit` for a plain key (no braces to escape).
+fn key_name(prefix: &str, key: &str, limit: &Limit) -> String {
+    format!("{prefix}{{{key}}}:{}", limit.id())
+}
+
+#[tokio::test]
+async fn requests_in_the_same_millisecond_all_count() {
+    // The seed's `ZADD key now now` (milliseconds) collapses these into one member.
+    let server = RedisServer::start();
+    let store = store(&server, RedisSettings::injected_time()).await;
+    let limit = log_limit(2, Duration::from_secs(1));
+    assert!(check(&store, &limit, "k", NOW, 1).await.decision.allowed);
+    assert!(check(&store, &limit, "k", NOW + 300, 1).await.decision.allowed);
+    let third = check(&store, &limit, "k", NOW + 300, 1).await.decision;
+    assert!(!third.allowed, "a third request in the same millisecond must be rejected");
+    assert_eq!(third.retry_after_micros(), Some(1_000_000 - 300));
+}
+
+#[tokio::test]
+async fn a_sub_second_window_keeps_its_key_with_a_ttl() {
+    // The seed's `EXPIRE key window/1000` is `EXPIRE key 0` for 500 ms: the key vanishes.
+    let server = RedisServer::start();
+    let settings = RedisSettings { min_ttl: Duration::from_millis(1), ..RedisSettings::injected_time() };
+    let store = store(&server, settings.clone()).await;
+    let limit = log_limit(1, Duration::from_millis(500));
+    assert!(check(&store, &limit, "k", NOW, 1).await.decision.allowed);
+    let name = key_name(&settings.key_prefix, "k", &limit);
+    let ttl = integer(&server, &["PTTL", &name]).await;
+    assert!((400..=500).contains(&ttl), "TTL {ttl} ms should cover the 500 ms window");
+    assert!(!check(&store, &limit, "k", NOW + 100_000, 1).await.decision.allowed);
+}
+
+#[tokio::test]
+async fn ttls_cover_the_window_plus_the_allowed_clock_skew() {
+    let server = RedisServer::start();
+    let skew = Duration::from_secs(2);
+    let settings = RedisSettings {
+        time: TimeSource::Application { max_skew: skew },
+        min_ttl: Duration::from_millis(1),
+        ..RedisSettings::default()
+    };
+    let store = store(&server, settings.clone()).await;
+    let bucket = Limit::new("bucket", TokenBucket::new(10, 1, Duration::from_secs(1)).unwrap());
+    check(&store, &bucket, "k", NOW, 4).await;
+    // Full again in 4 s; the key lives 4 s plus the 2 s of skew.
+    let ttl = integer(&server, &["PTTL", &key_name(&settings.key_prefix, "k", &bucket)]).await;
+    assert!((5_900..=6_000).contains(&ttl), "TTL {ttl} ms");
+    // Rejections and peeks do not write, so they do not extend the TTL either.
+    let peek = check(&store, &bucket, "k", NOW, 0).await.decision;
+    assert_eq!(peek.remaining, 6);
+}
+
+#[tokio::test]
+async fn redis_time_is_one_clock_for_every_server() {
+    // Two application servers whose clocks disagree by an hour share Redis's timeline.
+    let server = RedisServer::start();
+    let settings = RedisSettings { timeout: Duration::from_secs(1), ..RedisSettings::default() };
+    let store = store(&server, settings).await;
+    let limit = log_limit(1, Duration::from_secs(60));
+    let wall = Timestamp::from_system_time(SystemTime::now()).as_micros();
+    assert!(check(&store, &limit, "k", wall, 1).await.decision.allowed);
+    let skewed = check(&store, &limit, "k", wall - 3_600_000_000, 1).await.decision;
+    assert!(!skewed.allowed);
+    let retry = skewed.retry_after_micros().unwrap();
+    assert!((59_000_000..=60_000_000).contains(&retry), "retry {retry} µs from Redis's own clock");
+}
+
+#[tokio::test]
+async fn a_full_log_costs_about_8_bytes_per_request() {
+    let server = RedisServer::start();
+    let settings = RedisSettings::injected_time();
+    let store = store(&server, settings.clone()).await;
+    let n = 1_000;
+    let limit = log_limit(n, Duration::from_secs(3600));
+    for i in 0..n {
+        assert!(check(&store, &limit, "k", NOW + i, 1).await.decision.allowed);
+    }
+    let name = key_name(&settings.key_prefix, "k", &limit);
+    let bytes = integer(&server, &["MEMORY", "USAGE", &name, "SAMPLES", "0"]).await;
+    let per_request = bytes as f64 / n as f64;
+    // The sorted set of the seed costs about 104 bytes per logged request.
+    assert!(per_request <= 10.4, "{bytes} bytes for {n} requests: {per_request:.1} per request");
+    // Once full, the ring overwrites in place: the string does not grow.
+    for i in 0..n {
+        check(&store, &limit, "k", NOW + 3_600_000_000 + i, 1).await;
+    }
+    assert_eq!(integer(&server, &["MEMORY", "USAGE", &name, "SAMPLES", "0"]).await, bytes);
+}
