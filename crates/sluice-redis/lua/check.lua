@@ -4,7 +4,8 @@
 -- ARGV     now_us (-1: read Redis TIME), cost, extra_ms (added to every TTL), min_ttl_ms,
 --          L, then per limit: algorithm name, p1, p2, p3, p4
 -- returns  {now_us, then per limit: allowed (0|1), limit, remaining, reset_after_us,
---          retry_after_us (-1 none, -2 never), delay_us}  (integers only)
+--          retry_after_us (-1 none, -2 never), delay_us, judged_at_us}  (integers only;
+--          judged_at is later than now_us when the state's time was later)
 
 local ALGORITHMS = {
   sliding_log = { sl_judge, sl_record },
@@ -35,6 +36,7 @@ for i = 1, count do
   local params = { tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]), tonumber(ARGV[base + 4]) }
   limits[i] = { algorithm = algorithm, params = params }
   decisions[i], plans[i] = algorithm[1](KEYS[i], params, now, cost)
+  decisions[i][7] = JUDGED_AT
   admitted = admitted and decisions[i][1] == 1
 end
 

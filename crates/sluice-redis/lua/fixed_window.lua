@@ -40,6 +40,7 @@ end
 local function fw_judge(key, p, now, cost)
   local n = p[1]
   local start, used, finish, now = fw_current(fw_state(key), p, now)
+  JUDGED_AT = now
   local reset_after = math.max(finish - now, 0)
   local left = n - used
   local plan = { start = start, used = used + cost, expires_in = reset_after }

@@ -10,6 +10,7 @@ local function lb_judge(key, p, now, cost)
   if raw then
     tat = (struct.unpack('<d', raw))
   end
+  JUDGED_AT = now
   local limit = burst + 1
   local tolerance = limit * interval
   local start = math.max(tat, now)

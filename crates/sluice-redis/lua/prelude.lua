@@ -3,6 +3,9 @@
 -- Every number a script handles is an integer below 2^53, so Lua's doubles are exact;
 -- policies that could leave that range are refused when the configuration is loaded.
 
+-- The time the last judged limit decided at (after its time-never-runs-backwards clamp).
+local JUDGED_AT = 0
+
 local NONE = -1   -- retry_after when allowed
 local NEVER = -2  -- retry_after when the cost can never be allowed
 

@@ -75,6 +75,7 @@ local function sl_judge(key, p, now, cost)
       now = newest
     end
   end
+  JUDGED_AT = now
   local first = sl_first_live(key, st, window, now)
   local live = st.len - first
   local plan = { now = now, cost = cost, first = first, st = st }

@@ -83,6 +83,7 @@ local function sw_judge(key, p, now, cost)
       now = newest * w
     end
   end
+  JUDGED_AT = now
   local j = idiv(now, w)
   local e = now - j * w
   local prev = sw_count(st, b, j - b)

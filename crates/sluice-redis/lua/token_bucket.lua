@@ -44,6 +44,7 @@ end
 local function tb_judge(key, p, now, cost)
   local c = p[1]
   local tokens, last, now = tb_refilled(tb_state(key), p, now)
+  JUDGED_AT = now
   local reset_after = tb_wait_for(p, tokens, last, now, c)
   if cost == 0 then
     if tokens >= 1 then

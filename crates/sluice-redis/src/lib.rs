@@ -7,10 +7,13 @@
 //! (8 bytes per logged request plus a 16-byte header), read slot by slot, so a decision is
 //! O(1) Redis work in the steady state and memory is bounded by the limit.
 
+mod blocked;
+mod failure;
 mod keys;
 mod script;
 mod settings;
 mod store;
 
+pub use failure::FailureMode;
 pub use settings::{RedisSettings, TimeSource};
 pub use store::RedisStore;

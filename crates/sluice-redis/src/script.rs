@@ -33,13 +33,27 @@ pub(crate) fn policy_args(policy: &Policy) -> (&'static str, [u64; 4]) {
     (policy.algorithm_name(), params)
 }
 
-/// Decodes the script's reply: the time it used, then six integers per limit.
-pub(crate) fn decode(reply: &[i64], limits: usize) -> Result<Vec<Decision>, StoreError> {
-    if reply.len() != 1 + 6 * limits {
-        let message = format!("expected {} integers for {limits} limits, got {}", 1 + 6 * limits, reply.len());
+/// What the script answered.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    /// The time of the check (µs): the caller's, or Redis `TIME`.
+    pub(crate) now: u64,
+    /// One decision per limit.
+    pub(crate) decisions: Vec<Decision>,
+    /// True when every limit decided at `now` itself: no state's time was later.
+    pub(crate) unclamped: bool,
+}
+
+/// Decodes the script's reply: the time, then seven integers per limit.
+pub(crate) fn decode(reply: &[i64], limits: usize) -> Result<Reply, StoreError> {
+    if reply.len() != 1 + 7 * limits {
+        let message = format!("expected {} integers for {limits} limits, got {}", 1 + 7 * limits, reply.len());
         return Err(StoreError::Malformed(message));
     }
-    reply[1..].chunks_exact(6).map(decode_one).collect()
+    let now = u64::try_from(reply[0]).map_err(|_| StoreError::Malformed(format!("bad time {}", reply[0])))?;
+    let decisions = reply[1..].chunks_exact(7).map(decode_one).collect::<Result<_, _>>()?;
+    let unclamped = reply[1..].chunks_exact(7).all(|fields| fields[6] == reply[0]);
+    Ok(Reply { now, decisions, unclamped })
 }
 
 fn decode_one(fields: &[i64]) -> Result<Decision, StoreError> {

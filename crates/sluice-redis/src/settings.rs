@@ -1,5 +1,6 @@
 //! How a Redis store reads time, waits and names its keys.
 
+use crate::FailureMode;
 use std::time::Duration;
 
 /// Where a check's `now` comes from.
@@ -31,6 +32,11 @@ pub struct RedisSettings {
     /// simulator uses an hour), since a trace's time can run far ahead of Redis's clock
     /// and a state must not vanish while it is live in the trace's time.
     pub min_ttl: Duration,
+    /// What to decide while Redis cannot answer (default: allow).
+    pub failure_mode: FailureMode,
+    /// Answer rejections locally while Redis said they hold, without a round trip
+    /// (default: on). Exact: see the `blocked` module.
+    pub blocked_cache: bool,
 }
 
 impl Default for RedisSettings {
@@ -40,6 +46,8 @@ impl Default for RedisSettings {
             timeout: Duration::from_millis(50),
             key_prefix: "sluice:".to_owned(),
             min_ttl: Duration::from_millis(1),
+            failure_mode: FailureMode::Open,
+            blocked_cache: true,
         }
     }
 }

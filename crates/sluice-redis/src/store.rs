@@ -1,25 +1,31 @@
 //! `RedisStore`: every decision is one script call on Redis or Redis Cluster.
 
+use crate::blocked::{BlockedCache, Now};
 use crate::keys::state_key;
-use crate::script::{SOURCE, decode, policy_args};
+use crate::script::{Reply, SOURCE, decode, policy_args};
 use crate::settings::{RedisSettings, TimeSource};
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use sluice::{EXACT_LIMIT, Key, Limit, Store, StoreError, Timestamp, Verdict};
+use sluice::{EXACT_LIMIT, Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A store on Redis (standalone or Cluster). Cheap to clone: clones share connections.
 ///
 /// Connections are multiplexed (many concurrent checks share one connection) and
 /// reconnect on their own. Each check is one `EVALSHA` (reloaded on `NOSCRIPT`), bounded
-/// by [`RedisSettings::timeout`].
+/// by [`RedisSettings::timeout`]; when Redis cannot answer, the
+/// [`failure_mode`](RedisSettings::failure_mode) decides, and the verdict's `source` says so.
 #[derive(Clone)]
 pub struct RedisStore {
     connection: Connection,
     script: Arc<redis::Script>,
     settings: Arc<RedisSettings>,
+    blocked: Arc<BlockedCache>,
+    /// This process's states while Redis is down, under [`FailureMode::Fallback`](crate::FailureMode).
+    fallback: MemoryStore,
 }
 
 #[derive(Clone)]
@@ -28,13 +34,16 @@ enum Connection {
     Cluster(ClusterConnection),
 }
 
+/// How long connecting may take at most, whatever the per-call timeout.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match self.connection {
             Connection::Standalone(_) => "standalone",
             Connection::Cluster(_) => "cluster",
         };
-        f.debug_struct("RedisStore").field("kind", &kind).field("settings", &self.settings).finish()
+        f.debug_struct("RedisStore").field("kind", &kind).field("settings", &self.settings).finish_non_exhaustive()
     }
 }
 
@@ -43,14 +52,10 @@ impl RedisStore {
     ///
     /// # Errors
     ///
-    /// When the URL is invalid or Redis cannot be reached within the timeout.
+    /// When the URL is invalid or Redis cannot be reached within two seconds.
     pub async fn connect(url: &str, settings: RedisSettings) -> Result<Self, StoreError> {
         let client = redis::Client::open(url).map_err(unavailable)?;
-        let connecting = ConnectionManager::new(client);
-        let manager = tokio::time::timeout(settings.timeout.max(CONNECT_TIMEOUT), connecting)
-            .await
-            .map_err(unavailable)?
-            .map_err(unavailable)?;
+        let manager = within(CONNECT_TIMEOUT, ConnectionManager::new(client)).await?;
         Ok(RedisStore::with(Connection::Standalone(manager), settings))
     }
 
@@ -58,19 +63,21 @@ impl RedisStore {
     ///
     /// # Errors
     ///
-    /// When a URL is invalid or the cluster cannot be reached within the timeout.
+    /// When a URL is invalid or the cluster cannot be reached within two seconds.
     pub async fn connect_cluster(urls: &[String], settings: RedisSettings) -> Result<Self, StoreError> {
         let client = ClusterClient::new(urls.to_vec()).map_err(unavailable)?;
-        let connecting = client.get_async_connection();
-        let connection = tokio::time::timeout(settings.timeout.max(CONNECT_TIMEOUT), connecting)
-            .await
-            .map_err(unavailable)?
-            .map_err(unavailable)?;
+        let connection = within(CONNECT_TIMEOUT, client.get_async_connection()).await?;
         Ok(RedisStore::with(Connection::Cluster(connection), settings))
     }
 
     fn with(connection: Connection, settings: RedisSettings) -> Self {
-        RedisStore { connection, script: Arc::new(redis::Script::new(SOURCE)), settings: Arc::new(settings) }
+        RedisStore {
+            connection,
+            script: Arc::new(redis::Script::new(SOURCE)),
+            settings: Arc::new(settings),
+            blocked: Arc::default(),
+            fallback: MemoryStore::new(),
+        }
     }
 
     /// The settings.
@@ -78,7 +85,6 @@ impl RedisStore {
         &self.settings
     }
 
-    /// Checks `key` against `limits` at `now` (ignored when time comes from Redis).
     async fn check_limits(
         &self,
         key: Key<'_>,
@@ -89,32 +95,69 @@ impl RedisStore {
         if limits.is_empty() {
             return Err(StoreError::NoLimits);
         }
-        let mut invocation = self.script.prepare_invoke();
-        for limit in limits {
-            invocation.key(state_key(&self.settings.key_prefix, key, limit));
+        let script_now = self.script_now(now)?;
+        let keys: Vec<Vec<u8>> = limits.iter().map(|limit| state_key(&self.settings.key_prefix, key, limit)).collect();
+        let cache_id = self.settings.blocked_cache.then(|| keys.join(&0u8));
+        let cached_now = if script_now < 0 { Now::Redis } else { Now::Caller(now.as_micros()) };
+        if let Some(verdict) = cache_id.as_deref().and_then(|id| self.blocked.lookup(id, cached_now, cost)) {
+            return Ok(verdict);
         }
-        invocation.arg(self.script_now(now)?).arg(cost.min(EXACT_LIMIT));
+        match self.evaluate(keys, limits, script_now, cost).await {
+            Ok((reply, verdict)) => {
+                if let Some(id) = cache_id {
+                    // A state whose time was later than `now` decided at that time: its
+                    // answer does not age with `now`, so it is not cached.
+                    let cacheable = reply.unclamped.then_some(verdict);
+                    self.blocked.remember(id, limits, cacheable, reply.now, cost);
+                }
+                Ok(verdict)
+            }
+            Err(error) if error.is_transient() => {
+                let degraded = self.settings.failure_mode.decide(&self.fallback, key, limits, now, cost);
+                degraded.ok_or(error)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// Runs the script: the time Redis decided at, and the combined verdict.
+    async fn evaluate(
+        &self,
+        keys: Vec<Vec<u8>>,
+        limits: &[Limit],
+        now: i64,
+        cost: u64,
+    ) -> Result<(Reply, Verdict), StoreError> {
+        let mut invocation = self.script.prepare_invoke();
+        for key in keys {
+            invocation.key(key);
+        }
+        invocation.arg(now).arg(cost.min(EXACT_LIMIT));
         invocation.arg(self.settings.extra_ttl_ms()).arg(self.settings.min_ttl_ms()).arg(limits.len());
         for limit in limits {
             let (algorithm, params) = policy_args(limit.policy());
             invocation.arg(algorithm).arg(&params[..]);
         }
-        let reply: Vec<i64> = match &self.connection {
+        let reply = match &self.connection {
             Connection::Standalone(connection) => self.run(&invocation, connection.clone()).await?,
             Connection::Cluster(connection) => self.run(&invocation, connection.clone()).await?,
         };
-        let decisions = decode(&reply, limits.len())?;
-        Verdict::combine(&decisions).ok_or(StoreError::NoLimits)
+        let reply = decode(&reply, limits.len())?;
+        let verdict = Verdict::combine(&reply.decisions).ok_or(StoreError::NoLimits)?;
+        Ok((reply, verdict))
     }
 
+    /// The `now` the script gets: -1 to read Redis `TIME`.
     fn script_now(&self, now: Timestamp) -> Result<i64, StoreError> {
         match self.settings.time {
             TimeSource::Redis => Ok(-1),
-            TimeSource::Application { .. } if now.as_micros() < EXACT_LIMIT => Ok(now.as_micros() as i64),
-            TimeSource::Application { .. } => Err(StoreError::Refused(format!(
-                "time {} µs is not below 2^53, the most Redis computes exactly",
-                now.as_micros()
-            ))),
+            TimeSource::Application { .. } => match i64::try_from(now.as_micros()) {
+                Ok(micros) if now.as_micros() < EXACT_LIMIT => Ok(micros),
+                _ => Err(StoreError::Refused(format!(
+                    "time {} µs is not below 2^53, the most Redis computes exactly",
+                    now.as_micros()
+                ))),
+            },
         }
     }
 
@@ -123,27 +166,33 @@ impl RedisStore {
         invocation: &redis::ScriptInvocation<'_>,
         mut connection: C,
     ) -> Result<Vec<i64>, StoreError> {
-        let call = invocation.invoke_async::<Vec<i64>>(&mut connection);
-        match tokio::time::timeout(self.settings.timeout, call).await {
-            Err(elapsed) => Err(unavailable(elapsed)),
-            Ok(Err(error)) if is_script_error(&error) => Err(StoreError::Malformed(error.to_string())),
-            Ok(Err(error)) => Err(unavailable(error)),
-            Ok(Ok(reply)) => Ok(reply),
-        }
+        let reply = within(self.settings.timeout, invocation.invoke_async::<Vec<i64>>(&mut connection)).await;
+        reply.map_err(|error| match error {
+            StoreError::Unavailable(cause) if is_script_error(cause.as_ref()) => {
+                StoreError::Malformed(cause.to_string())
+            }
+            other => other,
+        })
     }
 }
 
-/// How long connecting may take at most, whatever the per-call timeout.
-const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+/// Awaits `future` for at most `limit`; a timeout or a Redis error makes Redis unavailable.
+async fn within<T>(limit: Duration, future: impl Future<Output = redis::RedisResult<T>>) -> Result<T, StoreError> {
+    match tokio::time::timeout(limit, future).await {
+        Err(elapsed) => Err(unavailable(elapsed)),
+        Ok(result) => result.map_err(unavailable),
+    }
+}
 
 fn unavailable(error: impl std::error::Error + Send + Sync + 'static) -> StoreError {
     StoreError::Unavailable(Box::new(error))
 }
 
-/// An error raised by the script itself (a bug, or a foreign value at a Sluice key),
-/// not by the connection.
-fn is_script_error(error: &redis::RedisError) -> bool {
-    error.kind() == redis::ErrorKind::Extension || error.to_string().contains("sluice:")
+/// An error raised by the script itself (a bug, or a foreign value at a Sluice key), not
+/// by the connection: retrying or failing open would hide it.
+fn is_script_error(error: &(dyn std::error::Error + 'static)) -> bool {
+    let message = error.to_string();
+    message.contains("user_script") || message.contains("sluice:")
 }
 
 impl Store for RedisStore {

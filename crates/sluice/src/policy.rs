@@ -6,6 +6,7 @@ use crate::algorithm::sliding_log::SlidingLog;
 use crate::algorithm::sliding_window::SlidingWindow;
 use crate::algorithm::token_bucket::TokenBucket;
 use crate::store::memory::{Keyed, KeyedStates};
+use crate::{Algorithm, Decision, Timestamp};
 use std::borrow::Cow;
 use std::time::Duration;
 
@@ -47,6 +48,27 @@ impl Policy {
             Policy::TokenBucket(p) => p.capacity(),
             Policy::LeakyBucket(p) => p.burst() + 1,
         }
+    }
+
+    /// The decision for a key never seen before: what a store that lost every state would
+    /// decide (used when a store fails open).
+    pub fn decide_fresh(&self, now: Timestamp, cost: u64) -> Decision {
+        fn fresh<A: Algorithm>(algorithm: &A, now: Timestamp, cost: u64) -> Decision {
+            algorithm.decide(&A::State::default(), now, cost).0
+        }
+        match self {
+            Policy::SlidingLog(p) => fresh(p, now, cost),
+            Policy::FixedWindow(p) => fresh(p, now, cost),
+            Policy::SlidingWindow(p) => fresh(p, now, cost),
+            Policy::TokenBucket(p) => fresh(p, now, cost),
+            Policy::LeakyBucket(p) => fresh(p, now, cost),
+        }
+    }
+
+    /// True when a rejected request still changes the state (the sliding log's
+    /// `attempts` variant), so a rejection cannot be answered from a cache.
+    pub fn records_rejections(&self) -> bool {
+        matches!(self, Policy::SlidingLog(p) if p.variant() == crate::SlidingLogVariant::Attempts)
     }
 
     /// An empty table of per-key states for this policy: the one place the memory store

@@ -40,7 +40,7 @@ pub trait Store: Send + Sync + 'static {
 /// The outcome of a check against one or several limits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Verdict {
-    /// The combined decision: the most restrictive limit's, with the longest `delay` of all.
+    /// The combined decision: the most restrictive limit's.
     pub decision: Decision,
     /// Index in `limits` of the limit whose decision is reported.
     pub limit: usize,
@@ -49,18 +49,16 @@ pub struct Verdict {
 }
 
 impl Verdict {
-    /// Combines per-limit decisions made by the store: the most restrictive one (rejections
-    /// first, then the longest `retry_after`, then the fewest `remaining`; the first on ties),
-    /// carrying the longest delay any shaper asked for when the request is allowed.
+    /// Combines per-limit decisions made by the store into the most restrictive one, as
+    /// it is (SPEC.md: "the combined decision reports the most restrictive policy"):
+    /// rejections first, then the longest `retry_after`, then the fewest `remaining`; the
+    /// first listed on ties.
     pub fn combine(decisions: &[Decision]) -> Option<Verdict> {
         let mut verdict = Verdict { decision: *decisions.first()?, limit: 0, source: Source::Store };
         for (index, decision) in decisions.iter().enumerate().skip(1) {
             if decision.is_more_restrictive_than(&verdict.decision) {
                 verdict = Verdict { decision: *decision, limit: index, source: Source::Store };
             }
-        }
-        if verdict.decision.allowed {
-            verdict.decision.delay = decisions.iter().map(|d| d.delay).max().unwrap_or_default();
         }
         Some(verdict)
     }

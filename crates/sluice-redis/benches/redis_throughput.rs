@@ -1,0 +1,155 @@
+//! Checks per second on one Redis: Sluice's sliding log (`RedisStore::check`) against the
+//! seed's textbook sorted-set script, with an INCR+PEXPIRE fixed window as the floor, at
+//! N = 10, 1 000 and 100 000, over 1 000 keys, 64 checks in flight on one multiplexed
+//! connection per peer (tokio tasks on a two-thread runtime).
+//!
+//! A plain `main`, not criterion: the three peers run in interleaved rounds (the order
+//! rotating every round), so a burst of load from another process hits all of them alike,
+//! and each round gives a paired ratio. Every peer is first warmed up until its window has
+//! elapsed once in virtual time (see `common`), so the measured checks expire as many entries
+//! as they add; at N = 100 000 that would take 50 M checks, so the warm-up stops at
+//! `WARMUP_CAP` and the logs keep growing during the run (their mean size is printed).
+//!
+//! `cargo bench -p sluice-redis --bench redis_throughput`. Environment:
+//! `SLUICE_BENCH_ROUNDS` (default 7), `SLUICE_BENCH_ROUND_CHECKS` (default 30 000).
+
+#[path = "../tests/support/redis.rs"]
+mod redis_support;
+
+mod common;
+
+use common::{IN_FLIGHT, KEYS, Kind, LIMITS, Peer, Workload, connect, machine_load, median};
+use redis_support::RedisServer;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Most warm-up checks per peer.
+const WARMUP_CAP: u64 = 300_000;
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+fn main() {
+    let rounds = env_u64("SLUICE_BENCH_ROUNDS", 7) as usize;
+    let round_checks = env_u64("SLUICE_BENCH_ROUND_CHECKS", 30_000);
+    let server = RedisServer::start();
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a tokio runtime");
+    println!(
+        "redis_throughput: {KEYS} keys, {IN_FLIGHT} in flight, {rounds} rounds of \
+         {round_checks} checks per peer and N; load average {}",
+        machine_load()
+    );
+    runtime.block_on(async {
+        let mut admin = connect(&server.url()).await;
+        let version: String = redis::cmd("INFO")
+            .arg("server")
+            .query_async::<String>(&mut admin)
+            .await
+            .expect("INFO server")
+            .lines()
+            .find_map(|l| l.strip_prefix("redis_version:").map(str::to_owned))
+            .unwrap_or_default();
+        println!("redis {version}");
+        for limit in LIMITS {
+            bench_limit(&server, limit, rounds, round_checks).await;
+            let _: () = redis::cmd("FLUSHALL").query_async(&mut admin).await.expect("FLUSHALL");
+        }
+    });
+    println!("load average at the end {}", machine_load());
+}
+
+async fn bench_limit(server: &RedisServer, limit: u64, rounds: usize, round_checks: u64) {
+    let workload = Workload::for_limit(limit);
+    let mut peers: Vec<Arc<Peer>> = Vec::new();
+    for kind in Kind::ALL {
+        peers.push(Peer::new(kind, workload, &server.url()).await);
+    }
+    let warmup = workload.steady_after().min(WARMUP_CAP);
+    println!(
+        "\nN = {limit}: window {} s, virtual step {} µs per check ({} ms per key), warm-up \
+         {warmup} checks per peer (steady state after {})",
+        workload.window.as_secs(),
+        workload.step_us,
+        workload.step_us * KEYS as u64 / 1000,
+        workload.steady_after()
+    );
+    for peer in &peers {
+        let started = Instant::now();
+        peer.run(warmup).await;
+        peer.take_tally();
+        println!("  warm-up {:<18} {:>6.1} s", peer.kind.name(), started.elapsed().as_secs_f64());
+    }
+    let before = log_sizes(&peers).await;
+    let mut rates = vec![Vec::new(); peers.len()];
+    for round in 0..rounds {
+        for offset in 0..peers.len() {
+            let index = (round + offset) % peers.len();
+            let elapsed = peers[index].run(round_checks).await;
+            rates[index].push(round_checks as f64 / elapsed.as_secs_f64());
+        }
+    }
+    let after = log_sizes(&peers).await;
+    println!(
+        "  {:<18} {:>10} {:>21} {:>8} {:>16}",
+        "peer", "checks/s", "(min–max of rounds)", "allowed", "log size (mean)"
+    );
+    for (index, peer) in peers.iter().enumerate() {
+        let (allowed, total) = peer.take_tally();
+        let low = rates[index].iter().copied().fold(f64::INFINITY, f64::min);
+        let high = rates[index].iter().copied().fold(0.0, f64::max);
+        let size = match (before[index], after[index]) {
+            (Some(b), Some(a)) => format!("{b:.0} → {a:.0}"),
+            _ => "-".to_owned(),
+        };
+        println!(
+            "  {:<18} {:>10.0} {:>10.0} – {:<8.0} {:>7.1}% {:>16}",
+            peer.kind.name(),
+            median(&rates[index]),
+            low,
+            high,
+            100.0 * allowed as f64 / total as f64,
+            size
+        );
+    }
+    let ratios = |other: usize| -> Vec<f64> { (0..rounds).map(|r| rates[0][r] / rates[other][r]).collect::<Vec<_>>() };
+    for (other, name) in [(1, "sorted set"), (2, "INCR+PEXPIRE")] {
+        let r = ratios(other);
+        let low = r.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = r.iter().copied().fold(0.0, f64::max);
+        println!("  sluice / {name}: median {:.2}× (rounds {low:.2}–{high:.2}×)", median(&r));
+    }
+    println!("  load average {}", machine_load());
+}
+
+/// Mean entries per key: `ZCARD` for the sorted set, ring slots (`(STRLEN − 16) / 8`) for
+/// Sluice's log; `None` for the fixed window.
+async fn log_sizes(peers: &[Arc<Peer>]) -> Vec<Option<f64>> {
+    let mut sizes = Vec::new();
+    for peer in peers {
+        let mut connection = peer.connection();
+        let mut sum = 0u64;
+        let command = match peer.kind {
+            Kind::SlidingLog => "STRLEN",
+            Kind::SortedSet => "ZCARD",
+            Kind::FixedWindow => {
+                sizes.push(None);
+                continue;
+            }
+        };
+        for index in 0..KEYS {
+            let value: u64 = redis::cmd(command)
+                .arg(peer.redis_key(index))
+                .query_async(&mut connection)
+                .await
+                .expect("STRLEN/ZCARD");
+            sum += match peer.kind {
+                Kind::SlidingLog => value.saturating_sub(16) / 8,
+                _ => value,
+            };
+        }
+        sizes.push(Some(sum as f64 / KEYS as f64));
+    }
+    sizes
+}

@@ -1,0 +1,59 @@
+//! What a check decides when Redis cannot answer.
+
+use sluice::{Decision, Key, Limit, MemoryStore, RetryAfter, Source, Timestamp, Verdict};
+use std::time::Duration;
+
+/// What to decide while Redis is unreachable or too slow.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FailureMode {
+    /// Allow (the seeds' advice, and the default): a limiter outage must not become an
+    /// outage of the service it protects. Decided as if every state were fresh, so a cost
+    /// above the limit is still refused.
+    #[default]
+    Open,
+    /// Reject, with `retry_after` of one second.
+    Closed,
+    /// Decide with an in-memory store of this process meanwhile (limits then hold per
+    /// process instead of across all servers).
+    Fallback,
+}
+
+/// How long a request rejected by the `closed` mode is told to wait.
+const CLOSED_RETRY: Duration = Duration::from_secs(1);
+
+impl FailureMode {
+    /// The verdict without Redis; `fallback` holds this process's states meanwhile.
+    pub(crate) fn decide(
+        self,
+        fallback: &MemoryStore,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+    ) -> Option<Verdict> {
+        match self {
+            FailureMode::Open => fresh(limits, now, cost, Source::FailedOpen),
+            FailureMode::Closed => {
+                let mut verdict = fresh(limits, now, cost, Source::FailedClosed)?;
+                verdict.decision = Decision {
+                    allowed: false,
+                    remaining: 0,
+                    retry_after: Some(RetryAfter::After(CLOSED_RETRY)),
+                    delay: Duration::ZERO,
+                    ..verdict.decision
+                };
+                Some(verdict)
+            }
+            FailureMode::Fallback => {
+                let verdict = fallback.check_now(key, limits, now, cost).ok()?;
+                Some(Verdict { source: Source::Fallback, ..verdict })
+            }
+        }
+    }
+}
+
+/// The verdict for keys never seen before.
+fn fresh(limits: &[Limit], now: Timestamp, cost: u64, source: Source) -> Option<Verdict> {
+    let decisions: Vec<Decision> = limits.iter().map(|limit| limit.policy().decide_fresh(now, cost)).collect();
+    Verdict::combine(&decisions).map(|verdict| Verdict { source, ..verdict })
+}
