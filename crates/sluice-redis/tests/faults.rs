@@ -1,0 +1,81 @@
+//! Killing the real redis-server in the middle of a stream of checks: no panic, no hang
+//! past the timeout, decisions follow the failure mode, and checks return to Redis after
+//! it restarts.
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
+
+mod support;
+
+use sluice::{Key, Limit, Source, Store, Timestamp, TokenBucket, Verdict};
+use sluice_redis::{FailureMode, RedisSettings, RedisStore};
+use std::time::{Duration, Instant};
+use support::redis::RedisServer;
+
+const TIMEOUT: Duration = Duration::from_millis(200);
+/// Time a check may take beyond the timeout (scheduling on a busy 2-core machine).
+const SLACK: Duration = Duration::from_millis(300);
+
+async fn timed_check(store: &RedisStore, limit: &Limit, at: u64) -> Verdict {
+    let started = Instant::now();
+    let key = Key::new(b"stream").unwrap();
+    let verdict = store.check(key, std::slice::from_ref(limit), Timestamp::from_micros(at), 1).await.unwrap();
+    let took = started.elapsed();
+    assert!(took <= TIMEOUT + SLACK, "a check took {took:?}, past the {TIMEOUT:?} timeout");
+    verdict
+}
+
+async fn stream_through_an_outage(mode: FailureMode) {
+    let mut server = RedisServer::start();
+    // Without the blocked-key cache, every check goes to Redis (or to the failure mode).
+    let settings =
+        RedisSettings { failure_mode: mode, timeout: TIMEOUT, blocked_cache: false, ..RedisSettings::injected_time() };
+    let store = RedisStore::connect(&server.url(), settings).await.unwrap();
+    // 5 requests per window: the stream below exhausts it, so sources and decisions differ.
+    let limit = Limit::new("stream", TokenBucket::new(5, 1, Duration::from_secs(3600)).unwrap());
+    let mut at = 1_763_700_000_000_000;
+    for i in 0..8 {
+        let verdict = timed_check(&store, &limit, at).await;
+        assert_eq!((verdict.source, verdict.decision.allowed), (Source::Store, i < 5), "{mode:?} before, check {i}");
+        at += 1;
+    }
+    server.kill();
+    for i in 0..8 {
+        let verdict = timed_check(&store, &limit, at).await;
+        let expected = match mode {
+            FailureMode::Open => (Source::FailedOpen, true),
+            FailureMode::Closed => (Source::FailedClosed, false),
+            // The fallback starts empty: 5 more, then rejections.
+            FailureMode::Fallback => (Source::Fallback, i < 5),
+        };
+        assert_eq!((verdict.source, verdict.decision.allowed), expected, "{mode:?} while down, check {i}");
+        at += 1;
+    }
+    server.restart();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let verdict = timed_check(&store, &limit, at).await;
+        at += 1;
+        if verdict.source == Source::Store {
+            // Back on Redis, which restarted empty (no persistence in this test).
+            assert!(verdict.decision.allowed, "{mode:?} after restart: {verdict:?}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{mode:?}: checks never went back to Redis");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_fails_open_by_default() {
+    assert_eq!(RedisSettings::default().failure_mode, FailureMode::Open);
+    stream_through_an_outage(FailureMode::Open).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_fails_closed_when_told() {
+    stream_through_an_outage(FailureMode::Closed).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_falls_back_to_memory_when_told() {
+    stream_through_an_outage(FailureMode::Fallback).await;
+}
