@@ -129,3 +129,51 @@ async fn a_full_log_costs_about_8_bytes_per_request() {
     }
     assert_eq!(integer(&server, &["MEMORY", "USAGE", &name, "SAMPLES", "0"]).await, bytes);
 }
+
+/// Script calls Redis has run since the last `CONFIG RESETSTAT`.
+async fn script_calls(server: &RedisServer) -> u64 {
+    let redis::Value::BulkString(info) = raw(server, &["INFO", "commandstats"]).await else {
+        panic!("INFO did not answer a string");
+    };
+    let info = String::from_utf8(info).unwrap();
+    let calls = |command: &str| -> u64 {
+        let line = info.lines().find(|line| line.starts_with(&format!("cmdstat_{command}:")));
+        line.and_then(|line| line.split("calls=").nth(1)?.split(',').next()?.parse().ok()).unwrap_or(0)
+    };
+    calls("evalsha") + calls("eval")
+}
+
+#[tokio::test]
+async fn a_blocked_key_is_answered_locally_until_its_retry_time() {
+    let server = RedisServer::start();
+    let store = store(&server, RedisSettings::injected_time()).await;
+    let limit = log_limit(1, Duration::from_secs(60));
+    assert!(check(&store, &limit, "k", NOW, 1).await.decision.allowed);
+    let rejected = check(&store, &limit, "k", NOW + 1_000_000, 1).await;
+    assert_eq!(rejected.source, sluice::Source::Store);
+    raw(&server, &["CONFIG", "RESETSTAT"]).await;
+    for second in 2..60 {
+        let verdict = check(&store, &limit, "k", NOW + second * 1_000_000, 1).await;
+        assert_eq!(verdict.source, sluice::Source::Cache);
+        assert_eq!(verdict.decision.retry_after_micros(), Some((60 - second) * 1_000_000));
+    }
+    assert_eq!(script_calls(&server).await, 0, "no round trip while the key is blocked");
+    // At the retry time Redis is asked again, and allows.
+    let allowed = check(&store, &limit, "k", NOW + 60_000_000, 1).await;
+    assert_eq!((allowed.source, allowed.decision.allowed), (sluice::Source::Store, true));
+    assert_eq!(script_calls(&server).await, 1);
+}
+
+#[tokio::test]
+async fn attempts_are_never_answered_from_the_cache() {
+    // Every attempt changes an `attempts` log, so each one must reach Redis.
+    let server = RedisServer::start();
+    let store = store(&server, RedisSettings::injected_time()).await;
+    let limit = Limit::new("login", SlidingLog::new(1, Duration::from_secs(60), SlidingLogVariant::Attempts).unwrap());
+    for second in 0..5 {
+        let verdict = check(&store, &limit, "k", NOW + second * 1_000_000, 1).await;
+        assert_eq!(verdict.source, sluice::Source::Store);
+    }
+    let last = check(&store, &limit, "k", NOW + 5_000_000, 0).await.decision;
+    assert_eq!(last.retry_after_micros(), Some(59_000_000), "the attempt at 4 s is in the log");
+}
