@@ -18,17 +18,11 @@ mod redis_support;
 
 mod common;
 
-use common::{IN_FLIGHT, KEYS, Kind, LIMITS, Peer, Workload, connect, machine_load, median};
+use common::{IN_FLIGHT, KEYS, Kind, Peer, WARMUP_CAP, Workload, connect, env_u64, info, machine_load, median};
+use redis::aio::ConnectionManager;
 use redis_support::RedisServer;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// Most warm-up checks per peer.
-const WARMUP_CAP: u64 = 300_000;
-
-fn env_u64(name: &str, default: u64) -> u64 {
-    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
 
 fn main() {
     let rounds = env_u64("SLUICE_BENCH_ROUNDS", 7) as usize;
@@ -52,15 +46,30 @@ fn main() {
             .find_map(|l| l.strip_prefix("redis_version:").map(str::to_owned))
             .unwrap_or_default();
         println!("redis {version}");
-        for limit in LIMITS {
-            bench_limit(&server, limit, rounds, round_checks).await;
+        for limit in common::limits() {
+            bench_limit(&server, &mut admin, limit, rounds, round_checks).await;
             let _: () = redis::cmd("FLUSHALL").query_async(&mut admin).await.expect("FLUSHALL");
         }
     });
     println!("load average at the end {}", machine_load());
 }
 
-async fn bench_limit(server: &RedisServer, limit: u64, rounds: usize, round_checks: u64) {
+/// One round of one peer: checks per second, and CPU µs per check of Redis and of this
+/// process (the client).
+#[derive(Clone, Copy)]
+struct Round {
+    rate: f64,
+    server_us: f64,
+    client_us: f64,
+}
+
+fn spread(values: &[f64]) -> (f64, f64, f64) {
+    let low = values.iter().copied().fold(f64::INFINITY, f64::min);
+    let high = values.iter().copied().fold(0.0, f64::max);
+    (median(values), low, high)
+}
+
+async fn bench_limit(server: &RedisServer, admin: &mut ConnectionManager, limit: u64, rounds: usize, checks: u64) {
     let workload = Workload::for_limit(limit);
     let mut peers: Vec<Arc<Peer>> = Vec::new();
     for kind in Kind::ALL {
@@ -82,45 +91,75 @@ async fn bench_limit(server: &RedisServer, limit: u64, rounds: usize, round_chec
         println!("  warm-up {:<18} {:>6.1} s", peer.kind.name(), started.elapsed().as_secs_f64());
     }
     let before = log_sizes(&peers).await;
-    let mut rates = vec![Vec::new(); peers.len()];
+    let mut results: Vec<Vec<Round>> = vec![Vec::new(); peers.len()];
     for round in 0..rounds {
         for offset in 0..peers.len() {
             let index = (round + offset) % peers.len();
-            let elapsed = peers[index].run(round_checks).await;
-            rates[index].push(round_checks as f64 / elapsed.as_secs_f64());
+            let server_cpu = server_cpu_seconds(admin).await;
+            let client_cpu = process_cpu_seconds();
+            let elapsed = peers[index].run(checks).await;
+            let client_cpu = process_cpu_seconds() - client_cpu;
+            let server_cpu = server_cpu_seconds(admin).await - server_cpu;
+            results[index].push(Round {
+                rate: checks as f64 / elapsed.as_secs_f64(),
+                server_us: server_cpu * 1e6 / checks as f64,
+                client_us: client_cpu * 1e6 / checks as f64,
+            });
         }
     }
     let after = log_sizes(&peers).await;
     println!(
-        "  {:<18} {:>10} {:>21} {:>8} {:>16}",
-        "peer", "checks/s", "(min–max of rounds)", "allowed", "log size (mean)"
+        "  {:<18} {:>9} {:>19} {:>8} {:>15}  CPU µs/check: redis, client",
+        "peer", "checks/s", "(min–max)", "allowed", "log size (mean)"
     );
     for (index, peer) in peers.iter().enumerate() {
         let (allowed, total) = peer.take_tally();
-        let low = rates[index].iter().copied().fold(f64::INFINITY, f64::min);
-        let high = rates[index].iter().copied().fold(0.0, f64::max);
+        let (rate, low, high) = spread(&results[index].iter().map(|r| r.rate).collect::<Vec<_>>());
+        let server_us = median(&results[index].iter().map(|r| r.server_us).collect::<Vec<_>>());
+        let client_us = median(&results[index].iter().map(|r| r.client_us).collect::<Vec<_>>());
         let size = match (before[index], after[index]) {
             (Some(b), Some(a)) => format!("{b:.0} → {a:.0}"),
             _ => "-".to_owned(),
         };
         println!(
-            "  {:<18} {:>10.0} {:>10.0} – {:<8.0} {:>7.1}% {:>16}",
+            "  {:<18} {:>9.0} {:>8.0} – {:<8.0} {:>7.1}% {:>15}  {server_us:>5.1}, {client_us:>5.1}",
             peer.kind.name(),
-            median(&rates[index]),
+            rate,
             low,
             high,
             100.0 * allowed as f64 / total as f64,
             size
         );
     }
-    let ratios = |other: usize| -> Vec<f64> { (0..rounds).map(|r| rates[0][r] / rates[other][r]).collect::<Vec<_>>() };
     for (other, name) in [(1, "sorted set"), (2, "INCR+PEXPIRE")] {
-        let r = ratios(other);
-        let low = r.iter().copied().fold(f64::INFINITY, f64::min);
-        let high = r.iter().copied().fold(0.0, f64::max);
-        println!("  sluice / {name}: median {:.2}× (rounds {low:.2}–{high:.2}×)", median(&r));
+        let ratios: Vec<f64> = (0..rounds).map(|r| results[0][r].rate / results[other][r].rate).collect();
+        let (ratio, low, high) = spread(&ratios);
+        println!("  sluice / {name} checks/s: median of rounds {ratio:.2}× ({low:.2}–{high:.2}×)");
     }
     println!("  load average {}", machine_load());
+}
+
+/// Redis's CPU time so far (`used_cpu_sys + used_cpu_user` of `INFO cpu`), in seconds.
+async fn server_cpu_seconds(admin: &mut ConnectionManager) -> f64 {
+    info(admin, "cpu")
+        .await
+        .lines()
+        .filter_map(|line| {
+            let (name, value) = line.trim_end().split_once(':')?;
+            matches!(name, "used_cpu_sys" | "used_cpu_user").then(|| value.parse::<f64>().ok())?
+        })
+        .sum()
+}
+
+/// This process's CPU time so far (user + system, from `/proc/self/stat`), in seconds.
+fn process_cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // Fields after the command name (which may hold spaces): state is field 3, utime 14.
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // USER_HZ is 100 on Linux.
+    (ticks(11) + ticks(12)) as f64 / 100.0
 }
 
 /// Mean entries per key: `ZCARD` for the sorted set, ring slots (`(STRLEN − 16) / 8`) for

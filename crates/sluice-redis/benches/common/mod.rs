@@ -6,13 +6,14 @@
 //! two scripts, as the seed passes it): check number `t` of a peer happens at
 //! `BASE + t · step` µs on a pseudo-random key among [`KEYS`]. `step` is chosen per limit `N`
 //! so that, once the window has elapsed, a key holds about `N / 2` live entries: nearly every
-//! check is allowed, yet the logs are half full and expire one entry per check, whatever speed
-//! the machine runs at.
+//! check is allowed, yet the logs are half full and expire about one entry per check, whatever
+//! speed the machine runs at. (At N = 100 000 that state is 50 M checks away: the benches stop
+//! warming up at [`WARMUP_CAP`] and say so.)
 #![allow(dead_code)]
 
 use redis::aio::ConnectionManager;
-use sluice::{Key, Limit, SlidingLog, SlidingLogVariant, Store, Timestamp};
-use sluice_redis::{RedisSettings, RedisStore};
+use sluice::{Key, Limit, SlidingLog, SlidingLogVariant, Source, Store, Timestamp};
+use sluice_redis::{FailureMode, RedisSettings, RedisStore};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -36,8 +37,8 @@ end
 return false
 ";
 
-/// The floor: a fixed-window counter as Redis's INCR documentation writes it in Lua (one key
-/// per window, chosen by the caller; PEXPIRE when the counter is created).
+/// The floor: the fixed-window counter of Redis's INCR documentation ("rate limiter 2", in
+/// Lua): one key per window, named by the caller; PEXPIRE only when the counter is created.
 pub(crate) const FIXED_WINDOW_SCRIPT: &str = r"
 local count = redis.call('INCR', KEYS[1])
 if count == 1 then
@@ -53,8 +54,24 @@ return 0
 pub(crate) const KEYS: usize = 1_000;
 /// Checks in flight at once, all on one multiplexed connection per peer.
 pub(crate) const IN_FLIGHT: usize = 64;
-/// The limits `N` measured.
-pub(crate) const LIMITS: [u64; 3] = [10, 1_000, 100_000];
+/// The limits `N` measured, unless `SLUICE_BENCH_LIMITS` lists others (`10,1000`).
+const LIMITS: [u64; 3] = [10, 1_000, 100_000];
+
+/// The limits `N` to measure: [`LIMITS`] or `SLUICE_BENCH_LIMITS`.
+pub(crate) fn limits() -> Vec<u64> {
+    match std::env::var("SLUICE_BENCH_LIMITS") {
+        Ok(list) => list.split(',').map(|n| n.trim().parse().expect("SLUICE_BENCH_LIMITS: numbers")).collect(),
+        Err(_) => LIMITS.to_vec(),
+    }
+}
+
+/// `name` from the environment, or `default`.
+pub(crate) fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// Most warm-up checks per peer: enough for N ≤ 1 000 to reach the steady state.
+pub(crate) const WARMUP_CAP: u64 = 600_000;
 /// Longest any call may take before the bench fails (the machine is shared and noisy).
 const TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -158,7 +175,13 @@ pub(crate) struct Peer {
 
 impl Peer {
     pub(crate) async fn new(kind: Kind, workload: Workload, url: &str) -> Arc<Peer> {
-        let settings = RedisSettings { timeout: TIMEOUT, ..RedisSettings::injected_time() };
+        // Every check goes to Redis: no local cache of rejections, and a failure is a failure.
+        let settings = RedisSettings {
+            timeout: TIMEOUT,
+            failure_mode: FailureMode::Closed,
+            blocked_cache: false,
+            ..RedisSettings::injected_time()
+        };
         let store = RedisStore::connect(url, settings).await.expect("cannot connect the store");
         let policy =
             SlidingLog::new(workload.limit, workload.window, SlidingLogVariant::Accepted).expect("a valid sliding log");
@@ -222,16 +245,13 @@ impl Peer {
                     .check(key, std::slice::from_ref(&self.limit), Timestamp::from_micros(now_us), 1)
                     .await
                     .expect("Sluice check failed");
+                assert_eq!(verdict.source, Source::Store, "Redis did not decide");
                 verdict.decision.allowed
             }
             Kind::SortedSet => {
-                let call = self
-                    .script
-                    .key(&self.redis_keys[index])
-                    .arg(now_us / 1000)
-                    .arg(workload.window_ms())
-                    .arg(workload.limit)
-                    .invoke_async::<Option<i64>>(&mut connection);
+                let mut invocation = self.script.key(&self.redis_keys[index]);
+                invocation.arg(now_us / 1000).arg(workload.window_ms()).arg(workload.limit);
+                let call = invocation.invoke_async::<Option<i64>>(&mut connection);
                 let reply = tokio::time::timeout(TIMEOUT, call)
                     .await
                     .expect("sorted-set script timed out")
@@ -241,12 +261,9 @@ impl Peer {
             Kind::FixedWindow => {
                 let window_us = workload.window.as_micros() as u64;
                 let key = format!("{}:{}", self.redis_keys[index], now_us / window_us);
-                let call = self
-                    .script
-                    .key(key)
-                    .arg(workload.window_ms())
-                    .arg(workload.limit)
-                    .invoke_async::<i64>(&mut connection);
+                let mut invocation = self.script.key(key);
+                invocation.arg(workload.window_ms()).arg(workload.limit);
+                let call = invocation.invoke_async::<i64>(&mut connection);
                 let reply = tokio::time::timeout(TIMEOUT, call)
                     .await
                     .expect("fixed-window script timed out")
@@ -327,7 +344,7 @@ pub(crate) fn median(values: &[f64]) -> f64 {
     if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 }
 }
 
-/// The 1-minute load average and a one-line `top` summary, to tell a disturbed run.
+/// The 1-, 5- and 15-minute load averages, to tell a disturbed run.
 pub(crate) fn machine_load() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
