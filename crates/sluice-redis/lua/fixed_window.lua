@@ -61,7 +61,8 @@ end
 
 local function fw_record(key, p, plan, admitted)
   if admitted and plan then
-    redis.call('SET', key, struct.pack('<dd', plan.start, plan.used))
-    keep(key, plan.expires_in)
+    store(key, struct.pack('<dd', plan.start, plan.used), plan.expires_in)
   end
 end
+
+JUDGE, RECORD = fw_judge, fw_record

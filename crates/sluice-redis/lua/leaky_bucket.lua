@@ -37,7 +37,8 @@ end
 
 local function lb_record(key, p, plan, admitted)
   if admitted and plan then
-    redis.call('SET', key, struct.pack('<d', plan.tat))
-    keep(key, plan.expires_in)
+    store(key, struct.pack('<d', plan.tat), plan.expires_in)
   end
 end
+
+JUDGE, RECORD = lb_judge, lb_record

@@ -32,10 +32,18 @@ end
 -- TTL settings of this call, set by check.lua from ARGV.
 local TTL = { extra_ms = 0, min_ms = 1 }
 
--- Gives `key` a TTL covering `expires_in` µs of state life, plus the clock skew allowed
+-- The TTL (ms) covering `expires_in` µs of state life, plus the clock skew allowed
 -- between servers, and at least the configured floor (for injected-time runs, where a
 -- trace's time can run far ahead of Redis's clock).
-local function keep(key, expires_in)
+local function ttl_ms(expires_in)
   local ttl = ceil_div(math.max(expires_in, 0), 1000) + TTL.extra_ms
-  redis.call('PEXPIRE', key, math.max(ttl, TTL.min_ms, 1))
+  return math.max(ttl, TTL.min_ms, 1)
 end
+
+-- Stores `value` at `key` with the TTL of `expires_in` µs, in one call.
+local function store(key, value, expires_in)
+  redis.call('SET', key, value, 'PX', ttl_ms(expires_in))
+end
+
+-- The algorithm a single-limit script runs (each algorithm file sets them).
+local JUDGE, RECORD

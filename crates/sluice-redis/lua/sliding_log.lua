@@ -1,20 +1,29 @@
 -- sliding_log.lua: mirror of crates/sluice/src/algorithm/sliding_log.rs (SlidingLog).
 -- Change both together.
 -- State: a string, a 16-byte header ('<I4I4I4I4': len, head, expired, 0) followed by
--- `len` 8-byte slots ('<d', µs) forming a ring of at most `limit` timestamps. Only the
--- slots a decision needs are read (GETRANGE), so a decision is O(1) Redis work in the
--- steady state and O(log limit) after a long gap, never O(limit).
+-- `len` 8-byte slots ('<d', µs) forming a ring of at most `limit` timestamps.
+-- A log of up to SL_WHOLE slots is read and written whole: one GET and one SET per check,
+-- and a write drops the entries already expired (they can never count again: after an
+-- append at `now`, every later decision is at `now` or later). A larger log is read slot
+-- by slot (GETRANGE) and written in place (SETRANGE), so a decision is O(1) Redis work in
+-- the steady state and O(log limit) after a long gap, never O(limit).
 -- Params: p1 = limit N, p2 = window µs, p3 = 1 for the `attempts` variant.
 
 local SL_HEADER = 16
+local SL_WHOLE = 128
 
-local function sl_header(key)
-  local h = redis.call('GETRANGE', key, 0, SL_HEADER - 1)
+local function sl_header(key, capacity)
+  local h
+  if capacity <= SL_WHOLE then
+    h = redis.call('GET', key) or ''
+  else
+    h = redis.call('GETRANGE', key, 0, SL_HEADER - 1)
+  end
   if #h < SL_HEADER then
-    return { len = 0, head = 0, expired = 0 }
+    return { len = 0, head = 0, expired = 0, whole = capacity <= SL_WHOLE, raw = '' }
   end
   local len, head, expired = struct.unpack('<I4I4I4', h)
-  return { len = len, head = head, expired = expired }
+  return { len = len, head = head, expired = expired, whole = capacity <= SL_WHOLE, raw = h }
 end
 
 -- The logical `index`-th entry, 0 being the oldest.
@@ -24,7 +33,40 @@ local function sl_entry(key, st, index)
     p = p - st.len
   end
   local offset = SL_HEADER + 8 * p
+  if st.whole then
+    return (struct.unpack('<d', st.raw, offset + 1))
+  end
   return (struct.unpack('<d', redis.call('GETRANGE', key, offset, offset + 7)))
+end
+
+-- The slots of logical entries `from ..< len`, oldest first (whole logs only).
+local function sl_slots(st, from)
+  if from >= st.len then
+    return ''
+  end
+  local function bytes(a, b)
+    return string.sub(st.raw, SL_HEADER + 8 * a + 1, SL_HEADER + 8 * b)
+  end
+  local p = st.head + from
+  if p >= st.len then
+    p = p - st.len
+  end
+  if p >= st.head then
+    return bytes(p, st.len) .. bytes(0, st.head)
+  end
+  return bytes(p, st.head)
+end
+
+-- Logs `count` entries stamped `now` in a whole log: the live entries, then the new ones,
+-- keeping the newest `capacity`, written with the TTL in one SET.
+local function sl_write_whole(key, st, now, count, first, capacity, window)
+  local body = sl_slots(st, first) .. string.rep(struct.pack('<d', now), count)
+  local len = #body / 8
+  if len > capacity then
+    body = string.sub(body, 8 * (len - capacity) + 1)
+    len = capacity
+  end
+  store(key, struct.pack('<I4I4I4I4', len, 0, 0, 0) .. body, window)
 end
 
 local function sl_expired(entry, window, now)
@@ -66,7 +108,7 @@ end
 
 local function sl_judge(key, p, now, cost)
   local n, window, attempts = p[1], p[2], p[3] == 1
-  local st = sl_header(key)
+  local st = sl_header(key, n)
   local newest = nil
   if st.len > 0 then
     newest = sl_entry(key, st, st.len - 1)
@@ -149,6 +191,13 @@ local function sl_record(key, p, plan, admitted)
   if plan.cost == 0 or not (admitted or attempts) then
     return
   end
-  sl_append(key, plan.st, plan.now, math.min(plan.cost, n), plan.first, n)
-  keep(key, window)
+  local count = math.min(plan.cost, n)
+  if plan.st.whole then
+    sl_write_whole(key, plan.st, plan.now, count, plan.first, n, window)
+    return
+  end
+  sl_append(key, plan.st, plan.now, count, plan.first, n)
+  redis.call('PEXPIRE', key, ttl_ms(window))
 end
+
+JUDGE, RECORD = sl_judge, sl_record

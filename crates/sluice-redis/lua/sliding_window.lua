@@ -132,6 +132,7 @@ local function sw_record(key, p, plan, admitted)
   for i = 0, slots - 1 do
     parts[#parts + 1] = struct.pack('<d', counts[i])
   end
-  redis.call('SET', key, table.concat(parts))
-  keep(key, (newest + b + 1) * w - plan.now)
+  store(key, table.concat(parts), (newest + b + 1) * w - plan.now)
 end
+
+JUDGE, RECORD = sw_judge, sw_record

@@ -66,7 +66,8 @@ end
 
 local function tb_record(key, p, plan, admitted)
   if admitted and plan then
-    redis.call('SET', key, struct.pack('<dd', plan.taken, plan.last))
-    keep(key, plan.expires_in)
+    store(key, struct.pack('<dd', plan.taken, plan.last), plan.expires_in)
   end
 end
+
+JUDGE, RECORD = tb_judge, tb_record

@@ -1,10 +1,11 @@
 //! The check script and its arguments: one `EVALSHA` per check, whatever the limits.
 
-use sluice::{Decision, LeakMode, Policy, RetryAfter, StoreError};
+use sluice::{Decision, LeakMode, Limit, Policy, RetryAfter, StoreError};
 use std::time::Duration;
 
-/// The script, assembled from one Lua file per algorithm (each the twin of its Rust module).
-pub(crate) const SOURCE: &str = concat!(
+/// The script for several limits at once, assembled from one Lua file per algorithm (each
+/// the twin of its Rust module) and the generic driver.
+const MULTI: &str = concat!(
     include_str!("../lua/prelude.lua"),
     include_str!("../lua/sliding_log.lua"),
     include_str!("../lua/fixed_window.lua"),
@@ -13,6 +14,61 @@ pub(crate) const SOURCE: &str = concat!(
     include_str!("../lua/leaky_bucket.lua"),
     include_str!("../lua/check.lua"),
 );
+
+/// The script for one limit of one algorithm: only that algorithm's code and a lean driver,
+/// since Redis runs a script's whole body (every function definition) on each call.
+macro_rules! single {
+    ($file:literal) => {
+        concat!(
+            include_str!("../lua/prelude.lua"),
+            include_str!(concat!("../lua/", $file)),
+            include_str!("../lua/single.lua")
+        )
+    };
+}
+
+/// The check scripts, loaded into Redis on first use (`EVALSHA`, reloaded on `NOSCRIPT`).
+#[derive(Debug)]
+pub(crate) struct Scripts {
+    multi: redis::Script,
+    single: [redis::Script; 5],
+}
+
+impl Default for Scripts {
+    fn default() -> Self {
+        Scripts {
+            multi: redis::Script::new(MULTI),
+            single: [
+                redis::Script::new(single!("sliding_log.lua")),
+                redis::Script::new(single!("fixed_window.lua")),
+                redis::Script::new(single!("sliding_window.lua")),
+                redis::Script::new(single!("token_bucket.lua")),
+                redis::Script::new(single!("leaky_bucket.lua")),
+            ],
+        }
+    }
+}
+
+impl Scripts {
+    /// The invocation of a check of `limits` (not empty): the lean script for one limit,
+    /// the generic one for several. Keys and the common arguments are added by the caller.
+    pub(crate) fn invocation(&self, limits: &[Limit]) -> redis::ScriptInvocation<'_> {
+        match limits {
+            [limit] => self.single[algorithm_index(limit.policy())].prepare_invoke(),
+            _ => self.multi.prepare_invoke(),
+        }
+    }
+}
+
+fn algorithm_index(policy: &Policy) -> usize {
+    match policy {
+        Policy::SlidingLog(_) => 0,
+        Policy::FixedWindow(_) => 1,
+        Policy::SlidingWindow(_) => 2,
+        Policy::TokenBucket(_) => 3,
+        Policy::LeakyBucket(_) => 4,
+    }
+}
 
 /// The script's name for `policy`'s algorithm and its four numeric parameters.
 pub(crate) fn policy_args(policy: &Policy) -> (&'static str, [u64; 4]) {

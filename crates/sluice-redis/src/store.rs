@@ -2,7 +2,7 @@
 
 use crate::blocked::{BlockedCache, Now};
 use crate::keys::state_key;
-use crate::script::{Reply, SOURCE, decode, policy_args};
+use crate::script::{Reply, Scripts, decode, policy_args};
 use crate::settings::{RedisSettings, TimeSource};
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster::ClusterClient;
@@ -21,7 +21,7 @@ use std::time::Duration;
 #[derive(Clone)]
 pub struct RedisStore {
     connection: Connection,
-    script: Arc<redis::Script>,
+    scripts: Arc<Scripts>,
     settings: Arc<RedisSettings>,
     blocked: Arc<BlockedCache>,
     /// This process's states while Redis is down, under [`FailureMode::Fallback`](crate::FailureMode).
@@ -73,7 +73,7 @@ impl RedisStore {
     fn with(connection: Connection, settings: RedisSettings) -> Self {
         RedisStore {
             connection,
-            script: Arc::new(redis::Script::new(SOURCE)),
+            scripts: Arc::default(),
             settings: Arc::new(settings),
             blocked: Arc::default(),
             fallback: MemoryStore::new(),
@@ -128,15 +128,20 @@ impl RedisStore {
         now: i64,
         cost: u64,
     ) -> Result<(Reply, Verdict), StoreError> {
-        let mut invocation = self.script.prepare_invoke();
+        let mut invocation = self.scripts.invocation(limits);
         for key in keys {
             invocation.key(key);
         }
         invocation.arg(now).arg(cost.min(EXACT_LIMIT));
-        invocation.arg(self.settings.extra_ttl_ms()).arg(self.settings.min_ttl_ms()).arg(limits.len());
-        for limit in limits {
-            let (algorithm, params) = policy_args(limit.policy());
-            invocation.arg(algorithm).arg(&params[..]);
+        invocation.arg(self.settings.extra_ttl_ms()).arg(self.settings.min_ttl_ms());
+        if let [limit] = limits {
+            invocation.arg(&policy_args(limit.policy()).1[..]);
+        } else {
+            invocation.arg(limits.len());
+            for limit in limits {
+                let (algorithm, params) = policy_args(limit.policy());
+                invocation.arg(algorithm).arg(&params[..]);
+            }
         }
         let reply = match &self.connection {
             Connection::Standalone(connection) => self.run(&invocation, connection.clone()).await?,

@@ -20,7 +20,8 @@ fn us(micros: u64) -> Duration {
 /// Any policy of any algorithm and variant, with parameters small enough that a short
 /// trace reaches every edge (expiry, refill, window change).
 pub fn policy() -> impl Strategy<Value = Policy> {
-    let limit = prop_oneof![4 => 1u64..6, 1 => 6u64..40];
+    // Limits above 128 reach the sliding log's slot-by-slot path (smaller logs are read whole).
+    let limit = prop_oneof![4 => 1u64..6, 1 => 6u64..40, 1 => 120u64..200];
     let window = 1u64..60;
     prop_oneof![
         (limit.clone(), window.clone(), any::<bool>()).prop_map(|(n, w, attempts)| {
@@ -46,7 +47,7 @@ pub fn policy() -> impl Strategy<Value = Policy> {
 /// Requests: (time step, cost). Steps include 0 (same µs), long gaps and steps back.
 pub fn trace() -> impl Strategy<Value = Vec<(i64, u64)>> {
     let step = prop_oneof![3 => Just(0i64), 6 => 1i64..20, 1 => 50i64..400, 1 => -30i64..0];
-    let cost = prop_oneof![1 => Just(0u64), 6 => Just(1u64), 2 => 2u64..5, 1 => 5u64..50];
+    let cost = prop_oneof![1 => Just(0u64), 6 => Just(1u64), 2 => 2u64..5, 1 => 5u64..50, 1 => 50u64..250];
     prop::collection::vec((step, cost), 1..40)
 }
 
