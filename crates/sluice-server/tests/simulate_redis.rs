@@ -3,7 +3,6 @@
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 #[path = "../../sluice-redis/tests/support/redis.rs"]
-#[allow(dead_code, unreachable_pub)]
 mod redis_support;
 
 use redis_support::{RedisCluster, RedisServer};
