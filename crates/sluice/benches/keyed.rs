@@ -231,7 +231,7 @@ fn group(c: &mut Criterion, name: &str, keys: usize, per_second: u32, prefill: b
         two_threads(&mut group, &peers, function, *check, &tallies[2 * index + 1].1);
     }
     group.finish();
-    for (function, tally) in &tallies {
+    for (function, tally) in tallies.iter().filter(|(_, tally)| tally.total.load(Ordering::Relaxed) > 0) {
         eprintln!("{name}/{function}: {:.2}% allowed", tally.share());
     }
     eprintln!("{name}: sluice store holds {} states, {} heap bytes", peers.store.len(), peers.store.heap_bytes());

@@ -141,7 +141,7 @@ fn sliding_log_retention() {
     println!();
     println!("| measure | value |");
     println!("| --- | ---: |");
-    println!("| live entries (N − remaining − 1) | {} |", SLOTS - remaining - 1);
+    println!("| live entries after the last request (N − remaining) | {} |", SLOTS - remaining);
     println!("| entries held (SlidingLogState::len) | {} |", state.len());
     println!("| heap bytes held | {} |", state.heap_bytes());
 }
