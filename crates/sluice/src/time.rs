@@ -64,10 +64,13 @@ pub trait Clock: Send + Sync + 'static {
 /// monotonic clock (TSC-based where available, via `quanta`): reading it costs a few
 /// nanoseconds and no shared atomic, and `now` never decreases, as SPEC.md requires of the
 /// in-memory store's clock.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct SystemClock {
     origin: Timestamp,
     started: quanta::Instant,
+    /// Read directly: `quanta::Instant::now()` looks up a thread-local override and a
+    /// global on every call.
+    clock: quanta::Clock,
 }
 
 impl SystemClock {
@@ -75,11 +78,13 @@ impl SystemClock {
     /// first call, so they all read the same time (a limiter and its store agree exactly).
     pub fn new() -> Self {
         static ANCHOR: OnceLock<SystemClock> = OnceLock::new();
-        *ANCHOR.get_or_init(|| SystemClock {
-            origin: Timestamp::from_system_time(SystemTime::now()),
-            // `quanta::Instant::now` uses one process-wide clock, calibrated once.
-            started: quanta::Instant::now(),
-        })
+        ANCHOR
+            .get_or_init(|| {
+                // Calibrated once, here.
+                let clock = quanta::Clock::new();
+                SystemClock { origin: Timestamp::from_system_time(SystemTime::now()), started: clock.now(), clock }
+            })
+            .clone()
     }
 }
 
@@ -91,7 +96,7 @@ impl Default for SystemClock {
 
 impl Clock for SystemClock {
     fn now(&self) -> Timestamp {
-        let elapsed = quanta::Instant::now().saturating_duration_since(self.started);
+        let elapsed = self.clock.now().saturating_duration_since(self.started);
         self.origin.saturating_add(elapsed)
     }
 

@@ -97,3 +97,25 @@ impl NowTimestamp for ManualClock {
         sluice::Clock::now(self)
     }
 }
+
+#[test]
+fn a_sliding_log_holds_memory_for_its_window_not_for_its_history() {
+    use sluice::algorithm::Algorithm;
+    // 100 000 per second allowed, but requests come one per millisecond: about 1 000 are
+    // ever in the window, so the ring must stay near 1 000 slots, not grow to 100 000.
+    let policy = SlidingLog::new(100_000, Duration::from_secs(1), SlidingLogVariant::Accepted).unwrap();
+    let mut state = Default::default();
+    for millisecond in 0..100_000u64 {
+        let (decision, next) = policy.step(&state, Timestamp::from_micros(millisecond * 1_000), 1);
+        assert!(decision.allowed);
+        state = next;
+    }
+    let held: &sluice::algorithm::sliding_log::SlidingLogState = &state;
+    assert!(held.len() <= 1_000, "{} entries held", held.len());
+    assert!(held.heap_bytes() <= 2_048 * 8, "{} bytes for ~1 000 live entries", held.heap_bytes());
+    // After a quiet spell, a few requests shrink it back.
+    for i in 0..20u64 {
+        state = policy.step(&state, Timestamp::from_micros(200_000_000 + i * 100_000), 1).1;
+    }
+    assert!(state.heap_bytes() <= 64 * 8, "{} bytes for 10 live entries", state.heap_bytes());
+}

@@ -8,11 +8,12 @@
 //! ```
 //!
 //! Both variants depend only on the newest `limit` entries, so the log is a ring buffer of
-//! at most `limit` timestamps that grows as it is used ([`SlidingLogState`]). Whether a request
-//! fits is one look at the `(limit − cost + 1)`-th newest entry; the number still in the window
-//! (for `remaining`) comes from a galloping search that starts where the last write left off,
-//! so it costs O(1) when requests keep coming and O(log limit) after a long gap, never O(limit).
-//! Memory: 8 bytes per logged request plus a 32-byte header.
+//! at most `limit` timestamps ([`SlidingLogState`]). Whether a request fits is one look at the
+//! `(limit − cost + 1)`-th newest entry; the number still in the window (for `remaining`) comes
+//! from a galloping search from the oldest entry held, and every write drops the entries that
+//! expired, so it costs O(1) when requests keep coming and O(log limit) after a long gap, never
+//! O(limit). Memory: 8 bytes per slot, with the ring's capacity following the entries in the
+//! window (doubling and halving, amortized O(1)), plus a 32-byte header.
 
 use super::Algorithm;
 use crate::policy::{PolicyError, check_exact, duration_micros};
@@ -82,9 +83,11 @@ impl SlidingLog {
     /// Logical index of the oldest entry still in the window at `now` (`len` if none).
     fn first_live(&self, state: &SlidingLogState, now: u64) -> usize {
         let len = state.len();
-        let mut lo = state.expired as usize;
+        // Every entry held was live at the last write, which dropped the expired ones, so
+        // the search starts at the oldest and usually stops at once.
+        let mut lo = 0;
         if lo >= len || !self.expired(state.entry(lo), now) {
-            return lo.min(len);
+            return lo;
         }
         // Gallop: `lo` is expired; double the step until an entry is live or the log ends.
         let mut step = 1;
@@ -188,28 +191,32 @@ impl Algorithm for SlidingLog {
     }
 }
 
-/// A key's log: a ring buffer of at most `limit` timestamps, oldest first, that grows as
-/// it is used (a key with 3 requests under a limit of 100 000 holds 3 slots, not 100 000).
+/// A key's log: a ring buffer of the timestamps still in the window at the last write,
+/// oldest first. Its capacity follows what the log holds: it doubles when the entries need
+/// room, halves when they fill less than a quarter of it, and never exceeds `limit` (a key
+/// with 3 requests in the window holds 4 slots, not `limit`, however many it made before).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SlidingLogState {
-    /// The timestamps. Until the log is full they are in order; then `head` is the oldest.
+    /// The ring's storage: its length is the ring's capacity.
     slots: Vec<u64>,
-    /// Physical index of the oldest entry (0 until the log has wrapped).
+    /// Physical index of the oldest entry.
     head: u32,
-    /// How many of the oldest entries had expired at the newest entry's time: they stay
-    /// expired, since time never runs backwards inside a state, so searches start here.
-    expired: u32,
+    /// Number of entries held.
+    len: u32,
 }
 
+/// The smallest capacity a log shrinks to.
+const MIN_SLOTS: usize = 4;
+
 impl SlidingLogState {
-    /// Number of logged timestamps (live or expired).
+    /// Number of timestamps held.
     pub fn len(&self) -> usize {
-        self.slots.len()
+        self.len as usize
     }
 
-    /// True when nothing was ever logged (or the log was cleared).
+    /// True when nothing is held.
     pub fn is_empty(&self) -> bool {
-        self.slots.is_empty()
+        self.len == 0
     }
 
     /// Bytes this state holds on the heap.
@@ -217,60 +224,72 @@ impl SlidingLogState {
         self.slots.capacity() * size_of::<u64>()
     }
 
+    /// Physical index of the logical `index`-th entry (`head + index < 2 × capacity`).
+    fn physical(&self, index: usize) -> usize {
+        let physical = self.head as usize + index;
+        let capacity = self.slots.len();
+        if physical >= capacity { physical - capacity } else { physical }
+    }
+
     /// The logical `index`-th entry, 0 being the oldest.
     fn entry(&self, index: usize) -> u64 {
-        // `head + index < 2 × len`: one compare instead of a division.
-        let physical = self.head as usize + index;
-        let len = self.slots.len();
-        self.slots[if physical >= len { physical - len } else { physical }]
+        self.slots[self.physical(index)]
     }
 
     fn newest(&self) -> Option<u64> {
-        (!self.slots.is_empty()).then(|| self.entry(self.slots.len() - 1))
+        (self.len > 0).then(|| self.entry(self.len() - 1))
     }
 
-    /// Logs `count` entries stamped `now`, keeping only the newest `capacity`.
-    fn append(&mut self, now: u64, count: usize, first_live: usize, capacity: usize) {
+    /// Logs `count` entries stamped `now`, after dropping the `expired` oldest ones (they
+    /// can never count again: every later decision is at `now` or later), keeping only the
+    /// newest `limit`.
+    fn append(&mut self, now: u64, count: usize, expired: usize, limit: usize) {
         if count == 0 {
             return;
         }
-        if first_live >= self.slots.len() || count >= capacity {
-            // Nothing older matters any more: start again from an empty log.
-            self.slots.clear();
+        self.drop_oldest(expired);
+        let needed = self.len() + count;
+        let capacity = self.slots.len();
+        if needed > capacity && capacity < limit {
+            self.reshape(needed.max(capacity * 2).max(MIN_SLOTS).min(limit));
+        } else if needed * 4 <= capacity && capacity > MIN_SLOTS {
+            self.reshape((needed * 2).max(MIN_SLOTS));
+        }
+        self.push(now, count);
+    }
+
+    fn drop_oldest(&mut self, count: usize) {
+        if count >= self.len() {
             self.head = 0;
-            self.expired = 0;
+            self.len = 0;
         } else {
-            self.expired = first_live as u32;
-        }
-        let pushed = count.min(capacity - self.slots.len());
-        if pushed > 0 {
-            self.grow_for(pushed, capacity);
-            self.slots.resize(self.slots.len() + pushed, now);
-        }
-        self.overwrite_oldest(now, count - pushed);
-    }
-
-    /// Grows the buffer by doubling, never past `capacity` slots.
-    fn grow_for(&mut self, extra: usize, capacity: usize) {
-        let needed = self.slots.len() + extra;
-        if needed > self.slots.capacity() {
-            let doubled = (self.slots.capacity() * 2).max(4);
-            let target = doubled.min(capacity).max(needed);
-            self.slots.reserve_exact(target - self.slots.len());
+            self.head = self.physical(count) as u32;
+            self.len -= count as u32;
         }
     }
 
-    /// Replaces the `count` oldest entries of a full ring with `now`.
-    fn overwrite_oldest(&mut self, now: u64, count: usize) {
-        let len = self.slots.len();
-        let mut left = count;
+    /// Moves the entries, oldest first, into a buffer of `capacity` slots.
+    fn reshape(&mut self, capacity: usize) {
+        let mut slots = Vec::with_capacity(capacity);
+        slots.extend((0..self.len()).map(|index| self.entry(index)));
+        slots.resize(capacity, 0);
+        self.slots = slots;
+        self.head = 0;
+    }
+
+    /// Writes `count` entries after the newest; in a full ring they replace the oldest.
+    fn push(&mut self, now: u64, count: usize) {
+        let capacity = self.slots.len();
+        let mut left = count.min(capacity);
         while left > 0 {
-            let head = self.head as usize;
-            let run = left.min(len - head);
-            self.slots[head..head + run].fill(now);
-            self.head = ((head + run) % len) as u32;
+            let tail = self.physical(self.len());
+            let run = left.min(capacity - tail);
+            self.slots[tail..tail + run].fill(now);
+            let grown = run.min(capacity - self.len());
+            self.len += grown as u32;
+            // Entries written over the oldest ones move the head past them.
+            self.head = self.physical(run - grown) as u32;
             left -= run;
         }
-        self.expired = self.expired.saturating_sub(count as u32);
     }
 }

@@ -107,7 +107,7 @@ where
     }
 
     fn heap_bytes(&self) -> usize {
-        let slots = self.entries.capacity() * (size_of::<(KeyBytes, A::State)>() + 1);
+        let slots = self.entries.allocation_size();
         let owned: usize = self
             .entries
             .iter()
