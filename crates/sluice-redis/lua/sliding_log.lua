@@ -1,7 +1,10 @@
 -- sliding_log.lua: mirror of crates/sluice/src/algorithm/sliding_log.rs (SlidingLog).
 -- Change both together.
--- State: a string, a 16-byte header ('<I4I4I4I4': len, head, expired, 0) followed by
--- `len` 8-byte slots ('<d', µs) forming a ring of at most `limit` timestamps.
+-- State: a string, a 16-byte header ('<I4I4I4I4': len, head, expired, capacity) followed
+-- by `capacity` 8-byte slots ('<d', µs) forming a ring of at most `limit` timestamps (a
+-- whole log stores capacity 0: its `len` slots, oldest first). As in the Rust twin, every
+-- write drops the entries that expired, and the ring's capacity doubles or halves with what
+-- it holds, so memory follows the entries in the window.
 -- A log of up to SL_WHOLE slots is read and written whole: one GET and one SET per check,
 -- and a write drops the entries already expired (they can never count again: after an
 -- append at `now`, every later decision is at `now` or later). A larger log is read slot
@@ -20,17 +23,20 @@ local function sl_header(key, capacity)
     h = redis.call('GETRANGE', key, 0, SL_HEADER - 1)
   end
   if #h < SL_HEADER then
-    return { len = 0, head = 0, expired = 0, whole = capacity <= SL_WHOLE, raw = '' }
+    return { len = 0, head = 0, expired = 0, cap = 0, whole = capacity <= SL_WHOLE, raw = '' }
   end
-  local len, head, expired = struct.unpack('<I4I4I4', h)
-  return { len = len, head = head, expired = expired, whole = capacity <= SL_WHOLE, raw = h }
+  local len, head, expired, cap = struct.unpack('<I4I4I4I4', h)
+  if cap == 0 then
+    cap = len
+  end
+  return { len = len, head = head, expired = expired, cap = cap, whole = capacity <= SL_WHOLE, raw = h }
 end
 
 -- The logical `index`-th entry, 0 being the oldest.
 local function sl_entry(key, st, index)
   local p = st.head + index
-  if p >= st.len then
-    p = p - st.len
+  if p >= st.cap then
+    p = p - st.cap
   end
   local offset = SL_HEADER + 8 * p
   if st.whole then
@@ -153,37 +159,78 @@ local function sl_judge(key, p, now, cost)
   return decision(0, n, 0, window, wait, 0), plan
 end
 
--- Logs `count` entries stamped `now`, keeping only the newest `capacity`.
-local function sl_append(key, st, now, count, first, capacity)
+local SL_MIN = 4
+
+-- The slots of logical entries `from ..< len`, oldest first, read with GETRANGE.
+local function sl_read_range(key, st, from)
+  if from >= st.len then
+    return ''
+  end
+  local function bytes(a, b)
+    if b <= a then
+      return ''
+    end
+    return redis.call('GETRANGE', key, SL_HEADER + 8 * a, SL_HEADER + 8 * b - 1)
+  end
+  local p = st.head + from
+  local finish = st.head + st.len
+  if p >= st.cap then
+    return bytes(p - st.cap, finish - st.cap)
+  end
+  if finish > st.cap then
+    return bytes(p, st.cap) .. bytes(0, finish - st.cap)
+  end
+  return bytes(p, finish)
+end
+
+-- Logs `count` entries stamped `now` in a large log, after dropping the `first` expired
+-- ones, keeping only the newest `limit`: in place, or by rewriting the ring straightened
+-- when its capacity must double or halve (amortized O(1)).
+local function sl_append(key, st, now, count, first, limit)
+  local len, head, cap = st.len, st.head, st.cap
+  if first >= len then
+    len, head = 0, 0
+  else
+    head = (head + first) % cap
+    len = len - first
+  end
+  local needed = len + count
+  local resized = nil
+  if needed > cap and cap < limit then
+    resized = math.min(math.max(needed, cap * 2, SL_MIN), limit)
+  elseif needed * 4 <= cap and cap > SL_MIN then
+    resized = math.max(needed * 2, SL_MIN)
+  end
   local packed = struct.pack('<d', now)
-  if first >= st.len or count >= capacity then
-    -- Nothing older matters any more: rewrite the log from empty (and release its space).
-    redis.call('SET', key, struct.pack('<I4I4I4I4', count, 0, 0, 0) .. string.rep(packed, count))
+  if resized then
+    local body = sl_read_range(key, st, first) .. string.rep(packed, count)
+    local held = #body / 8
+    if held > resized then
+      body = string.sub(body, 8 * (held - resized) + 1)
+      held = resized
+    end
+    local header = struct.pack('<I4I4I4I4', held, 0, 0, resized)
+    redis.call('SET', key, header .. body .. string.rep('\0', 8 * (resized - held)))
     return
   end
-  local len, head, expired = st.len, st.head, first
-  local pushed = math.min(count, capacity - len)
-  if pushed > 0 then
-    redis.call('SETRANGE', key, SL_HEADER + 8 * len, string.rep(packed, pushed))
-    len = len + pushed
-    if len == capacity then
-      -- SETRANGE grows a string greedily (up to twice its length): the log is full and
-      -- will not grow again, so store it once at its exact size.
-      redis.call('SET', key, redis.call('GET', key))
-    end
-  end
-  local left = count - pushed
+  -- In place: write after the newest; in a full ring the new entries replace the oldest.
+  local left = math.min(count, cap)
   while left > 0 do
-    local run = math.min(left, len - head)
-    redis.call('SETRANGE', key, SL_HEADER + 8 * head, string.rep(packed, run))
-    head = head + run
-    if head == len then
-      head = 0
+    local tail = head + len
+    if tail >= cap then
+      tail = tail - cap
+    end
+    local run = math.min(left, cap - tail)
+    redis.call('SETRANGE', key, SL_HEADER + 8 * tail, string.rep(packed, run))
+    local grown = math.min(run, cap - len)
+    len = len + grown
+    head = head + (run - grown)
+    if head >= cap then
+      head = head - cap
     end
     left = left - run
   end
-  expired = math.max(expired - (count - pushed), 0)
-  redis.call('SETRANGE', key, 0, struct.pack('<I4I4I4I4', len, head, expired, 0))
+  redis.call('SETRANGE', key, 0, struct.pack('<I4I4I4I4', len, head, 0, cap))
 end
 
 local function sl_record(key, p, plan, admitted)

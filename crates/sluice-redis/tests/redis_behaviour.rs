@@ -177,3 +177,19 @@ async fn attempts_are_never_answered_from_the_cache() {
     let last = check(&store, &limit, "k", NOW + 5_000_000, 0).await.decision;
     assert_eq!(last.retry_after_micros(), Some(59_000_000), "the attempt at 4 s is in the log");
 }
+
+#[tokio::test]
+async fn a_large_log_holds_memory_for_its_window_not_for_its_history() {
+    // 1 000 per second allowed (a log read slot by slot), requests every 10 ms: about 100
+    // are ever in the window, so the ring stays near 128 slots instead of growing to 1 000.
+    let server = RedisServer::start();
+    let settings = RedisSettings::injected_time();
+    let store = store(&server, settings.clone()).await;
+    let limit = log_limit(1_000, Duration::from_secs(1));
+    for i in 0..3_000 {
+        assert!(check(&store, &limit, "k", NOW + i * 10_000, 1).await.decision.allowed);
+    }
+    let name = key_name(&settings.key_prefix, "k", &limit);
+    let length = integer(&server, &["STRLEN", &name]).await;
+    assert!(length <= 16 + 8 * 256, "{length} bytes of log for about 100 entries in the window");
+}
