@@ -15,14 +15,7 @@ local ALGORITHMS = {
   leaky_bucket = { lb_judge, lb_record },
 }
 
-local now = tonumber(ARGV[1])
-if now < 0 then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
-local cost = tonumber(ARGV[2])
-TTL.extra_ms = tonumber(ARGV[3])
-TTL.min_ms = tonumber(ARGV[4])
+local now, cost = common_args()
 local count = tonumber(ARGV[5])
 
 local limits, decisions, plans = {}, {}, {}

@@ -45,5 +45,18 @@ local function store(key, value, expires_in)
   redis.call('SET', key, value, 'PX', ttl_ms(expires_in))
 end
 
+-- Reads the arguments every check starts with: now_us (-1: read Redis TIME), cost,
+-- extra_ms and min_ttl_ms (which set TTL). Returns now and cost.
+local function common_args()
+  local now = tonumber(ARGV[1])
+  if now < 0 then
+    local time = redis.call('TIME')
+    now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  end
+  TTL.extra_ms = tonumber(ARGV[3])
+  TTL.min_ms = tonumber(ARGV[4])
+  return now, tonumber(ARGV[2])
+end
+
 -- The algorithm a single-limit script runs (each algorithm file sets them).
 local JUDGE, RECORD

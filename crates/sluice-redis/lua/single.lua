@@ -6,14 +6,7 @@
 -- returns  {now_us, allowed (0|1), limit, remaining, reset_after_us, retry_after_us
 --          (-1 none, -2 never), delay_us, judged_at_us}  (integers only)
 
-local now = tonumber(ARGV[1])
-if now < 0 then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
-local cost = tonumber(ARGV[2])
-TTL.extra_ms = tonumber(ARGV[3])
-TTL.min_ms = tonumber(ARGV[4])
+local now, cost = common_args()
 local params = { tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]) }
 local d, plan = JUDGE(KEYS[1], params, now, cost)
 local judged_at = JUDGED_AT
