@@ -1,6 +1,6 @@
 -- sliding_log.lua: mirror of crates/sluice/src/algorithm/sliding_log.rs (SlidingLog).
 -- Change both together.
--- State: a string, a 16-byte header ('<I4I4I4I4': len, head, expired, capacity) followed
+-- State: a string, a 16-byte header ('<I4I4I4I4': len, head, 0 (reserved), capacity) followed
 -- by `capacity` 8-byte slots ('<d', µs) forming a ring of at most `limit` timestamps (a
 -- whole log stores capacity 0: its `len` slots, oldest first). As in the Rust twin, every
 -- write drops the entries that expired, and the ring's capacity doubles or halves with what
@@ -23,13 +23,13 @@ local function sl_header(key, capacity)
     h = redis.call('GETRANGE', key, 0, SL_HEADER - 1)
   end
   if #h < SL_HEADER then
-    return { len = 0, head = 0, expired = 0, cap = 0, whole = capacity <= SL_WHOLE, raw = '' }
+    return { len = 0, head = 0, cap = 0, whole = capacity <= SL_WHOLE, raw = '' }
   end
-  local len, head, expired, cap = struct.unpack('<I4I4I4I4', h)
+  local len, head, _, cap = struct.unpack('<I4I4I4I4', h)
   if cap == 0 then
     cap = len
   end
-  return { len = len, head = head, expired = expired, cap = cap, whole = capacity <= SL_WHOLE, raw = h }
+  return { len = len, head = head, cap = cap, whole = capacity <= SL_WHOLE, raw = h }
 end
 
 -- The logical `index`-th entry, 0 being the oldest.
@@ -79,13 +79,13 @@ local function sl_expired(entry, window, now)
   return entry + window <= now
 end
 
--- Logical index of the oldest entry still in the window at `now` (`len` if none):
--- gallop from the cursor left by the last write, then binary search.
+-- Logical index of the oldest entry still in the window at `now` (`len` if none): every
+-- entry held was live at the last write, so gallop from the oldest, then binary search.
 local function sl_first_live(key, st, window, now)
   local len = st.len
-  local lo = st.expired
+  local lo = 0
   if lo >= len or not sl_expired(sl_entry(key, st, lo), window, now) then
-    return math.min(lo, len)
+    return lo
   end
   local step = 1
   local hi = lo + 1
