@@ -4,11 +4,7 @@
 -- Params: p1 = limit N, p2 = window µs, p3 = 1 when anchored, p4 = offset µs.
 
 local function fw_state(key)
-  local raw = redis.call('GET', key)
-  if not raw then
-    return { start = 0, used = 0 }
-  end
-  local start, used = struct.unpack('<dd', raw)
+  local start, used = get_pair(key)
   return { start = start, used = used }
 end
 

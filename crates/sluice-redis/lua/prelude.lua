@@ -45,6 +45,16 @@ local function store(key, value, expires_in)
   redis.call('SET', key, value, 'PX', ttl_ms(expires_in))
 end
 
+-- The two numbers of a '<dd' state at `key`, or 0, 0 when the key is missing (fresh).
+local function get_pair(key)
+  local raw = redis.call('GET', key)
+  if not raw then
+    return 0, 0
+  end
+  local first, second = struct.unpack('<dd', raw)
+  return first, second
+end
+
 -- Reads the arguments every check starts with: now_us (-1: read Redis TIME), cost,
 -- extra_ms and min_ttl_ms (which set TTL). Returns now and cost.
 local function common_args()

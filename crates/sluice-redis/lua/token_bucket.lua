@@ -4,11 +4,7 @@
 -- Params: p1 = capacity C, p2 = refill_amount, p3 = refill_interval µs.
 
 local function tb_state(key)
-  local raw = redis.call('GET', key)
-  if not raw then
-    return { taken = 0, last = 0 }
-  end
-  local taken, last = struct.unpack('<dd', raw)
+  local taken, last = get_pair(key)
   return { taken = taken, last = last }
 end
 

@@ -17,6 +17,9 @@
 //!
 //! The share of allowed checks of each function is printed after its group.
 
+mod common;
+
+use common::key_bytes;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main, measurement::WallTime};
 use governor::{DefaultKeyedRateLimiter, Quota};
 use sluice::{Clock, Key, Limit, MemoryStore, RateLimiter, SlidingLog, SlidingLogVariant, SystemClock, Timestamp};
@@ -28,17 +31,6 @@ use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
-
-/// A 16-byte key: `key-` and twelve decimal digits.
-fn key_bytes(index: usize) -> [u8; 16] {
-    let mut key = *b"key-000000000000";
-    let mut rest = index;
-    for digit in key[4..].iter_mut().rev() {
-        *digit = b'0' + (rest % 10) as u8;
-        rest /= 10;
-    }
-    key
-}
 
 /// xorshift64: a cheap pseudo-random walk over the keys.
 struct Walk(u64);

@@ -9,7 +9,10 @@
 //!
 //! Run with `cargo bench -p sluice --bench memory`.
 
+mod common;
+
 use cap::Cap;
+use common::key_bytes;
 use governor::{DefaultKeyedRateLimiter, Quota};
 use sluice::algorithm::sliding_log::SlidingLogState;
 use sluice::{
@@ -28,17 +31,6 @@ const NOW: Timestamp = Timestamp::from_micros(1_700_000_000_000_000);
 const SECOND: Duration = Duration::from_secs(1);
 const KEY_COUNTS: [usize; 2] = [1_000, 1_000_000];
 const SLOTS: u64 = 100_000;
-
-/// A 16-byte key: `key-` and twelve decimal digits, built without allocating.
-fn key_bytes(index: usize) -> [u8; 16] {
-    let mut key = *b"key-000000000000";
-    let mut rest = index;
-    for digit in key[4..].iter_mut().rev() {
-        *digit = b'0' + (rest % 10) as u8;
-        rest /= 10;
-    }
-    key
-}
 
 /// A store whose own clock never moves, so sweeps drop nothing while keys are inserted.
 fn store() -> MemoryStore {
