@@ -84,6 +84,20 @@ impl BlockedCache {
             entries.insert(id, entry);
         }
     }
+
+    /// Forgets every cached verdict that involves one of `state_keys` (state keys of one
+    /// caller key, so all of one length).
+    pub(crate) fn forget(&self, state_keys: &[Vec<u8>]) {
+        // A cache id is the state keys of one check joined by a zero byte; cutting it into
+        // pieces of one state key's length plus the separator finds them whatever bytes the
+        // caller's key holds. An id of another caller key is dropped only if a piece matches
+        // exactly, which costs one round trip at worst.
+        let involves = |id: &[u8], state_key: &[u8]| {
+            id.chunks(state_key.len() + 1).any(|piece| piece.strip_suffix(&[0]).unwrap_or(piece) == state_key)
+        };
+        let mut entries = self.entries.lock();
+        entries.retain(|id, _| !state_keys.iter().any(|state_key| involves(id, state_key)));
+    }
 }
 
 impl Blocked {

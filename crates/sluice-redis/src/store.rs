@@ -1,5 +1,7 @@
 //! `RedisStore`: every decision is one script call on Redis or Redis Cluster.
 
+mod reset;
+
 use crate::blocked::{BlockedCache, Now};
 use crate::keys::state_key;
 use crate::script::{Reply, Scripts, decode, policy_args};
@@ -209,5 +211,9 @@ impl Store for RedisStore {
         cost: u64,
     ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
         self.check_limits(key, limits, now, cost)
+    }
+
+    fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.reset_key(key, limits)
     }
 }

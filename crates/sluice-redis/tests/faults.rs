@@ -79,3 +79,20 @@ async fn an_outage_fails_closed_when_told() {
 async fn an_outage_falls_back_to_memory_when_told() {
     stream_through_an_outage(FailureMode::Fallback).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reset_while_redis_is_down_fails_whatever_the_failure_mode() {
+    let mut server = RedisServer::start();
+    for mode in [FailureMode::Open, FailureMode::Closed, FailureMode::Fallback] {
+        let settings = RedisSettings { failure_mode: mode, timeout: TIMEOUT, ..RedisSettings::injected_time() };
+        let store = RedisStore::connect(&server.url(), settings).await.unwrap();
+        let limit = Limit::new("reset", TokenBucket::new(5, 1, Duration::from_secs(3600)).unwrap());
+        timed_check(&store, &limit, 1_763_700_000_000_000).await;
+        server.kill();
+        let started = Instant::now();
+        let result = store.reset(Key::new(b"stream").unwrap(), std::slice::from_ref(&limit)).await;
+        assert!(started.elapsed() <= TIMEOUT + SLACK, "{mode:?}: a reset took {:?}", started.elapsed());
+        assert!(matches!(result, Err(ref error) if error.is_transient()), "{mode:?}: {result:?}");
+        server.restart();
+    }
+}

@@ -212,3 +212,52 @@ async fn under_redis_time_the_cache_ages_its_answer_by_the_local_clock() {
     assert!(wait < first_wait && first_wait - wait >= 20_000, "{first_wait} µs then {wait} µs");
     assert!(first_wait - wait < 1_000_000, "aged by about the 20 ms slept, not more");
 }
+
+async fn reset(store: &RedisStore, limits: &[Limit], key: &str) {
+    store.reset(Key::new(key.as_bytes()).unwrap(), limits).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_reset_key_starts_fresh_and_other_keys_keep_their_state() {
+    let server = RedisServer::start();
+    let settings = RedisSettings::injected_time();
+    let store = store(&server, settings.clone()).await;
+    let log = log_limit(1, Duration::from_secs(60));
+    let bucket = Limit::new("bucket", TokenBucket::new(1, 1, Duration::from_secs(60)).unwrap());
+    for key in ["k", "other"] {
+        for limit in [&log, &bucket] {
+            assert!(check(&store, limit, key, NOW, 1).await.decision.allowed);
+        }
+    }
+    reset(&store, std::slice::from_ref(&log), "k").await;
+    assert_eq!(integer(&server, &["EXISTS", &key_name(&settings.key_prefix, "k", &log)]).await, 0);
+    assert!(check(&store, &log, "k", NOW + 1, 1).await.decision.allowed, "the reset limit starts fresh");
+    assert!(!check(&store, &bucket, "k", NOW + 1, 1).await.decision.allowed, "a limit not named is kept");
+    assert!(!check(&store, &log, "other", NOW + 1, 1).await.decision.allowed, "another key is kept");
+    // Both limits in one DEL; a key holding nothing is no error.
+    reset(&store, &[log.clone(), bucket.clone()], "k").await;
+    assert!(check(&store, &bucket, "k", NOW + 2, 1).await.decision.allowed);
+    reset(&store, &[log, bucket], "never-seen").await;
+}
+
+#[tokio::test]
+async fn a_reset_key_is_asked_of_redis_again_not_of_the_blocked_cache() {
+    let server = RedisServer::start();
+    let store = store(&server, RedisSettings::injected_time()).await;
+    let log = log_limit(1, Duration::from_secs(60));
+    let bucket = Limit::new("bucket", TokenBucket::new(5, 1, Duration::from_secs(60)).unwrap());
+    let both = [log.clone(), bucket];
+    let key = Key::new(b"k").unwrap();
+    let at = |offset: u64| Timestamp::from_micros(NOW + offset);
+    assert!(check(&store, &log, "k", NOW, 1).await.decision.allowed);
+    // Cached twice: for the log alone and for both limits together.
+    for limits in [std::slice::from_ref(&log), &both[..]] {
+        store.check(key, limits, at(1), 1).await.unwrap();
+        assert_eq!(store.check(key, limits, at(2), 1).await.unwrap().source, sluice::Source::Cache);
+    }
+    reset(&store, std::slice::from_ref(&log), "k").await;
+    for limits in [std::slice::from_ref(&log), &both[..]] {
+        let verdict = store.check(key, limits, at(3), 0).await.unwrap();
+        assert_eq!((verdict.source, verdict.decision.allowed), (sluice::Source::Store, true), "{limits:?}");
+    }
+}

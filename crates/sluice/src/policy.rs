@@ -124,7 +124,7 @@ pub(crate) fn check_exact(field: &'static str, value: u128) -> Result<(), Policy
 
 /// A duration in whole microseconds, at least one.
 pub(crate) fn duration_micros(field: &'static str, duration: Duration) -> Result<u64, PolicyError> {
-    if duration.subsec_nanos() % 1_000 != 0 {
+    if !duration.subsec_nanos().is_multiple_of(1_000) {
         return Err(PolicyError::new(field, "must be a whole number of microseconds"));
     }
     match u64::try_from(duration.as_micros()) {

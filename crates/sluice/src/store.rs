@@ -22,6 +22,14 @@ pub trait Store: Send + Sync + 'static {
         cost: u64,
     ) -> impl Future<Output = Result<Verdict, StoreError>> + Send;
 
+    /// Forgets `key`'s state for each of `limits` (an admin's "reset this key"): its next
+    /// check starts fresh. Other keys, and other limits of this key, keep their state.
+    /// Resetting a key that holds no state, or no limit at all, succeeds and changes nothing.
+    ///
+    /// Failure modes do not apply: a store that cannot forget says so
+    /// ([`StoreError::Unavailable`]) instead of pretending it did.
+    fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send;
+
     /// An empty store like this one that judges state lifetime by `clock`, for stores that
     /// keep time of their own (the memory store); `None` for the others.
     ///

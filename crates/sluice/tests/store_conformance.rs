@@ -95,6 +95,7 @@ async fn conformance<S: Store>(make: impl Fn() -> S) {
     }
     all_or_nothing(&make()).await;
     limits_do_not_share_state(&make()).await;
+    reset_forgets_one_key_for_the_given_limits(&make()).await;
     assert!(matches!(check(&make(), "a", &[], 0, 1).await, Err(StoreError::NoLimits)));
 }
 
@@ -126,6 +127,48 @@ async fn limits_do_not_share_state<S: Store>(store: &S) {
     assert!(check(store, "k", &first, 1, 1).await.unwrap().decision.allowed);
     assert!(check(store, "k", &second, 1, 1).await.unwrap().decision.allowed);
     assert!(!check(store, "k", &first, 1, 1).await.unwrap().decision.allowed);
+}
+
+async fn reset_forgets_one_key_for_the_given_limits<S: Store>(store: &S) {
+    let log = Limit::new("log", SlidingLog::new(1, ms(10), SlidingLogVariant::Accepted).unwrap());
+    let bucket = Limit::new("bucket", TokenBucket::new(1, 1, ms(10)).unwrap());
+    let both = [log.clone(), bucket.clone()];
+    for key in ["a", "b"] {
+        assert!(check(store, key, &both, 5, 1).await.unwrap().decision.allowed);
+        assert!(!check(store, key, &both, 5, 1).await.unwrap().decision.allowed);
+    }
+    store.reset(Key::new(b"a").unwrap(), std::slice::from_ref(&log)).await.unwrap();
+    let fresh = check(store, "a", std::slice::from_ref(&log), 5, 0).await.unwrap().decision;
+    assert_eq!((fresh.allowed, fresh.remaining), (true, 1), "the reset limit starts fresh");
+    let kept = check(store, "a", std::slice::from_ref(&bucket), 5, 0).await.unwrap().decision;
+    assert_eq!(kept.remaining, 0, "a limit not named keeps its state");
+    let other = check(store, "b", std::slice::from_ref(&log), 5, 0).await.unwrap().decision;
+    assert_eq!(other.remaining, 0, "another key keeps its state");
+    store.reset(Key::new(b"a").unwrap(), &both).await.unwrap();
+    assert!(check(store, "a", &both, 5, 1).await.unwrap().decision.allowed);
+    // Nothing to forget is not an error.
+    store.reset(Key::new(b"never-seen").unwrap(), &both).await.unwrap();
+    store.reset(Key::new(b"a").unwrap(), &[]).await.unwrap();
+}
+
+#[test]
+fn reset_keeps_the_count_of_states_right() {
+    let store = MemoryStore::builder().clock(ManualClock::default()).build();
+    let limits = [
+        Limit::new("one", TokenBucket::new(2, 1, ms(5)).unwrap()),
+        Limit::new("two", TokenBucket::new(3, 1, ms(5)).unwrap()),
+    ];
+    for key in [&b"a"[..], b"b"] {
+        store.check_now(Key::new(key).unwrap(), &limits, Timestamp::from_micros(1), 1).unwrap();
+    }
+    assert_eq!(store.len(), 4);
+    // A limit listed twice is one state, forgotten once.
+    let twice = [limits[0].clone(), limits[0].clone()];
+    assert_eq!(store.reset_now(Key::new(b"a").unwrap(), &twice), 1);
+    assert_eq!(store.len(), 3);
+    assert_eq!(store.reset_now(Key::new(b"a").unwrap(), &limits), 1);
+    assert_eq!(store.reset_now(Key::new(b"a").unwrap(), &limits), 0);
+    assert_eq!(store.len(), 2);
 }
 
 #[test]

@@ -111,6 +111,22 @@ impl MemoryStore {
         Verdict::combine(&decisions).ok_or(StoreError::NoLimits)
     }
 
+    /// Forgets `key`'s state for each of `limits` at once; returns how many states were held.
+    pub fn reset_now(&self, key: Key<'_>, limits: &[Limit]) -> usize {
+        let key = key.as_bytes();
+        let hash = self.inner.hasher.hash_one(key);
+        let mut shard = self.shard(hash).lock();
+        let Shard { tables, states, .. } = &mut *shard;
+        let mut removed = 0;
+        for (id, table) in tables.iter_mut() {
+            if limits.iter().any(|limit| limit.id() == *id) && table.remove(hash, key) {
+                removed += 1;
+            }
+        }
+        *states -= removed;
+        removed
+    }
+
     /// Drops every state that is back to fresh by the store's clock; returns how many.
     pub fn sweep(&self) -> usize {
         let now = (self.inner.clock)();
@@ -180,6 +196,11 @@ impl Store for MemoryStore {
     ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
         let verdict: Ready<_> = ready(self.check_now(key, limits, now, cost));
         verdict
+    }
+
+    fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.reset_now(key, limits);
+        ready(Ok(()))
     }
 
     fn empty_with_clock<C: Clock + Clone>(&self, clock: &C) -> Option<Self> {

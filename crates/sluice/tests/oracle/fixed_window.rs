@@ -22,10 +22,11 @@ impl FixedWindowOracle {
     /// The effective `now` and the current window `(start, count)` at it.
     fn current(&self, now: u64) -> (i128, i128, u64) {
         let mut now = i128::from(now);
-        if let Some((start, count)) = self.stored {
-            if count > 0 && start > now {
-                now = start;
-            }
+        if let Some((start, count)) = self.stored
+            && count > 0
+            && start > now
+        {
+            now = start;
         }
         if self.anchored {
             match self.stored {

@@ -21,6 +21,9 @@ pub(crate) trait KeyedStates: Send + fmt::Debug {
     /// whether a new state was inserted.
     fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, bool);
 
+    /// Forgets the state of `key`; returns whether there was one.
+    fn remove(&mut self, hash: u64, key: &[u8]) -> bool;
+
     /// Drops every state expiring before `time`, and up to `ties` of those expiring at
     /// exactly `time` (decrementing it); returns how many were dropped.
     fn drop_expiring_before(&mut self, time: Timestamp, ties: &mut usize) -> usize;
@@ -86,6 +89,10 @@ where
         let rehash = |(k, _): &(KeyBytes, A::State)| hasher.hash_one(k.as_slice());
         self.entries.insert_unique(hash, (KeyBytes::from_slice(key), state), rehash);
         (decision, true)
+    }
+
+    fn remove(&mut self, hash: u64, key: &[u8]) -> bool {
+        self.entries.find_entry(hash, |(k, _)| k.as_slice() == key).map(|entry| entry.remove()).is_ok()
     }
 
     fn drop_expiring_before(&mut self, time: Timestamp, ties: &mut usize) -> usize {
