@@ -3,12 +3,27 @@
 -- KEYS[i]  the state key of limit i, all sharing one hash tag (one Cluster slot)
 -- ARGV     now_us (-1: read Redis TIME), cost, extra_ms (added to every TTL), min_ttl_ms,
 --          L, then per limit: algorithm name, p1, p2, p3, p4
--- returns  {now_us, then per limit: allowed (0|1), limit, remaining, reset_after_us,
---          retry_after_us (-1 none, -2 never), delay_us, judged_at_us}  (integers only;
---          judged_at is later than now_us when the state's time was later)
+-- returns  '<d' × (1 + 7 L): now_us, then per limit: allowed (0|1), limit, remaining,
+--          reset_after_us, retry_after_us (-1 none, -2 never), delay_us, judged_at_us
+--          (integers, as doubles; judged_at is later than now_us when the state's time was later)
+
+-- The sliding log's functions take and return plain values (its lean script builds no
+-- tables); these two give them the judge/record shape of the other algorithms.
+local function sl_judge_limit(key, p, now, cost)
+  local plan = { cost, sl_judge(key, p[1], p[2], p[3] == 1, now, cost) }
+  JUDGED_AT = plan[6]
+  return decision(plan[2], p[1], plan[3], plan[4], plan[5], 0), plan
+end
+
+local function sl_record_limit(key, p, plan, admitted)
+  -- plan: cost, allowed, remaining, reset_after, retry_after, judged_at, then sl_judge's
+  -- state values (some may be nil).
+  sl_record(key, p[1], p[3] == 1, ttl_ms(p[2]), admitted, plan[1], plan[6], plan[7], plan[8], plan[9],
+    plan[10], plan[11], plan[12])
+end
 
 local ALGORITHMS = {
-  sliding_log = { sl_judge, sl_record },
+  sliding_log = { sl_judge_limit, sl_record_limit },
   fixed_window = { fw_judge, fw_record },
   sliding_window = { sw_judge, sw_record },
   token_bucket = { tb_judge, tb_record },
@@ -33,7 +48,7 @@ for i = 1, count do
   admitted = admitted and decisions[i][1] == 1
 end
 
-local reply = { now }
+local reply = { struct.pack('<d', now) }
 for i = 1, count do
   -- A limit listed twice is one state: record the request once.
   local first = true
@@ -45,8 +60,7 @@ for i = 1, count do
   if first then
     limits[i].algorithm[2](KEYS[i], limits[i].params, plans[i], admitted)
   end
-  for _, value in ipairs(decisions[i]) do
-    reply[#reply + 1] = value
-  end
+  local d = decisions[i]
+  reply[i + 1] = struct.pack('<ddddddd', d[1], d[2], d[3], d[4], d[5], d[6], d[7])
 end
-return reply
+return table.concat(reply)

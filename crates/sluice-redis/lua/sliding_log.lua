@@ -1,250 +1,218 @@
 -- sliding_log.lua: mirror of crates/sluice/src/algorithm/sliding_log.rs (SlidingLog).
 -- Change both together.
--- State: a string, a 16-byte header ('<I4I4I4I4': len, head, 0 (reserved), capacity) followed
--- by `capacity` 8-byte slots ('<d', µs) forming a ring of at most `limit` timestamps (a
--- whole log stores capacity 0: its `len` slots, oldest first). As in the Rust twin, every
--- write drops the entries that expired, and the ring's capacity doubles or halves with what
--- it holds, so memory follows the entries in the window.
--- A log of up to SL_WHOLE slots is read and written whole: one GET and one SET per check,
--- and a write drops the entries already expired (they can never count again: after an
--- append at `now`, every later decision is at `now` or later). A larger log is read slot
--- by slot (GETRANGE) and written in place (SETRANGE), so a decision is O(1) Redis work in
--- the steady state and O(log limit) after a long gap, never O(limit).
--- Params: p1 = limit N, p2 = window µs, p3 = 1 for the `attempts` variant.
+-- Self-contained (no prelude): the single-limit script is this file and
+-- sliding_log_single.lua; the generic driver (check.lua) adapts it to its tables.
+-- State, a Redis string, in one of two layouts chosen by the limit N:
+--   N <= SL_WHOLE: `len` 8-byte slots ('<d', µs), oldest first, no header. Read with one GET
+--     and written with one SET ... PX, dropping the expired entries.
+--   N >  SL_WHOLE: a ring. A 32-byte header '<ddI4I4I4I4' (newest µs, oldest held µs, len,
+--     head, capacity, 0 reserved), then `capacity` slots. A check reads the header (its cached
+--     newest and oldest decide the steady state) and only the slots it needs (GETRANGE),
+--     and writes in place (SETRANGE), so it is O(1) Redis work while requests keep coming
+--     and O(log N) after a long gap, never O(N). As in the Rust twin, every write drops
+--     the entries that expired (after an append at `now` every later decision is at `now`
+--     or later), and the ring's capacity doubles or halves with what it holds.
+-- Small logs are whole because moving a string between Redis and Lua costs about 1 µs per
+-- 1 KB: past about 32 slots, reading and writing a few slots in place is cheaper.
+-- Every number is an integer below 2^53 (exact in a double); nothing here builds a table.
 
-local SL_HEADER = 16
-local SL_WHOLE = 128
+local SL_WHOLE = 32
+local SL_HEADER = 32
+local SL_MIN = 4
 
-local function sl_header(key, capacity)
-  local h
-  if capacity <= SL_WHOLE then
-    h = redis.call('GET', key) or ''
-  else
-    h = redis.call('GETRANGE', key, 0, SL_HEADER - 1)
+-- The logical `index`-th entry, 0 being the oldest: from `raw` (a whole log, head 0), or
+-- read from the ring.
+local function sl_entry(key, raw, head, cap, index)
+  local p = head + index
+  if p >= cap then
+    p = p - cap
   end
-  if #h < SL_HEADER then
-    return { len = 0, head = 0, cap = 0, whole = capacity <= SL_WHOLE, raw = '' }
-  end
-  local len, head, _, cap = struct.unpack('<I4I4I4I4', h)
-  if cap == 0 then
-    cap = len
-  end
-  return { len = len, head = head, cap = cap, whole = capacity <= SL_WHOLE, raw = h }
-end
-
--- The logical `index`-th entry, 0 being the oldest.
-local function sl_entry(key, st, index)
-  local p = st.head + index
-  if p >= st.cap then
-    p = p - st.cap
+  if raw then
+    return (struct.unpack('<d', raw, 8 * p + 1))
   end
   local offset = SL_HEADER + 8 * p
-  if st.whole then
-    return (struct.unpack('<d', st.raw, offset + 1))
-  end
   return (struct.unpack('<d', redis.call('GETRANGE', key, offset, offset + 7)))
 end
 
--- The slots of logical entries `from ..< len`, oldest first (whole logs only).
-local function sl_slots(st, from)
-  if from >= st.len then
-    return ''
+-- Logical index of the oldest entry still in the window at `now` (`len` if none) and its
+-- value (nil if none): every entry held was live at the last write, so gallop from the
+-- oldest, then binary search.
+local function sl_first_live(key, raw, len, head, cap, oldest, window, now)
+  if len == 0 or oldest + window > now then
+    return 0, oldest
   end
-  local function bytes(a, b)
-    return string.sub(st.raw, SL_HEADER + 8 * a + 1, SL_HEADER + 8 * b)
-  end
-  local p = st.head + from
-  if p >= st.len then
-    p = p - st.len
-  end
-  if p >= st.head then
-    return bytes(p, st.len) .. bytes(0, st.head)
-  end
-  return bytes(p, st.head)
-end
-
--- Logs `count` entries stamped `now` in a whole log: the live entries, then the new ones,
--- keeping the newest `capacity`, written with the TTL in one SET.
-local function sl_write_whole(key, st, now, count, first, capacity, window)
-  local body = sl_slots(st, first) .. string.rep(struct.pack('<d', now), count)
-  local len = #body / 8
-  if len > capacity then
-    body = string.sub(body, 8 * (len - capacity) + 1)
-    len = capacity
-  end
-  store(key, struct.pack('<I4I4I4I4', len, 0, 0, 0) .. body, window)
-end
-
-local function sl_expired(entry, window, now)
-  return entry + window <= now
-end
-
--- Logical index of the oldest entry still in the window at `now` (`len` if none): every
--- entry held was live at the last write, so gallop from the oldest, then binary search.
-local function sl_first_live(key, st, window, now)
-  local len = st.len
-  local lo = 0
-  if lo >= len or not sl_expired(sl_entry(key, st, lo), window, now) then
-    return lo
-  end
-  local step = 1
-  local hi = lo + 1
-  while hi < len and sl_expired(sl_entry(key, st, hi), window, now) do
+  local lo, step, hi = 0, 1, 1
+  local value = nil
+  while hi < len do
+    value = sl_entry(key, raw, head, cap, hi)
+    if value + window > now then
+      break
+    end
+    value = nil
     lo = hi
     step = step * 2
     hi = lo + step
   end
-  hi = math.min(hi, len)
+  if hi > len then
+    hi = len
+  end
   while hi - lo > 1 do
     local mid = lo + math.floor((hi - lo) / 2)
-    if sl_expired(sl_entry(key, st, mid), window, now) then
+    local entry = sl_entry(key, raw, head, cap, mid)
+    if entry + window <= now then
       lo = mid
     else
-      hi = mid
+      hi, value = mid, entry
     end
   end
-  return hi
+  return hi, value
 end
 
 -- `t + window − now` for the `rank`-th newest entry (1 = newest).
-local function sl_wait_for_rank(key, st, rank, window, now)
-  local index = st.len - math.min(rank, st.len)
-  return math.max(sl_entry(key, st, index) + window - now, 0)
+local function sl_wait_for_rank(key, raw, len, head, cap, oldest, newest, rank, window, now)
+  local index = len - math.min(rank, len)
+  local entry = oldest
+  if index == len - 1 then
+    entry = newest
+  elseif index > 0 then
+    entry = sl_entry(key, raw, head, cap, index)
+  end
+  return math.max(entry + window - now, 0)
 end
 
-local function sl_judge(key, p, now, cost)
-  local n, window, attempts = p[1], p[2], p[3] == 1
-  local st = sl_header(key, n)
-  local newest = nil
-  if st.len > 0 then
-    newest = sl_entry(key, st, st.len - 1)
-    -- Time never runs backwards inside a state.
-    if now < newest then
-      now = newest
+-- The decision for `cost` at `now`: allowed (0|1), remaining, reset_after, retry_after
+-- (-1 none, -2 never), the time judged at, then what sl_record needs (first live index,
+-- its value, and the state as read: len, head, capacity, raw).
+local function sl_judge(key, n, window, attempts, now, cost)
+  local raw, len, head, cap, newest, oldest = nil, 0, 0, 0, 0, 0
+  if n <= SL_WHOLE then
+    raw = redis.call('GET', key) or ''
+    len = #raw / 8
+    cap = len
+    if len > 0 then
+      oldest = (struct.unpack('<d', raw, 1))
+      newest = (struct.unpack('<d', raw, #raw - 7))
+    end
+  else
+    local header = redis.call('GETRANGE', key, '0', '31')
+    if #header == SL_HEADER then
+      newest, oldest, len, head, cap = struct.unpack('<ddI4I4I4', header)
     end
   end
-  JUDGED_AT = now
-  local first = sl_first_live(key, st, window, now)
-  local live = st.len - first
-  local plan = { now = now, cost = cost, first = first, st = st }
+  -- Time never runs backwards inside a state.
+  if len > 0 and now < newest then
+    now = newest
+  end
+  local first, kept = sl_first_live(key, raw, len, head, cap, oldest, window, now)
+  local live = len - first
   local reset_now = 0
-  if newest ~= nil and live > 0 then
+  if live > 0 then
     reset_now = newest + window - now
   end
+  local a, r, rs, w = 1, 0, window, -1
   if cost == 0 then
     if live < n then
-      return decision(1, n, n - live, reset_now, NONE, 0), plan
+      r, rs = n - live, reset_now
+    else
+      a, rs = 0, reset_now
+      w = sl_wait_for_rank(key, raw, len, head, cap, oldest, newest, n, window, now)
     end
-    return decision(0, n, 0, reset_now, sl_wait_for_rank(key, st, n, window, now), 0), plan
-  end
-  if cost <= n and live + cost <= n then
-    return decision(1, n, n - live - cost, window, NONE, 0), plan
-  end
-  if not attempts then
-    if cost > n then
-      return decision(0, n, n - live, reset_now, NEVER, 0), plan
+  elseif cost <= n and live + cost <= n then
+    r = n - live - cost
+  elseif not attempts then
+    a, r, rs, w = 0, n - live, reset_now, -2
+    if cost <= n then
+      w = sl_wait_for_rank(key, raw, len, head, cap, oldest, newest, n - cost + 1, window, now)
     end
-    local wait = sl_wait_for_rank(key, st, n - cost + 1, window, now)
-    return decision(0, n, n - live, reset_now, wait, 0), plan
-  end
-  if cost > n then
-    return decision(0, n, 0, window, NEVER, 0), plan
-  end
-  -- The attempt itself is logged: the newest `cost` entries become `now`.
-  local rank = n - cost + 1
-  local wait = window
-  if rank > cost then
-    wait = sl_wait_for_rank(key, st, rank - cost, window, now)
-  end
-  return decision(0, n, 0, window, wait, 0), plan
-end
-
-local SL_MIN = 4
-
--- The slots of logical entries `from ..< len`, oldest first, read with GETRANGE.
-local function sl_read_range(key, st, from)
-  if from >= st.len then
-    return ''
-  end
-  local function bytes(a, b)
-    if b <= a then
-      return ''
-    end
-    return redis.call('GETRANGE', key, SL_HEADER + 8 * a, SL_HEADER + 8 * b - 1)
-  end
-  local p = st.head + from
-  local finish = st.head + st.len
-  if p >= st.cap then
-    return bytes(p - st.cap, finish - st.cap)
-  end
-  if finish > st.cap then
-    return bytes(p, st.cap) .. bytes(0, finish - st.cap)
-  end
-  return bytes(p, finish)
-end
-
--- Logs `count` entries stamped `now` in a large log, after dropping the `first` expired
--- ones, keeping only the newest `limit`: in place, or by rewriting the ring straightened
--- when its capacity must double or halve (amortized O(1)).
-local function sl_append(key, st, now, count, first, limit)
-  local len, head, cap = st.len, st.head, st.cap
-  if first >= len then
-    len, head = 0, 0
   else
-    head = (head + first) % cap
-    len = len - first
+    -- The attempt itself is logged: the newest `cost` entries become `now`.
+    a, w = 0, -2
+    if cost <= n then
+      local rank = n - cost + 1
+      w = window
+      if rank > cost then
+        w = sl_wait_for_rank(key, raw, len, head, cap, oldest, newest, rank - cost, window, now)
+      end
+    end
   end
-  local needed = len + count
-  local resized = nil
-  if needed > cap and cap < limit then
-    resized = math.min(math.max(needed, cap * 2, SL_MIN), limit)
-  elseif needed * 4 <= cap and cap > SL_MIN then
-    resized = math.max(needed * 2, SL_MIN)
+  return a, r, rs, w, now, first, kept, len, head, cap, raw
+end
+
+-- The slots of logical entries `from ..< len` of a ring, oldest first (GETRANGE).
+local function sl_read_range(key, len, head, cap, from)
+  local p, finish = head + from, head + len
+  if from >= len then
+    return ''
+  elseif p >= cap then
+    p, finish = p - cap, finish - cap
+  elseif finish > cap then
+    return redis.call('GETRANGE', key, SL_HEADER + 8 * p, SL_HEADER + 8 * cap - 1)
+      .. redis.call('GETRANGE', key, SL_HEADER, SL_HEADER + 8 * (finish - cap) - 1)
   end
+  return redis.call('GETRANGE', key, SL_HEADER + 8 * p, SL_HEADER + 8 * finish - 1)
+end
+
+-- Rewrites a ring straightened, with `capacity` slots: the live entries, then `count`
+-- new ones, keeping the newest `capacity` (amortized O(1): capacities double or halve).
+local function sl_rewrite(key, ttl, now, count, first, len, head, cap, capacity)
+  local body = sl_read_range(key, len, head, cap, first) .. string.rep(struct.pack('<d', now), count)
+  local held = #body / 8
+  if held > capacity then
+    body = string.sub(body, 8 * (held - capacity) + 1)
+    held = capacity
+  end
+  local header = struct.pack('<ddI4I4I4I4', now, (struct.unpack('<d', body)), held, 0, capacity, 0)
+  redis.call('SET', key, header .. body .. string.rep('\0', 8 * (capacity - held)), 'PX', ttl)
+end
+
+-- Writes `count` entries stamped `now` after the newest, in place; in a full ring they
+-- replace the oldest. `kept` is the oldest live entry's value, at logical index `first`.
+local function sl_write_in_place(key, ttl, now, count, first, kept, len, head, cap)
+  local live = len - first
+  local overwritten = math.max(live + count - cap, 0)
+  if live == 0 or overwritten >= live then
+    kept = now
+  elseif overwritten > 0 then
+    kept = sl_entry(key, nil, head, cap, first + overwritten)
+  end
+  head = (head + first) % cap
   local packed = struct.pack('<d', now)
-  if resized then
-    local body = sl_read_range(key, st, first) .. string.rep(packed, count)
-    local held = #body / 8
-    if held > resized then
-      body = string.sub(body, 8 * (held - resized) + 1)
-      held = resized
-    end
-    local header = struct.pack('<I4I4I4I4', held, 0, 0, resized)
-    redis.call('SET', key, header .. body .. string.rep('\0', 8 * (resized - held)))
-    return
-  end
-  -- In place: write after the newest; in a full ring the new entries replace the oldest.
-  local left = math.min(count, cap)
+  local left = count
   while left > 0 do
-    local tail = head + len
-    if tail >= cap then
-      tail = tail - cap
-    end
+    local tail = (head + live) % cap
     local run = math.min(left, cap - tail)
     redis.call('SETRANGE', key, SL_HEADER + 8 * tail, string.rep(packed, run))
-    local grown = math.min(run, cap - len)
-    len = len + grown
-    head = head + (run - grown)
-    if head >= cap then
-      head = head - cap
-    end
+    local grown = math.min(run, cap - live)
+    live = live + grown
+    head = (head + run - grown) % cap
     left = left - run
   end
-  redis.call('SETRANGE', key, 0, struct.pack('<I4I4I4I4', len, head, 0, cap))
+  redis.call('SETRANGE', key, '0', struct.pack('<ddI4I4I4I4', now, kept, live, head, cap, 0))
+  redis.call('PEXPIRE', key, ttl)
 end
 
-local function sl_record(key, p, plan, admitted)
-  local n, window, attempts = p[1], p[2], p[3] == 1
-  if plan.cost == 0 or not (admitted or attempts) then
+-- Logs the request judged by sl_judge when it is `admitted` (or always, for `attempts`),
+-- with a TTL of `ttl` ms (covering the window).
+local function sl_record(key, n, attempts, ttl, admitted, cost, now, first, kept, len, head, cap, raw)
+  if cost == 0 or not (admitted or attempts) then
     return
   end
-  local count = math.min(plan.cost, n)
-  if plan.st.whole then
-    sl_write_whole(key, plan.st, plan.now, count, plan.first, n, window)
+  local count = math.min(cost, n)
+  if raw then
+    local body = string.sub(raw, 8 * first + 1) .. string.rep(struct.pack('<d', now), count)
+    local held = #body / 8
+    if held > n then
+      body = string.sub(body, 8 * (held - n) + 1)
+    end
+    redis.call('SET', key, body, 'PX', ttl)
     return
   end
-  sl_append(key, plan.st, plan.now, count, plan.first, n)
-  redis.call('PEXPIRE', key, ttl_ms(window))
+  local needed = len - first + count
+  if needed > cap and cap < n then
+    sl_rewrite(key, ttl, now, count, first, len, head, cap, math.min(math.max(needed, cap * 2, SL_MIN), n))
+  elseif needed * 4 <= cap and cap > SL_MIN then
+    sl_rewrite(key, ttl, now, count, first, len, head, cap, math.max(needed * 2, SL_MIN))
+  else
+    sl_write_in_place(key, ttl, now, math.min(count, cap), first, kept, len, head, cap)
+  end
 end
-
-JUDGE, RECORD = sl_judge, sl_record

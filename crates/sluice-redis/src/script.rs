@@ -1,6 +1,7 @@
 //! The check script and its arguments: one `EVALSHA` per check, whatever the limits.
 
-use sluice::{Decision, LeakMode, Limit, Policy, RetryAfter, StoreError};
+use crate::settings::RedisSettings;
+use sluice::{Decision, EXACT_LIMIT, LeakMode, Limit, Policy, RetryAfter, StoreError};
 use std::time::Duration;
 
 /// The script for several limits at once, assembled from one Lua file per algorithm (each
@@ -27,6 +28,11 @@ macro_rules! single {
     };
 }
 
+/// The script for one sliding log, the hot path: the algorithm's functions and a driver
+/// that builds no tables (no prelude).
+const SLIDING_LOG: &str =
+    concat!(include_str!("../lua/sliding_log.lua"), include_str!("../lua/sliding_log_single.lua"));
+
 /// The check scripts, loaded into Redis on first use (`EVALSHA`, reloaded on `NOSCRIPT`).
 #[derive(Debug)]
 pub(crate) struct Scripts {
@@ -39,7 +45,7 @@ impl Default for Scripts {
         Scripts {
             multi: redis::Script::new(MULTI),
             single: [
-                redis::Script::new(single!("sliding_log.lua")),
+                redis::Script::new(SLIDING_LOG),
                 redis::Script::new(single!("fixed_window.lua")),
                 redis::Script::new(single!("sliding_window.lua")),
                 redis::Script::new(single!("token_bucket.lua")),
@@ -50,14 +56,52 @@ impl Default for Scripts {
 }
 
 impl Scripts {
-    /// The invocation of a check of `limits` (not empty): the lean script for one limit,
-    /// the generic one for several. Keys and the common arguments are added by the caller.
-    pub(crate) fn invocation(&self, limits: &[Limit]) -> redis::ScriptInvocation<'_> {
-        match limits {
-            [limit] => self.single[algorithm_index(limit.policy())].prepare_invoke(),
-            _ => self.multi.prepare_invoke(),
+    /// The invocation of a check of `limits` (not empty) on the state `keys` (one per limit)
+    /// at `now` (-1: Redis `TIME`): the lean script for one limit, the generic one for several.
+    pub(crate) fn invocation(
+        &self,
+        keys: Vec<Vec<u8>>,
+        limits: &[Limit],
+        now: i64,
+        cost: u64,
+        settings: &RedisSettings,
+    ) -> redis::ScriptInvocation<'_> {
+        let script = match limits {
+            [limit] => &self.single[algorithm_index(limit.policy())],
+            _ => &self.multi,
+        };
+        let mut invocation = script.prepare_invoke();
+        for key in keys {
+            invocation.key(key);
         }
+        invocation.arg(now).arg(cost.min(EXACT_LIMIT));
+        match limits {
+            [limit] if matches!(limit.policy(), Policy::SlidingLog(_)) => {
+                // The log's TTL depends only on its window: computed here, the script
+                // passes it to Redis as it is (a number turned into a string costs Lua).
+                let (_, [n, window, attempts, _]) = policy_args(limit.policy());
+                invocation.arg(ttl_ms(window, settings)).arg(n).arg(window).arg(attempts);
+            }
+            [limit] => {
+                invocation.arg(settings.extra_ttl_ms()).arg(settings.min_ttl_ms());
+                invocation.arg(&policy_args(limit.policy()).1[..]);
+            }
+            _ => {
+                invocation.arg(settings.extra_ttl_ms()).arg(settings.min_ttl_ms()).arg(limits.len());
+                for limit in limits {
+                    let (algorithm, params) = policy_args(limit.policy());
+                    invocation.arg(algorithm).arg(&params[..]);
+                }
+            }
+        }
+        invocation
     }
+}
+
+/// The TTL (ms) of a state that lives `expires_in` µs, as prelude.lua's `ttl_ms` computes
+/// it: rounded up to whole ms, plus the clock skew allowed, at least the floor.
+fn ttl_ms(expires_in: u64, settings: &RedisSettings) -> u64 {
+    expires_in.div_ceil(1000).saturating_add(settings.extra_ttl_ms()).max(settings.min_ttl_ms()).max(1)
 }
 
 fn algorithm_index(policy: &Policy) -> usize {
@@ -100,8 +144,11 @@ pub(crate) struct Reply {
     pub(crate) unclamped: bool,
 }
 
-/// Decodes the script's reply: the time, then seven integers per limit.
-pub(crate) fn decode(reply: &[i64], limits: usize) -> Result<Reply, StoreError> {
+/// Decodes the script's reply, little-endian doubles holding integers: the time, then
+/// seven per limit.
+pub(crate) fn decode(reply: &[u8], limits: usize) -> Result<Reply, StoreError> {
+    let reply = integers(reply)?;
+    let reply = reply.as_slice();
     if reply.len() != 1 + 7 * limits {
         let message = format!("expected {} integers for {limits} limits, got {}", 1 + 7 * limits, reply.len());
         return Err(StoreError::Malformed(message));
@@ -110,6 +157,26 @@ pub(crate) fn decode(reply: &[i64], limits: usize) -> Result<Reply, StoreError> 
     let decisions = reply[1..].chunks_exact(7).map(decode_one).collect::<Result<_, _>>()?;
     let unclamped = reply[1..].chunks_exact(7).all(|fields| fields[6] == reply[0]);
     Ok(Reply { now, decisions, unclamped })
+}
+
+/// The integers a packed reply holds.
+fn integers(reply: &[u8]) -> Result<Vec<i64>, StoreError> {
+    if !reply.len().is_multiple_of(8) {
+        return Err(StoreError::Malformed(format!("a reply of {} bytes is not packed doubles", reply.len())));
+    }
+    let exact = EXACT_LIMIT as f64;
+    reply
+        .chunks_exact(8)
+        .map(|bytes| {
+            let value = f64::from_le_bytes(bytes.try_into().unwrap_or_default());
+            // Exact integers only: both bounds and the cast are exact below 2^53.
+            #[allow(clippy::cast_possible_truncation)]
+            let integer = value as i64;
+            (value.fract() == 0.0 && value.abs() < exact)
+                .then_some(integer)
+                .ok_or_else(|| StoreError::Malformed(format!("{value} is not an exact integer")))
+        })
+        .collect()
 }
 
 fn decode_one(fields: &[i64]) -> Result<Decision, StoreError> {

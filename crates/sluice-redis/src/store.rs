@@ -4,7 +4,7 @@ mod reset;
 
 use crate::blocked::{BlockedCache, Now};
 use crate::keys::state_key;
-use crate::script::{Reply, Scripts, decode, policy_args};
+use crate::script::{Reply, Scripts, decode};
 use crate::settings::{RedisSettings, TimeSource};
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster::ClusterClient;
@@ -130,21 +130,7 @@ impl RedisStore {
         now: i64,
         cost: u64,
     ) -> Result<(Reply, Verdict), StoreError> {
-        let mut invocation = self.scripts.invocation(limits);
-        for key in keys {
-            invocation.key(key);
-        }
-        invocation.arg(now).arg(cost.min(EXACT_LIMIT));
-        invocation.arg(self.settings.extra_ttl_ms()).arg(self.settings.min_ttl_ms());
-        if let [limit] = limits {
-            invocation.arg(&policy_args(limit.policy()).1[..]);
-        } else {
-            invocation.arg(limits.len());
-            for limit in limits {
-                let (algorithm, params) = policy_args(limit.policy());
-                invocation.arg(algorithm).arg(&params[..]);
-            }
-        }
+        let invocation = self.scripts.invocation(keys, limits, now, cost, &self.settings);
         let reply = match &self.connection {
             Connection::Standalone(connection) => self.run(&invocation, connection.clone()).await?,
             Connection::Cluster(connection) => self.run(&invocation, connection.clone()).await?,
@@ -172,8 +158,8 @@ impl RedisStore {
         &self,
         invocation: &redis::ScriptInvocation<'_>,
         mut connection: C,
-    ) -> Result<Vec<i64>, StoreError> {
-        let reply = within(self.settings.timeout, invocation.invoke_async::<Vec<i64>>(&mut connection)).await;
+    ) -> Result<Vec<u8>, StoreError> {
+        let reply = within(self.settings.timeout, invocation.invoke_async::<Vec<u8>>(&mut connection)).await;
         reply.map_err(|error| match error {
             StoreError::Unavailable(cause) if is_script_error(cause.as_ref()) => {
                 StoreError::Malformed(cause.to_string())

@@ -5,9 +5,10 @@
 mod support;
 
 use proptest::prelude::*;
-use sluice::Limit;
+use sluice::{Limit, SlidingLog, SlidingLogVariant};
 use sluice_redis::RedisStore;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 use support::compare::{CACHED, compare, policy, settings, start_time, trace};
 use support::redis::RedisServer;
 
@@ -39,5 +40,25 @@ fn several_limits_decide_the_same_in_redis() {
         let limits: Vec<Limit> =
             policies.iter().enumerate().map(|(i, p)| Limit::new(format!("p{i}"), p.clone())).collect();
         prop_assert_eq!(compare(&runtime, &redis, &limits, start, &trace), Ok(()), "{:?}", policies);
+    });
+}
+
+#[test]
+fn long_sliding_log_traces_decide_the_same_in_redis() {
+    // Limits above 32 keep their log as a ring read slot by slot: long traces wrap it,
+    // overwrite a full ring (`attempts`), grow and shrink it, and use its cached header.
+    let (server, runtime) = (RedisServer::start(), runtime());
+    let redis = connect(&server, &runtime);
+    let log =
+        (prop_oneof![20u64..40, 33u64..80, 120u64..200], 1u64..400, any::<bool>()).prop_map(|(n, w, attempts)| {
+            let variant = if attempts { SlidingLogVariant::Attempts } else { SlidingLogVariant::Accepted };
+            SlidingLog::new(n, Duration::from_micros(w), variant).unwrap()
+        });
+    let step = prop_oneof![3 => Just(0i64), 6 => 1i64..20, 1 => 50i64..800, 1 => -30i64..0];
+    let cost = prop_oneof![1 => Just(0u64), 8 => Just(1u64), 2 => 2u64..8, 1 => 8u64..250];
+    let trace = prop::collection::vec((step, cost), 50..400);
+    proptest!(ProptestConfig::with_cases(120), |(log in log, start in start_time(), trace in trace)| {
+        let limits = [Limit::new("log", log.clone())];
+        prop_assert_eq!(compare(&runtime, &redis, &limits, start, &trace), Ok(()), "{:?}", log);
     });
 }
