@@ -162,8 +162,8 @@ fn process_cpu_seconds() -> f64 {
     (ticks(11) + ticks(12)) as f64 / 100.0
 }
 
-/// Mean entries per key: `ZCARD` for the sorted set, ring slots (`(STRLEN − 16) / 8`) for
-/// Sluice's log; `None` for the fixed window.
+/// Mean entries per key: `ZCARD` for the sorted set, slots for Sluice's log (`STRLEN / 8`
+/// for a whole log, N ≤ 32; `(STRLEN − 32) / 8` ring slots above); `None` for the fixed window.
 async fn log_sizes(peers: &[Arc<Peer>]) -> Vec<Option<f64>> {
     let mut sizes = Vec::new();
     for peer in peers {
@@ -184,7 +184,8 @@ async fn log_sizes(peers: &[Arc<Peer>]) -> Vec<Option<f64>> {
                 .await
                 .expect("STRLEN/ZCARD");
             sum += match peer.kind {
-                Kind::SlidingLog => value.saturating_sub(16) / 8,
+                Kind::SlidingLog if peer.workload.limit <= 32 => value / 8,
+                Kind::SlidingLog => value.saturating_sub(32) / 8,
                 _ => value,
             };
         }
