@@ -21,6 +21,16 @@ pub(crate) enum Command {
     /// `#` comments are skipped. Bad lines are reported on standard error with their line
     /// number and skipped; the exit status is then 1.
     Simulate(SimulateArgs),
+
+    /// Runs the rate-limit service: HTTP JSON API, Envoy rate limit gRPC service, metrics.
+    ///
+    /// Settings come from flags, then `SLUICE_…` environment variables, then the
+    /// configuration file's `server:` section. SIGHUP (or a change of the file) reloads the
+    /// configuration; SIGTERM and SIGINT stop gracefully.
+    Serve(crate::cli_serve::ServeArgs),
+
+    /// Validates a configuration file and prints every problem in it.
+    CheckConfig(crate::cli_serve::CheckConfigArgs),
 }
 
 /// Arguments of `sluice simulate`.

@@ -1,0 +1,76 @@
+//! The store the service decides with: the embedded one or Redis.
+
+use crate::settings::{Settings, StoreChoice};
+use sluice::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
+use sluice_redis::{RedisSettings, RedisStore};
+
+/// The service's store. An enum, since [`Store`] is not object safe (its futures are
+/// `impl Future`), and there are only two.
+#[derive(Clone, Debug)]
+pub(crate) enum Backend {
+    /// The embedded store (the default).
+    Memory(MemoryStore),
+    /// Redis or Redis Cluster.
+    Redis(RedisStore),
+}
+
+impl Backend {
+    /// Opens the store `settings` choose.
+    pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Backend> {
+        let redis = || RedisSettings {
+            timeout: settings.redis_timeout,
+            failure_mode: settings.failure_mode,
+            ..RedisSettings::default()
+        };
+        let connected = match &settings.store {
+            StoreChoice::Memory => {
+                return Ok(Backend::Memory(MemoryStore::builder().max_keys(settings.max_keys).build()));
+            }
+            StoreChoice::Redis(url) => RedisStore::connect(url, redis()).await,
+            StoreChoice::Cluster(urls) => RedisStore::connect_cluster(urls, redis()).await,
+        };
+        let store =
+            connected.map_err(|error| anyhow::anyhow!("cannot connect to the store {}: {error:#}", settings.store))?;
+        Ok(Backend::Redis(store))
+    }
+
+    /// Checks `key` against `limits`, all or nothing.
+    pub(crate) async fn check(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+    ) -> Result<Verdict, StoreError> {
+        match self {
+            Backend::Memory(store) => store.check_now(key, limits, now, cost),
+            Backend::Redis(store) => store.check(key, limits, now, cost).await,
+        }
+    }
+
+    /// Forgets `key`'s states under `limits`.
+    pub(crate) async fn reset(&self, key: Key<'_>, limits: &[Limit]) -> Result<(), StoreError> {
+        match self {
+            Backend::Memory(store) => store.reset(key, limits).await,
+            Backend::Redis(store) => store.reset(key, limits).await,
+        }
+    }
+
+    /// The embedded store, if that is the one in use.
+    pub(crate) fn memory(&self) -> Option<&MemoryStore> {
+        match self {
+            Backend::Memory(store) => Some(store),
+            Backend::Redis(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for StoreChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreChoice::Memory => f.write_str("memory"),
+            StoreChoice::Redis(url) => f.write_str(url),
+            StoreChoice::Cluster(urls) => write!(f, "cluster {}", urls.join(",")),
+        }
+    }
+}

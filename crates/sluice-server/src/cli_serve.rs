@@ -1,0 +1,81 @@
+//! Arguments of `sluice serve` and `sluice check-config`.
+//!
+//! Every setting of `serve` can also come from an environment variable (`SLUICE_…`) or from
+//! the configuration file's `server:` section; a flag beats the variable, which beats the
+//! file, which beats the default.
+
+use clap::Args;
+use std::path::PathBuf;
+
+/// Arguments of `sluice serve`. `None` means "not given here": the file or the default decides.
+#[derive(Clone, Debug, Default, Args)]
+pub(crate) struct ServeArgs {
+    /// The configuration file (YAML): Sluice policies and Envoy domains, or an
+    /// envoyproxy/ratelimit file. Without it, a built-in example configuration is served.
+    #[arg(long, env = "SLUICE_CONFIG", value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+
+    /// Where the HTTP JSON API listens [default: 127.0.0.1:8080].
+    #[arg(long, env = "SLUICE_HTTP", value_name = "ADDR")]
+    pub(crate) http: Option<String>,
+
+    /// Where the Envoy rate limit gRPC service listens [default: 127.0.0.1:8081].
+    #[arg(long, env = "SLUICE_GRPC", value_name = "ADDR")]
+    pub(crate) grpc: Option<String>,
+
+    /// Where states live: `memory`, `redis://HOST:PORT[/DB]` or
+    /// `redis+cluster://HOST:PORT[,HOST:PORT…]` [default: memory].
+    #[arg(long, env = "SLUICE_STORE", value_name = "STORE")]
+    pub(crate) store: Option<String>,
+
+    /// The in-memory store's snapshot file, or `off` [default: sluice.snapshot].
+    #[arg(long, env = "SLUICE_SNAPSHOT", value_name = "PATH")]
+    pub(crate) snapshot: Option<String>,
+
+    /// How often the snapshot is written, such as `5s` [default: 5s].
+    #[arg(long, env = "SLUICE_SNAPSHOT_INTERVAL", value_name = "DURATION")]
+    pub(crate) snapshot_interval: Option<String>,
+
+    /// Start empty when the snapshot file cannot be loaded, instead of refusing to start.
+    #[arg(long, env = "SLUICE_DISCARD_BAD_SNAPSHOT", num_args = 0..=1, default_missing_value = "true")]
+    pub(crate) discard_bad_snapshot: Option<bool>,
+
+    /// The token admin endpoints (reset, reload) require as `Authorization: Bearer TOKEN`.
+    /// Without one, they answer loopback clients only.
+    #[arg(long, env = "SLUICE_ADMIN_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+    pub(crate) admin_token: Option<String>,
+
+    /// Report every request allowed, while still counting and recording what would have
+    /// been rejected (roll-out of new limits).
+    #[arg(long, env = "SLUICE_SHADOW_MODE", num_args = 0..=1, default_missing_value = "true")]
+    pub(crate) shadow_mode: Option<bool>,
+
+    /// What Redis-backed checks decide while Redis cannot answer: `open`, `closed` or
+    /// `fallback` [default: open].
+    #[arg(long, env = "SLUICE_FAILURE_MODE", value_name = "MODE")]
+    pub(crate) failure_mode: Option<String>,
+
+    /// How long one Redis call may take, such as `50ms` [default: 50ms].
+    #[arg(long, env = "SLUICE_REDIS_TIMEOUT", value_name = "DURATION")]
+    pub(crate) redis_timeout: Option<String>,
+
+    /// The most states the in-memory store holds [default: 10000000].
+    #[arg(long, env = "SLUICE_MAX_KEYS", value_name = "COUNT")]
+    pub(crate) max_keys: Option<usize>,
+
+    /// Add rate-limit headers to Envoy responses [default: false].
+    #[arg(long, env = "SLUICE_ENVOY_HEADERS", num_args = 0..=1, default_missing_value = "true")]
+    pub(crate) envoy_headers: Option<bool>,
+
+    /// Log format: `text` or `json` [default: text]. Levels follow `RUST_LOG`.
+    #[arg(long, env = "SLUICE_LOG_FORMAT", value_name = "FORMAT")]
+    pub(crate) log_format: Option<String>,
+}
+
+/// Arguments of `sluice check-config`.
+#[derive(Debug, Args)]
+pub(crate) struct CheckConfigArgs {
+    /// The configuration file to validate.
+    #[arg(value_name = "FILE")]
+    pub(crate) file: PathBuf,
+}

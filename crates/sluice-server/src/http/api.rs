@@ -1,0 +1,132 @@
+//! The JSON bodies of the HTTP API. Their schemas feed `/openapi.json`.
+
+use crate::engine::Outcome;
+use serde::{Deserialize, Serialize};
+use sluice::{RetryAfter, Source};
+use utoipa::ToSchema;
+
+/// Check a key against one or several policies, all or nothing.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CheckRequest {
+    /// The caller's key (user, API key, IP): 1 to 1024 bytes of UTF-8.
+    pub(crate) key: String,
+    /// The policies to check together; the request passes only if every one allows it.
+    pub(crate) policies: Vec<String>,
+    /// What the request costs (default 1). 0 peeks without consuming.
+    #[serde(default = "one")]
+    #[schema(default = 1, minimum = 0)]
+    pub(crate) cost: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// Ask what a request of cost 1 would get, without consuming anything.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PeekRequest {
+    /// The caller's key.
+    pub(crate) key: String,
+    /// The policies to look at.
+    pub(crate) policies: Vec<String>,
+}
+
+/// Forget a key's state (admin).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ResetRequest {
+    /// The caller's key.
+    pub(crate) key: String,
+    /// The policies whose state to forget; every policy when absent.
+    #[serde(default)]
+    pub(crate) policies: Vec<String>,
+}
+
+/// The decision (SPEC.md's fields; durations in whole microseconds).
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct CheckResponse {
+    /// The request may proceed (also when only a shadow-mode policy rejected it).
+    pub(crate) allowed: bool,
+    /// The policy whose decision is reported: the most restrictive one.
+    pub(crate) policy: String,
+    /// That policy's limit (token bucket: capacity; leaky bucket: burst + 1).
+    pub(crate) limit: u64,
+    /// Cost-1 requests that would still pass right now.
+    pub(crate) remaining: u64,
+    /// µs until all quota is back if no request came.
+    pub(crate) reset_after_us: u64,
+    /// µs until a request of the same cost could pass; null when allowed, or when the cost
+    /// can never pass (then `cost_exceeds_limit` is true).
+    pub(crate) retry_after_us: Option<u64>,
+    /// The cost is more than the policy can ever allow.
+    pub(crate) cost_exceeds_limit: bool,
+    /// µs the caller should wait before proceeding (leaky bucket in `delay` mode).
+    pub(crate) delay_us: u64,
+    /// A policy in shadow mode would have rejected this request.
+    pub(crate) shadow_rejected: bool,
+    /// Who decided: `store`, `cache`, `failed_open`, `failed_closed` or `fallback`.
+    pub(crate) source: &'static str,
+}
+
+impl CheckResponse {
+    pub(crate) fn from_outcome(outcome: &Outcome) -> CheckResponse {
+        let decision = &outcome.decision;
+        let (retry_after_us, cost_exceeds_limit) = match decision.retry_after {
+            None => (None, false),
+            Some(RetryAfter::After(wait)) => (Some(micros(wait)), false),
+            Some(RetryAfter::Never) => (None, true),
+        };
+        CheckResponse {
+            allowed: decision.allowed,
+            policy: outcome.limit.name().to_owned(),
+            limit: decision.limit,
+            remaining: decision.remaining,
+            reset_after_us: micros(decision.reset_after),
+            retry_after_us,
+            cost_exceeds_limit,
+            delay_us: micros(decision.delay),
+            shadow_rejected: outcome.shadow_rejected,
+            source: source_name(outcome.source),
+        }
+    }
+}
+
+/// A duration in whole microseconds (decisions hold whole microseconds below 2^53).
+pub(crate) fn micros(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
+pub(crate) fn source_name(source: Source) -> &'static str {
+    match source {
+        Source::Store => "store",
+        Source::Cache => "cache",
+        Source::FailedOpen => "failed_open",
+        Source::FailedClosed => "failed_closed",
+        Source::Fallback => "fallback",
+    }
+}
+
+/// An error: a stable code and a message for people.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct ErrorResponse {
+    /// A stable code: `bad_request`, `invalid_key`, `unknown_policy`, `payload_too_large`,
+    /// `unsupported_media_type`, `unauthorized`, `store_unavailable`, `store_error`…
+    pub(crate) error: &'static str,
+    /// What is wrong, for people.
+    pub(crate) message: String,
+}
+
+/// A policy as configured.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct PolicyInfo {
+    /// The policy's name.
+    pub(crate) name: String,
+    /// Its algorithm (`sliding_log`, `fixed_window`, `sliding_window`, `token_bucket`, `leaky_bucket`).
+    pub(crate) algorithm: &'static str,
+    /// Its limit.
+    pub(crate) limit: u64,
+    /// Whether it is in shadow mode.
+    pub(crate) shadow_mode: bool,
+}

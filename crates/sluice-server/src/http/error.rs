@@ -1,0 +1,76 @@
+//! Errors as HTTP responses: a status, and a JSON body with a stable code.
+
+use crate::engine::CheckError;
+use crate::http::api::ErrorResponse;
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use sluice::StoreError;
+
+/// An error answered to an HTTP client.
+#[derive(Debug)]
+pub(crate) struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+}
+
+impl ApiError {
+    pub(crate) fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { status, code, message: message.into() }
+    }
+
+    pub(crate) fn unauthorized(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> ApiError {
+        let (status, code) = match &rejection {
+            JsonRejection::MissingJsonContentType(_) => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type"),
+            JsonRejection::BytesRejection(_) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large")
+            }
+            _ => (StatusCode::BAD_REQUEST, "bad_request"),
+        };
+        ApiError::new(status, code, rejection.body_text())
+    }
+}
+
+impl From<CheckError> for ApiError {
+    fn from(error: CheckError) -> ApiError {
+        let message = error.to_string();
+        match error {
+            CheckError::UnknownPolicy { .. } => ApiError::new(StatusCode::NOT_FOUND, "unknown_policy", message),
+            CheckError::DuplicatePolicy(_) | CheckError::NoPolicy => {
+                ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+            }
+            CheckError::InvalidKey(_) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_key", message),
+            CheckError::Store(StoreError::Unavailable(cause)) => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "store_unavailable",
+                format!("store unavailable: {cause}"),
+            ),
+            CheckError::Store(StoreError::Refused(_)) => {
+                ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "refused", message)
+            }
+            CheckError::Store(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "store_error", message),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut response =
+            (self.status, Json(ErrorResponse { error: self.code, message: self.message })).into_response();
+        if self.status == StatusCode::SERVICE_UNAVAILABLE {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        if self.status == StatusCode::UNAUTHORIZED {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        response
+    }
+}

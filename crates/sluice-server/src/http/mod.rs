@@ -1,0 +1,68 @@
+//! The HTTP JSON API.
+//!
+//! | endpoint | what |
+//! | --- | --- |
+//! | `POST /v1/check` | check a key against policies with a cost (all or nothing): 200 or 429 |
+//! | `POST /v1/peek` | the same without consuming: what a cost-1 request would get |
+//! | `POST /v1/reset` | forget a key's state (admin) |
+//! | `POST /v1/reload` | reload the configuration file (admin) |
+//! | `GET /v1/policies` | the policies in force |
+//! | `GET /healthz`, `/readyz`, `/metrics`, `/openapi.json` | operations |
+
+mod admin;
+pub(crate) mod api;
+mod check;
+mod error;
+pub(crate) mod headers;
+mod ops;
+
+use crate::service::Service;
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::routing::{get, post};
+use std::sync::Arc;
+use utoipa::OpenApi;
+
+/// The largest request body accepted.
+pub(crate) const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// The OpenAPI document, generated from the handlers and types above.
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Sluice", description = "Exact, fast rate limiting: the HTTP JSON API of `sluice serve`."),
+    paths(check::check, check::peek, admin::reset, admin::reload, ops::policies, ops::healthz, ops::readyz, ops::metrics),
+    modifiers(&AdminToken),
+)]
+struct ApiDoc;
+
+struct AdminToken;
+
+impl utoipa::Modify for AdminToken {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme("admin_token", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)));
+    }
+}
+
+/// The OpenAPI document as JSON.
+pub(crate) fn openapi_json() -> String {
+    ApiDoc::openapi().to_pretty_json().unwrap_or_default()
+}
+
+/// The API's routes.
+pub(crate) fn router(service: Arc<Service>) -> Router {
+    let openapi = openapi_json();
+    Router::new()
+        .route("/v1/check", post(check::check))
+        .route("/v1/peek", post(check::peek))
+        .route("/v1/reset", post(admin::reset))
+        .route("/v1/reload", post(admin::reload))
+        .route("/v1/policies", get(ops::policies))
+        .route("/healthz", get(ops::healthz))
+        .route("/readyz", get(ops::readyz))
+        .route("/metrics", get(ops::metrics))
+        .route("/openapi.json", get(move || async move { ([("content-type", "application/json")], openapi) }))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(service)
+}

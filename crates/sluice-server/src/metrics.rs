@@ -1,0 +1,184 @@
+//! Prometheus metrics, rendered as text at `/metrics`.
+//!
+//! Per-policy counters are looked up once per configuration ([`PolicyCounters`]), so a
+//! check touches only atomics.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use sluice::Source;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CheckLabels {
+    policy: String,
+    /// `allowed`, `rejected` or `shadow_rejected`.
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct SourceLabels {
+    source: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabels {
+    result: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabels {
+    kind: &'static str,
+}
+
+/// Every metric the service exports.
+#[derive(Debug)]
+pub(crate) struct Metrics {
+    registry: Registry,
+    checks: Family<CheckLabels, Counter>,
+    without_store: Family<SourceLabels, Counter>,
+    store_latency: Histogram,
+    store_errors: Family<KindLabels, Counter>,
+    reloads: Family<ResultLabels, Counter>,
+    snapshots: Family<ResultLabels, Counter>,
+    keys: Gauge,
+    snapshot_age: Gauge<f64, AtomicU64>,
+}
+
+/// The counters of one policy, resolved once per configuration.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PolicyCounters {
+    allowed: Counter,
+    rejected: Counter,
+    shadow_rejected: Counter,
+}
+
+impl PolicyCounters {
+    /// Counts one request's outcome under this policy.
+    pub(crate) fn count(&self, allowed: bool, shadow: bool) {
+        match (allowed, shadow) {
+            (true, _) => self.allowed.inc(),
+            (false, false) => self.rejected.inc(),
+            (false, true) => self.shadow_rejected.inc(),
+        };
+    }
+}
+
+impl Metrics {
+    /// Creates and registers every metric.
+    pub(crate) fn new() -> Metrics {
+        let metrics = Metrics {
+            registry: Registry::with_prefix("sluice"),
+            checks: Family::default(),
+            without_store: Family::default(),
+            store_latency: Histogram::new(exponential_buckets(0.000_005, 2.0, 18)),
+            store_errors: Family::default(),
+            reloads: Family::default(),
+            snapshots: Family::default(),
+            keys: Gauge::default(),
+            snapshot_age: Gauge::default(),
+        };
+        metrics.register()
+    }
+
+    fn register(mut self) -> Metrics {
+        let registry = &mut self.registry;
+        registry.register(
+            "checks",
+            "Checked requests by policy and outcome (allowed, rejected, shadow_rejected)",
+            self.checks.clone(),
+        );
+        registry.register(
+            "decisions_without_store",
+            "Decisions made while the store could not answer, by failure mode",
+            self.without_store.clone(),
+        );
+        registry.register("store_latency_seconds", "Time the store took to decide", self.store_latency.clone());
+        registry.register("store_errors", "Checks the store could not decide, by kind", self.store_errors.clone());
+        registry.register("config_reloads", "Configuration reloads by result (ok, failed)", self.reloads.clone());
+        registry.register(
+            "snapshots",
+            "Snapshots of the in-memory store by result (ok, failed)",
+            self.snapshots.clone(),
+        );
+        registry.register("keys", "States held by the in-memory store (one per policy and key)", self.keys.clone());
+        registry.register(
+            "snapshot_age_seconds",
+            "Seconds since the last snapshot was written",
+            self.snapshot_age.clone(),
+        );
+        // Every series exists from the start, at 0, so rates and alerts see the first event.
+        for result in ["ok", "failed"] {
+            let _ = self.reloads.get_or_create(&ResultLabels { result });
+            let _ = self.snapshots.get_or_create(&ResultLabels { result });
+        }
+        for source in ["failed_open", "failed_closed", "fallback"] {
+            let _ = self.without_store.get_or_create(&SourceLabels { source });
+        }
+        for kind in ["unavailable", "malformed", "refused"] {
+            let _ = self.store_errors.get_or_create(&KindLabels { kind });
+        }
+        self
+    }
+
+    /// The counters of `policy`.
+    pub(crate) fn policy(&self, policy: &str) -> PolicyCounters {
+        let counter = |outcome| self.checks.get_or_create(&CheckLabels { policy: policy.to_owned(), outcome }).clone();
+        PolicyCounters {
+            allowed: counter("allowed"),
+            rejected: counter("rejected"),
+            shadow_rejected: counter("shadow_rejected"),
+        }
+    }
+
+    /// Counts a decision by its source, when the store did not make it.
+    pub(crate) fn count_source(&self, source: Source) {
+        let name = match source {
+            Source::FailedOpen => "failed_open",
+            Source::FailedClosed => "failed_closed",
+            Source::Fallback => "fallback",
+            Source::Store | Source::Cache => return,
+        };
+        self.without_store.get_or_create(&SourceLabels { source: name }).inc();
+    }
+
+    /// Records how long the store took.
+    pub(crate) fn observe_store(&self, elapsed: Duration) {
+        self.store_latency.observe(elapsed.as_secs_f64());
+    }
+
+    /// Counts a store error.
+    pub(crate) fn count_store_error(&self, error: &sluice::StoreError) {
+        let kind = match error {
+            sluice::StoreError::Unavailable(_) => "unavailable",
+            sluice::StoreError::Malformed(_) => "malformed",
+            sluice::StoreError::Refused(_) => "refused",
+            _ => "other",
+        };
+        self.store_errors.get_or_create(&KindLabels { kind }).inc();
+    }
+
+    /// Counts a configuration reload.
+    pub(crate) fn count_reload(&self, ok: bool) {
+        self.reloads.get_or_create(&ResultLabels { result: if ok { "ok" } else { "failed" } }).inc();
+    }
+
+    /// Counts a snapshot.
+    pub(crate) fn count_snapshot(&self, ok: bool) {
+        self.snapshots.get_or_create(&ResultLabels { result: if ok { "ok" } else { "failed" } }).inc();
+    }
+
+    /// Renders every metric, with the gauges read now.
+    pub(crate) fn render(&self, keys: Option<usize>, snapshot_age: Option<Duration>) -> String {
+        self.keys.set(keys.map_or(0, |keys| i64::try_from(keys).unwrap_or(i64::MAX)));
+        self.snapshot_age.set(snapshot_age.map_or(f64::NAN, |age| age.as_secs_f64()));
+        let mut text = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
+        text
+    }
+}

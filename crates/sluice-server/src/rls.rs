@@ -1,0 +1,190 @@
+//! The Envoy rate limit service (`envoy.service.ratelimit.v3.RateLimitService`, gRPC).
+//!
+//! Each descriptor of a request is resolved to a rule of its domain (see [`crate::envoy`])
+//! and checked on its own state key, as envoyproxy/ratelimit does: the response is
+//! `OVER_LIMIT` when any descriptor is over its limit, and every descriptor gets its status.
+//! Descriptors are not all-or-nothing (their keys differ, and may live on different Redis
+//! Cluster slots); a policy list on one key is, through the HTTP API.
+
+use crate::engine::{CheckError, Outcome};
+use crate::envoy::{Resolution, Rule, Unit};
+use crate::http::headers::{quota_window, whole_seconds};
+use crate::service::Service;
+use envoy_types::pb::envoy::config::core::v3::HeaderValue;
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::rate_limit::Unit as ProtoUnit;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus, RateLimit};
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitService;
+use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use envoy_types::pb::google::protobuf::Duration as ProtoDuration;
+use sluice::{Key, Source, StoreError};
+use std::sync::Arc;
+use std::time::Duration;
+use tonic::{Request, Response, Status};
+
+pub(crate) use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
+
+/// The gRPC service, sharing the engine with the HTTP API.
+#[derive(Debug)]
+pub(crate) struct RateLimitGrpc {
+    service: Arc<Service>,
+}
+
+impl RateLimitGrpc {
+    pub(crate) fn new(service: Arc<Service>) -> RateLimitGrpc {
+        RateLimitGrpc { service }
+    }
+}
+
+#[tonic::async_trait]
+impl RateLimitService for RateLimitGrpc {
+    async fn should_rate_limit(
+        &self,
+        request: Request<RateLimitRequest>,
+    ) -> Result<Response<RateLimitResponse>, Status> {
+        let request = request.into_inner();
+        if request.domain.is_empty() {
+            return Err(Status::invalid_argument("rate limit domain must not be empty"));
+        }
+        if request.descriptors.is_empty() {
+            return Err(Status::invalid_argument("rate limit descriptor list must not be empty"));
+        }
+        let mut statuses = Vec::with_capacity(request.descriptors.len());
+        let mut tightest: Option<(Outcome, u64)> = None;
+        for descriptor in &request.descriptors {
+            let hits = hits_of(descriptor, request.hits_addend);
+            let (status, outcome) = self.check_descriptor(&request.domain, descriptor, hits).await?;
+            if let Some(outcome) = outcome {
+                let remaining = outcome.decision.remaining;
+                if tightest.as_ref().is_none_or(|(_, least)| remaining < *least) {
+                    tightest = Some((outcome, remaining));
+                }
+            }
+            statuses.push(status);
+        }
+        let over = statuses.iter().any(|status| status.code == Code::OverLimit as i32);
+        let response_headers_to_add = match (&tightest, self.service.settings.envoy_headers) {
+            (Some((outcome, _)), true) => headers(outcome),
+            _ => Vec::new(),
+        };
+        Ok(Response::new(RateLimitResponse {
+            overall_code: if over { Code::OverLimit } else { Code::Ok } as i32,
+            statuses,
+            response_headers_to_add,
+            ..RateLimitResponse::default()
+        }))
+    }
+}
+
+impl RateLimitGrpc {
+    /// The status of one descriptor, and the outcome when a limit was checked.
+    async fn check_descriptor(
+        &self,
+        domain: &str,
+        descriptor: &RateLimitDescriptor,
+        hits: u64,
+    ) -> Result<(DescriptorStatus, Option<Outcome>), Status> {
+        let engine = &self.service.engine;
+        let loaded = engine.loaded();
+        let rules = loaded.config.envoy();
+        let entries = descriptor.entries.iter().map(|entry| (entry.key.as_str(), entry.value.as_str()));
+        let resolution = rules.map_or(Resolution::NoRule, |rules| rules.resolve(domain, entries));
+        let shadow = resolution.shadow_mode() || self.service.settings.shadow_mode;
+        match resolution {
+            Resolution::NoRule => Ok((status(Code::Ok, None, 0, None), None)),
+            Resolution::Unlimited(rule) => Ok((status(Code::Ok, Some(rule), u32::MAX, None), None)),
+            Resolution::Blocked(rule) => {
+                loaded.rule_counters(rule).count(false, shadow);
+                let code = if shadow { Code::Ok } else { Code::OverLimit };
+                Ok((status(code, Some(rule), 0, None), None))
+            }
+            Resolution::KeyTooLong { len, .. } => Err(Status::invalid_argument(format!(
+                "descriptor too long: its state key would be {len} bytes, over the {} allowed",
+                sluice::Key::MAX_LEN
+            ))),
+            Resolution::Limited { rule, limit, key } => {
+                let key = Key::new(key.as_bytes()).map_err(|error| Status::invalid_argument(error.to_string()))?;
+                let counters = loaded.rule_counters(rule);
+                let outcome = engine.check_limit(key, limit, shadow, &counters, hits).await.map_err(grpc_error)?;
+                if outcome.source == Source::FailedClosed {
+                    return Err(Status::unavailable("the store cannot answer and the failure mode is closed"));
+                }
+                let code = if outcome.decision.allowed { Code::Ok } else { Code::OverLimit };
+                let remaining = u32::try_from(outcome.decision.remaining).unwrap_or(u32::MAX);
+                let reset = proto_duration(outcome.decision.reset_after);
+                Ok((status(code, Some(rule), remaining, Some(reset)), Some(outcome)))
+            }
+        }
+    }
+}
+
+/// `hits_addend` of the descriptor, else of the request; 0 means 1.
+fn hits_of(descriptor: &RateLimitDescriptor, request_hits: u32) -> u64 {
+    let hits = descriptor.hits_addend.as_ref().map_or(u64::from(request_hits), |hits| hits.value);
+    hits.max(1)
+}
+
+fn status(code: Code, rule: Option<&Rule>, remaining: u32, reset: Option<ProtoDuration>) -> DescriptorStatus {
+    DescriptorStatus {
+        code: code as i32,
+        current_limit: rule.and_then(current_limit),
+        limit_remaining: remaining,
+        duration_until_reset: reset,
+        ..DescriptorStatus::default()
+    }
+}
+
+/// The rule's limit as Envoy understands it: requests per unit. A Sluice policy has no
+/// unit; it is reported with its window's unit when the window is one, else `UNKNOWN`.
+fn current_limit(rule: &Rule) -> Option<RateLimit> {
+    let limit = rule.limit()?;
+    let unit = match rule.unit() {
+        Some(unit) => proto_unit(unit),
+        None => ProtoUnit::Unknown,
+    };
+    let requests_per_unit = u32::try_from(limit.policy().limit()).unwrap_or(u32::MAX);
+    Some(RateLimit { name: rule.name().to_owned(), requests_per_unit, unit: unit as i32 })
+}
+
+fn proto_unit(unit: Unit) -> ProtoUnit {
+    match unit {
+        Unit::Second => ProtoUnit::Second,
+        Unit::Minute => ProtoUnit::Minute,
+        Unit::Hour => ProtoUnit::Hour,
+        Unit::Day => ProtoUnit::Day,
+        Unit::Week => ProtoUnit::Week,
+    }
+}
+
+fn proto_duration(duration: Duration) -> ProtoDuration {
+    ProtoDuration {
+        seconds: i64::try_from(duration.as_secs()).unwrap_or(i64::MAX),
+        nanos: i32::try_from(duration.subsec_nanos()).unwrap_or(0),
+    }
+}
+
+/// Rate-limit headers for Envoy to add to the response, from the tightest descriptor.
+fn headers(outcome: &Outcome) -> Vec<HeaderValue> {
+    let decision = &outcome.decision;
+    let name = outcome.limit.name();
+    let reset = whole_seconds(decision.reset_after);
+    let window = whole_seconds(quota_window(outcome.limit.policy()));
+    let pairs = [
+        ("ratelimit-policy", format!("\"{name}\";q={};w={window}", decision.limit)),
+        ("ratelimit", format!("\"{name}\";r={};t={reset}", decision.remaining)),
+        ("x-ratelimit-limit", decision.limit.to_string()),
+        ("x-ratelimit-remaining", decision.remaining.to_string()),
+        ("x-ratelimit-reset", reset.to_string()),
+    ];
+    let header = |(key, value): (&str, String)| HeaderValue { key: key.to_owned(), value, ..HeaderValue::default() };
+    pairs.into_iter().map(header).collect()
+}
+
+fn grpc_error(error: CheckError) -> Status {
+    match error {
+        CheckError::Store(StoreError::Unavailable(cause)) => Status::unavailable(format!("store unavailable: {cause}")),
+        CheckError::Store(StoreError::Refused(message)) => Status::invalid_argument(message),
+        CheckError::InvalidKey(message) => Status::invalid_argument(message),
+        other => Status::internal(other.to_string()),
+    }
+}

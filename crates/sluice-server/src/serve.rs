@@ -1,0 +1,99 @@
+//! `sluice serve`: wires the store, the engine, the front ends and the background tasks.
+
+use crate::backend::Backend;
+use crate::cli_serve::ServeArgs;
+use crate::engine::Engine;
+use crate::metrics::Metrics;
+use crate::rls::{RateLimitGrpc, RateLimitServiceServer};
+use crate::service::Service;
+use crate::service_config::{BUILTIN, ServiceConfig};
+use crate::settings::Settings;
+use crate::shutdown::Shutdown;
+use crate::{http, reload, snapshot};
+use anyhow::Context;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio::net::TcpListener;
+use tonic::transport::server::TcpIncoming;
+
+/// Runs the service until SIGTERM or SIGINT.
+pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    let config = match &args.config {
+        Some(path) => ServiceConfig::load(path)?,
+        None => ServiceConfig::parse(BUILTIN).context("the built-in configuration")?,
+    };
+    let settings = Settings::resolve(args, &config.server)
+        .map_err(|problems| anyhow::anyhow!("invalid settings:\n  {}", problems.join("\n  ")))?;
+    init_logs(settings.json_logs);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(serve(settings, config, args))
+}
+
+async fn serve(settings: Settings, config: ServiceConfig, args: &ServeArgs) -> anyhow::Result<()> {
+    let backend = Backend::open(&settings).await?;
+    if let (Some(path), Some(store)) = (&settings.snapshot, backend.memory()) {
+        snapshot::load(path, store, &config.limits(), settings.discard_bad_snapshot)?;
+    }
+    let engine = Engine::new(backend, config, Metrics::new(), settings.shadow_mode);
+    let service = Arc::new(Service::new(engine, settings, args.config.clone()));
+    let http_listener = bind(service.settings.http, "HTTP").await?;
+    let grpc_listener = bind(service.settings.grpc, "gRPC").await?;
+    announce(&service, &http_listener, &grpc_listener)?;
+    let shutdown = Shutdown::on_signals();
+    tokio::spawn(reload::on_sighup(Arc::clone(&service)));
+    tokio::spawn(reload::on_file_change(Arc::clone(&service)));
+    if service.settings.snapshot.is_some() && service.engine.backend().memory().is_some() {
+        tokio::spawn(snapshot::run_periodically(Arc::clone(&service)));
+    }
+    let app = http::router(Arc::clone(&service)).into_make_service_with_connect_info::<SocketAddr>();
+    let http = axum::serve(http_listener, app).with_graceful_shutdown(shutdown.clone().wait());
+    let grpc = tonic::transport::Server::builder()
+        .add_service(RateLimitServiceServer::new(RateLimitGrpc::new(Arc::clone(&service))));
+    let grpc = grpc.serve_with_incoming_shutdown(TcpIncoming::from(grpc_listener), shutdown.wait());
+    let (http, grpc) = tokio::join!(http, grpc);
+    http.context("HTTP server")?;
+    grpc.context("gRPC server")?;
+    if snapshot::save_now(&service).await {
+        tracing::info!("stopped");
+    }
+    Ok(())
+}
+
+async fn bind(address: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(address).await.with_context(|| format!("cannot listen for {what} on {address}"))
+}
+
+/// Prints where the service listens and what it serves (standard output, for people and scripts).
+fn announce(service: &Service, http: &TcpListener, grpc: &TcpListener) -> anyhow::Result<()> {
+    let loaded = service.engine.loaded();
+    let source =
+        service.config_path.as_ref().map_or_else(|| "built-in example".to_owned(), |p| p.display().to_string());
+    println!("sluice {} serving {} policies from {source}", env!("CARGO_PKG_VERSION"), loaded.config.policies().len());
+    for entry in loaded.config.policies() {
+        let shadow = if entry.shadow { " (shadow mode)" } else { "" };
+        println!(
+            "  policy {}: {}, limit {}{shadow}",
+            entry.limit.name(),
+            entry.limit.policy().algorithm_name(),
+            entry.limit.policy().limit()
+        );
+    }
+    if let Some(rules) = loaded.config.envoy() {
+        println!("Envoy rules: {} in domains {}", rules.len(), rules.domains().collect::<Vec<_>>().join(", "));
+    }
+    println!("store: {}", service.settings.store);
+    println!("HTTP listening on http://{}", http.local_addr()?);
+    println!("gRPC listening on {}", grpc.local_addr()?);
+    Ok(())
+}
+
+fn init_logs(json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}

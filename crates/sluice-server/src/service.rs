@@ -1,0 +1,65 @@
+//! The running service's shared state: the engine, settings, and where the config came from.
+
+use crate::engine::Engine;
+use crate::service_config::ServiceConfig;
+use crate::settings::Settings;
+use parking_lot::Mutex;
+use std::path::PathBuf;
+use std::time::Instant;
+
+/// Everything the front ends and background tasks share.
+#[derive(Debug)]
+pub(crate) struct Service {
+    pub(crate) engine: Engine,
+    pub(crate) settings: Settings,
+    /// The configuration file, or `None` for the built-in one.
+    pub(crate) config_path: Option<PathBuf>,
+    /// When the last snapshot was written.
+    pub(crate) last_snapshot: Mutex<Option<Instant>>,
+    /// Serialises reloads (SIGHUP, file watch and the admin endpoint may race).
+    reload_lock: tokio::sync::Mutex<()>,
+}
+
+/// What a reload did.
+#[derive(Debug)]
+pub(crate) struct ReloadReport {
+    /// Policies now in force.
+    pub(crate) policies: usize,
+    /// Policies whose definition is new or changed (their keys start fresh).
+    pub(crate) fresh: usize,
+}
+
+impl Service {
+    /// A service around `engine`.
+    pub(crate) fn new(engine: Engine, settings: Settings, config_path: Option<PathBuf>) -> Service {
+        Service {
+            engine,
+            settings,
+            config_path,
+            last_snapshot: Mutex::new(None),
+            reload_lock: tokio::sync::Mutex::new(()),
+        }
+    }
+
+    /// Reads the configuration file again and, when valid, puts it in force atomically.
+    /// An invalid file is refused (logged and counted) and the old configuration stays.
+    pub(crate) async fn reload(&self) -> anyhow::Result<ReloadReport> {
+        let _one_at_a_time = self.reload_lock.lock().await;
+        let Some(path) = &self.config_path else {
+            anyhow::bail!("the service runs the built-in configuration: there is no file to reload");
+        };
+        let loaded = ServiceConfig::load(path);
+        self.engine.metrics().count_reload(loaded.is_ok());
+        let config = loaded
+            .inspect_err(|error| tracing::error!("configuration reload refused, the old one stays: {error:#}"))?;
+        if config.server != self.engine.loaded().config.server {
+            tracing::warn!("the `server:` section changed; its settings take effect at the next restart");
+        }
+        let old = self.engine.loaded().config.limit_ids();
+        let fresh = config.limit_ids().iter().filter(|id| !old.contains(id)).count();
+        let report = ReloadReport { policies: config.policies().len(), fresh };
+        self.engine.replace(config);
+        tracing::info!(policies = report.policies, fresh = report.fresh, "configuration reloaded");
+        Ok(report)
+    }
+}

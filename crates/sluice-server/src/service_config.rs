@@ -1,0 +1,216 @@
+//! The service's configuration file: Sluice policies, Envoy domains and server settings.
+//!
+//! ```yaml
+//! server:                # optional: the same settings as `sluice serve --help`
+//!   http: 127.0.0.1:8080
+//! policies:              # Sluice policies (see examples/policies.yaml)
+//!   api:
+//!     algorithm: token_bucket
+//!     capacity: 100
+//!     refill_interval: 1s
+//!     shadow_mode: true  # count what would be rejected, reject nothing
+//! domains: []            # Envoy rate limit domains (see docs/service.md)
+//! ```
+//!
+//! A plain envoyproxy/ratelimit file (`domain:` and `descriptors:` at the top) loads too.
+
+use crate::envoy::Rules;
+use crate::settings::ServerSection;
+use serde_yaml_ng::{Mapping, Value};
+use sluice::config::{ConfigError, Problem};
+use sluice::{Limit, LimitId};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// The configuration served when `sluice serve` is given no file.
+pub(crate) const BUILTIN: &str = include_str!("../../../examples/service.yaml");
+
+/// A validated service configuration.
+#[derive(Debug)]
+pub(crate) struct ServiceConfig {
+    policies: Vec<PolicyEntry>,
+    by_name: HashMap<Arc<str>, usize>,
+    /// The Envoy rules, when the file has domains.
+    envoy: Option<Rules>,
+    /// The `server:` section (empty when absent).
+    pub(crate) server: ServerSection,
+}
+
+/// One named policy and whether it only reports.
+#[derive(Clone, Debug)]
+pub(crate) struct PolicyEntry {
+    pub(crate) limit: Limit,
+    /// Rejections are counted and recorded but reported as allowed.
+    pub(crate) shadow: bool,
+}
+
+impl ServiceConfig {
+    /// Parses and validates a configuration, reporting every problem with its path.
+    pub(crate) fn parse(text: &str) -> Result<ServiceConfig, ConfigError> {
+        let value: Value = serde_yaml_ng::from_str(text).map_err(|error| single("", error.to_string()))?;
+        let Some(top) = value.as_mapping() else {
+            return Err(single("", "must be a mapping with a `policies` or `domains` section"));
+        };
+        let mut problems = Vec::new();
+        for key in top.keys() {
+            if !matches!(key.as_str(), Some("policies" | "server" | "domains" | "domain" | "descriptors")) {
+                problems.push(problem(&show(key), "unknown section (policies, domains, server)"));
+            }
+        }
+        let server = parse_server(top, &mut problems);
+        let policies = parse_policies(top, &mut problems);
+        let envoy = parse_envoy(top, &policies, &mut problems);
+        if top.get("policies").is_none() && top.get("domains").is_none() && top.get("domain").is_none() {
+            problems.push(problem("", "must have a `policies` or `domains` section"));
+        }
+        if !problems.is_empty() {
+            return Err(ConfigError { problems });
+        }
+        let by_name = policies.iter().enumerate().map(|(index, entry)| (name_of(&entry.limit), index)).collect();
+        Ok(ServiceConfig { policies, by_name, envoy, server })
+    }
+
+    /// Reads and parses `path`.
+    pub(crate) fn load(path: &Path) -> anyhow::Result<ServiceConfig> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| anyhow::anyhow!("cannot read the configuration file {}: {error}", path.display()))?;
+        ServiceConfig::parse(&text).map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))
+    }
+
+    /// The position of the policy called `name` in [`policies`](Self::policies).
+    pub(crate) fn policy_index(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).copied()
+    }
+
+    /// Every policy, in file order.
+    pub(crate) fn policies(&self) -> &[PolicyEntry] {
+        &self.policies
+    }
+
+    /// The Envoy rules, if the file has domains.
+    pub(crate) fn envoy(&self) -> Option<&Rules> {
+        self.envoy.as_ref()
+    }
+
+    /// Every limit whose state the store may hold (policies and Envoy rules).
+    pub(crate) fn limits(&self) -> Vec<Limit> {
+        let rules = self.envoy.iter().flat_map(Rules::limits);
+        self.policies.iter().map(|entry| &entry.limit).chain(rules).cloned().collect()
+    }
+
+    /// The identities of every limit, to tell which states a reload keeps.
+    pub(crate) fn limit_ids(&self) -> Vec<LimitId> {
+        self.limits().iter().map(Limit::id).collect()
+    }
+}
+
+fn name_of(limit: &Limit) -> Arc<str> {
+    Arc::from(limit.name())
+}
+
+/// The Envoy rules: a whole envoyproxy/ratelimit file (`domain:` at the top), or Sluice's
+/// `domains:` list.
+fn parse_envoy(top: &Mapping, policies: &[PolicyEntry], problems: &mut Vec<Problem>) -> Option<Rules> {
+    let limits: Vec<Limit> = policies.iter().map(|entry| entry.limit.clone()).collect();
+    let parsed = if top.contains_key("domain") || top.contains_key("descriptors") {
+        let mut envoy_part = top.clone();
+        envoy_part.remove("server");
+        Rules::from_yaml(&Value::Mapping(envoy_part), &limits)
+    } else if let Some(domains) = top.get("domains") {
+        Rules::from_domains(domains, &limits)
+    } else {
+        return None;
+    };
+    parsed.map_err(|error| problems.extend(error.problems)).ok()
+}
+
+fn parse_server(top: &Mapping, problems: &mut Vec<Problem>) -> ServerSection {
+    let Some(section) = top.get("server") else {
+        return ServerSection::default();
+    };
+    serde_yaml_ng::from_value(section.clone()).unwrap_or_else(|error| {
+        problems.push(problem("server", error.to_string()));
+        ServerSection::default()
+    })
+}
+
+/// The `policies` section, with each policy's `shadow_mode` taken out before the core
+/// validates the rest.
+fn parse_policies(top: &Mapping, problems: &mut Vec<Problem>) -> Vec<PolicyEntry> {
+    let Some(section) = top.get("policies") else {
+        return Vec::new();
+    };
+    let Some(section) = section.as_mapping() else {
+        problems.push(problem("policies", "must be a mapping of policy names to policies"));
+        return Vec::new();
+    };
+    let mut stripped = section.clone();
+    let mut shadowed = Vec::new();
+    for (name, body) in &mut stripped {
+        let Some(body) = body.as_mapping_mut() else { continue };
+        match body.remove("shadow_mode") {
+            None | Some(Value::Bool(false)) => {}
+            Some(Value::Bool(true)) => shadowed.push(show(name)),
+            Some(_) => problems.push(problem(&format!("policies.{}.shadow_mode", show(name)), "must be true or false")),
+        }
+    }
+    match sluice::config::parse_policies_section(&stripped) {
+        Ok(limits) => limits
+            .into_iter()
+            .map(|limit| PolicyEntry { shadow: shadowed.iter().any(|name| name == limit.name()), limit })
+            .collect(),
+        Err(error) => {
+            problems.extend(error.problems);
+            Vec::new()
+        }
+    }
+}
+
+fn show(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => serde_yaml_ng::to_string(other).unwrap_or_default().trim().to_owned(),
+    }
+}
+
+fn problem(path: &str, message: impl Into<String>) -> Problem {
+    Problem { path: path.to_owned(), message: message.into() }
+}
+
+fn single(path: &str, message: impl Into<String>) -> ConfigError {
+    ConfigError { problems: vec![problem(path, message)] }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_configuration_is_valid() {
+        let config = ServiceConfig::parse(BUILTIN).unwrap();
+        assert!(config.policy_index("api").is_some());
+    }
+
+    #[test]
+    fn shadow_mode_is_read_per_policy() {
+        let text = "policies:\n  a: {algorithm: fixed_window, limit: 1, window: 1s, shadow_mode: true}\n  b: {algorithm: fixed_window, limit: 1, window: 1s}\n";
+        let config = ServiceConfig::parse(text).unwrap();
+        assert!(config.policies()[config.policy_index("a").unwrap()].shadow);
+        assert!(!config.policies()[config.policy_index("b").unwrap()].shadow);
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_its_path() {
+        let text = "server: {htp: x}\nextra: 1\npolicies:\n  a: {algorithm: fixed_window, limit: 0, window: 1s, shadow_mode: 3}\n";
+        let message = ServiceConfig::parse(text).unwrap_err().to_string();
+        for needle in [
+            "server: unknown field `htp`",
+            "extra: unknown section",
+            "policies.a.shadow_mode: must be true or false",
+            "policies.a.limit",
+        ] {
+            assert!(message.contains(needle), "{needle:?} missing from {message}");
+        }
+    }
+}

@@ -1,0 +1,205 @@
+//! The service's settings, merged from flags, environment and file, in that order.
+
+use crate::cli_serve::ServeArgs;
+use serde::Deserialize;
+use sluice::config::parse_duration;
+use sluice_redis::FailureMode;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The configuration file's optional `server:` section: the same settings as the flags.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ServerSection {
+    pub(crate) http: Option<String>,
+    pub(crate) grpc: Option<String>,
+    pub(crate) store: Option<String>,
+    pub(crate) snapshot: Option<String>,
+    pub(crate) snapshot_interval: Option<String>,
+    pub(crate) discard_bad_snapshot: Option<bool>,
+    pub(crate) admin_token: Option<String>,
+    pub(crate) shadow_mode: Option<bool>,
+    pub(crate) failure_mode: Option<String>,
+    pub(crate) redis_timeout: Option<String>,
+    pub(crate) max_keys: Option<usize>,
+    pub(crate) envoy_headers: Option<bool>,
+    pub(crate) log_format: Option<String>,
+}
+
+/// Where the service keeps its states.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum StoreChoice {
+    /// The embedded store.
+    Memory,
+    /// A standalone Redis.
+    Redis(String),
+    /// A Redis Cluster, through these node URLs.
+    Cluster(Vec<String>),
+}
+
+/// Every setting of a running service, resolved.
+#[derive(Clone, Debug)]
+pub(crate) struct Settings {
+    pub(crate) http: SocketAddr,
+    pub(crate) grpc: SocketAddr,
+    pub(crate) store: StoreChoice,
+    pub(crate) snapshot: Option<PathBuf>,
+    pub(crate) snapshot_interval: Duration,
+    pub(crate) discard_bad_snapshot: bool,
+    pub(crate) admin_token: Option<String>,
+    pub(crate) shadow_mode: bool,
+    pub(crate) failure_mode: FailureMode,
+    pub(crate) redis_timeout: Duration,
+    pub(crate) max_keys: usize,
+    pub(crate) envoy_headers: bool,
+    pub(crate) json_logs: bool,
+}
+
+impl Settings {
+    /// Merges `args` (flags, then environment, as clap resolved them) over the file's
+    /// `server:` section over the defaults. Every bad value is reported, by name.
+    pub(crate) fn resolve(args: &ServeArgs, file: &ServerSection) -> Result<Settings, Vec<String>> {
+        let mut problems = Problems::default();
+        let pick = |flag: &Option<String>, file: &Option<String>, default: &str| {
+            flag.clone().or_else(|| file.clone()).unwrap_or_else(|| default.to_owned())
+        };
+        let flag = |arg: Option<bool>, file: Option<bool>| arg.or(file).unwrap_or(false);
+        let http = problems.take("http", address(&pick(&args.http, &file.http, "127.0.0.1:8080")));
+        let grpc = problems.take("grpc", address(&pick(&args.grpc, &file.grpc, "127.0.0.1:8081")));
+        let store = problems.take("store", store(&pick(&args.store, &file.store, "memory")));
+        let interval = pick(&args.snapshot_interval, &file.snapshot_interval, "5s");
+        let snapshot_interval = problems.take("snapshot_interval", positive(&interval));
+        let mode = pick(&args.failure_mode, &file.failure_mode, "open");
+        let failure_mode = problems.take("failure_mode", failure_mode(&mode));
+        let timeout = pick(&args.redis_timeout, &file.redis_timeout, "50ms");
+        let redis_timeout = problems.take("redis_timeout", positive(&timeout));
+        let json_logs = problems.take("log_format", log_format(&pick(&args.log_format, &file.log_format, "text")));
+        let max_keys = problems.take("max_keys", at_least_one(args.max_keys.or(file.max_keys)));
+        let settings = (|| {
+            Some(Settings {
+                http: http?,
+                grpc: grpc?,
+                store: store?,
+                snapshot: snapshot_path(&pick(&args.snapshot, &file.snapshot, "sluice.snapshot")),
+                snapshot_interval: snapshot_interval?,
+                discard_bad_snapshot: flag(args.discard_bad_snapshot, file.discard_bad_snapshot),
+                admin_token: args.admin_token.clone().or_else(|| file.admin_token.clone()).filter(|t| !t.is_empty()),
+                shadow_mode: flag(args.shadow_mode, file.shadow_mode),
+                failure_mode: failure_mode?,
+                redis_timeout: redis_timeout?,
+                max_keys: max_keys?,
+                envoy_headers: flag(args.envoy_headers, file.envoy_headers),
+                json_logs: json_logs?,
+            })
+        })();
+        match settings {
+            Some(settings) if problems.0.is_empty() => Ok(settings),
+            _ => Err(problems.0),
+        }
+    }
+}
+
+/// Bad settings found so far, each naming its setting.
+#[derive(Default)]
+struct Problems(Vec<String>);
+
+impl Problems {
+    fn take<T>(&mut self, name: &str, result: Result<T, String>) -> Option<T> {
+        result.map_err(|message| self.0.push(format!("{name}: {message}"))).ok()
+    }
+}
+
+fn at_least_one(max_keys: Option<usize>) -> Result<usize, String> {
+    match max_keys {
+        None => Ok(sluice::store::memory::DEFAULT_MAX_KEYS),
+        Some(0) => Err("must be at least 1".to_owned()),
+        Some(count) => Ok(count),
+    }
+}
+
+fn address(text: &str) -> Result<SocketAddr, String> {
+    text.parse().map_err(|_| format!("`{text}` is not an address such as 127.0.0.1:8080"))
+}
+
+fn store(text: &str) -> Result<StoreChoice, String> {
+    if text == "memory" {
+        Ok(StoreChoice::Memory)
+    } else if let Some(nodes) = text.strip_prefix("redis+cluster://") {
+        Ok(StoreChoice::Cluster(nodes.split(',').map(|node| format!("redis://{node}")).collect()))
+    } else if text.starts_with("redis://") || text.starts_with("rediss://") {
+        Ok(StoreChoice::Redis(text.to_owned()))
+    } else {
+        Err(format!("unknown store `{text}`: use memory, redis://HOST:PORT or redis+cluster://HOST:PORT[,HOST:PORT…]"))
+    }
+}
+
+fn snapshot_path(text: &str) -> Option<PathBuf> {
+    (text != "off" && !text.is_empty()).then(|| PathBuf::from(text))
+}
+
+fn positive(text: &str) -> Result<Duration, String> {
+    match parse_duration(text)? {
+        Duration::ZERO => Err("must be longer than 0".to_owned()),
+        duration => Ok(duration),
+    }
+}
+
+fn failure_mode(text: &str) -> Result<FailureMode, String> {
+    match text {
+        "open" => Ok(FailureMode::Open),
+        "closed" => Ok(FailureMode::Closed),
+        "fallback" => Ok(FailureMode::Fallback),
+        other => Err(format!("unknown failure mode `{other}` (open, closed, fallback)")),
+    }
+}
+
+fn log_format(text: &str) -> Result<bool, String> {
+    match text {
+        "text" => Ok(false),
+        "json" => Ok(true),
+        other => Err(format!("unknown log format `{other}` (text, json)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_beat_the_file_which_beats_the_defaults() {
+        let args = ServeArgs { http: Some("127.0.0.1:9000".into()), ..ServeArgs::default() };
+        let file = ServerSection {
+            http: Some("127.0.0.1:7000".into()),
+            grpc: Some("127.0.0.1:7001".into()),
+            ..ServerSection::default()
+        };
+        let settings = Settings::resolve(&args, &file).unwrap();
+        assert_eq!(settings.http.port(), 9000);
+        assert_eq!(settings.grpc.port(), 7001);
+        assert_eq!(settings.snapshot_interval, Duration::from_secs(5));
+        assert_eq!(settings.store, StoreChoice::Memory);
+    }
+
+    #[test]
+    fn every_bad_setting_is_named() {
+        let args = ServeArgs {
+            http: Some("nowhere".into()),
+            store: Some("mysql://x".into()),
+            snapshot_interval: Some("0s".into()),
+            failure_mode: Some("sometimes".into()),
+            ..ServeArgs::default()
+        };
+        let problems = Settings::resolve(&args, &ServerSection::default()).unwrap_err();
+        let text = problems.join("\n");
+        for name in ["http:", "store:", "snapshot_interval:", "failure_mode:"] {
+            assert!(text.contains(name), "{name} missing from {text}");
+        }
+    }
+
+    #[test]
+    fn snapshot_off_disables_it() {
+        let args = ServeArgs { snapshot: Some("off".into()), ..ServeArgs::default() };
+        assert_eq!(Settings::resolve(&args, &ServerSection::default()).unwrap().snapshot, None);
+    }
+}

@@ -1,0 +1,119 @@
+//! The in-memory store's snapshot file: loaded at start, written periodically and at
+//! shutdown, always atomically (temporary file, fsync, rename, fsync of the folder), so a
+//! crash at any moment leaves either the old snapshot or the new one, never a torn file.
+
+use crate::service::Service;
+use anyhow::Context;
+use sluice::{Limit, MemoryStore};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Loads `path` into `store`, keeping the states of `limits` only.
+///
+/// A missing file means a first start. A file that cannot be loaded stops the start,
+/// unless `discard_bad` is set: then it is renamed aside (`<path>.bad`) and the store
+/// starts empty.
+pub(crate) fn load(path: &Path, store: &MemoryStore, limits: &[Limit], discard_bad: bool) -> anyhow::Result<()> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            tracing::info!(path = %path.display(), "no snapshot yet: starting empty");
+            return Ok(());
+        }
+        Err(error) => return refuse(path, discard_bad, anyhow::Error::new(error).context("cannot read it")),
+    };
+    match store.restore(&bytes, limits) {
+        Ok(report) => {
+            tracing::info!(path = %path.display(), ?report, "snapshot loaded");
+            Ok(())
+        }
+        Err(error) => refuse(path, discard_bad, anyhow::Error::new(error)),
+    }
+}
+
+fn refuse(path: &Path, discard_bad: bool, error: anyhow::Error) -> anyhow::Result<()> {
+    if !discard_bad {
+        return Err(error.context(format!(
+            "the snapshot {} cannot be loaded (move it away, or start with --discard-bad-snapshot to start empty)",
+            path.display()
+        )));
+    }
+    let aside = with_suffix(path, ".bad");
+    let moved = std::fs::rename(path, &aside);
+    tracing::warn!(path = %path.display(), aside = %aside.display(), moved = moved.is_ok(), "snapshot refused, starting empty: {error:#}");
+    Ok(())
+}
+
+/// Writes `store`'s snapshot to `path` atomically.
+pub(crate) fn save(path: &Path, store: &MemoryStore) -> anyhow::Result<()> {
+    let bytes = store.snapshot();
+    let temporary = with_suffix(path, &format!(".tmp-{}", std::process::id()));
+    let written = write_synced(&temporary, &bytes).and_then(|()| {
+        std::fs::rename(&temporary, path).with_context(|| format!("cannot rename it to {}", path.display()))
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written.with_context(|| format!("cannot write the snapshot {}", path.display()))?;
+    sync_folder(path);
+    Ok(())
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let mut file = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    Ok(())
+}
+
+/// Makes the rename durable. Best effort: some file systems refuse to sync a folder.
+fn sync_folder(path: &Path) {
+    let folder = path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if let Ok(folder) = std::fs::File::open(folder) {
+        let _ = folder.sync_all();
+    }
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// Writes a snapshot now, on a blocking thread, recording the result.
+pub(crate) async fn save_now(service: &Arc<Service>) -> bool {
+    let (Some(path), Some(store)) = (service.settings.snapshot.clone(), service.engine.backend().memory().cloned())
+    else {
+        return true;
+    };
+    let saved = tokio::task::spawn_blocking(move || save(&path, &store)).await;
+    let ok = match saved {
+        Ok(Ok(())) => true,
+        Ok(Err(error)) => {
+            tracing::error!("snapshot failed: {error:#}");
+            false
+        }
+        Err(error) => {
+            tracing::error!("snapshot task failed: {error}");
+            false
+        }
+    };
+    service.engine.metrics().count_snapshot(ok);
+    if ok {
+        *service.last_snapshot.lock() = Some(Instant::now());
+    }
+    ok
+}
+
+/// Writes a snapshot every interval, until the process ends.
+pub(crate) async fn run_periodically(service: Arc<Service>) {
+    let mut ticks = tokio::time::interval(service.settings.snapshot_interval);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticks.tick().await;
+    loop {
+        ticks.tick().await;
+        save_now(&service).await;
+    }
+}

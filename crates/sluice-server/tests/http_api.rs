@@ -1,0 +1,312 @@
+//! The HTTP JSON API of the real `sluice serve` binary, over real sockets: every endpoint,
+//! the headers, the status codes and the errors.
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
+
+mod support;
+
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use support::server::Server;
+
+const CONFIG: &str = r#"
+policies:
+  two_per_second:
+    algorithm: sliding_log
+    limit: 2
+    window: 1s
+  hundred:
+    algorithm: token_bucket
+    capacity: 100
+    refill_amount: 10
+    refill_interval: 1s
+  one_per_hour:
+    algorithm: fixed_window
+    limit: 1
+    window: 1h
+  rollout:
+    algorithm: fixed_window
+    limit: 1
+    window: 1h
+    shadow_mode: true
+"#;
+
+async fn post(server: &Server, path: &str, body: Value) -> reqwest::Response {
+    reqwest::Client::new().post(server.url(path)).json(&body).send().await.unwrap()
+}
+
+async fn check(
+    server: &Server,
+    key: &str,
+    policies: &[&str],
+    cost: u64,
+) -> (StatusCode, reqwest::header::HeaderMap, Value) {
+    let response = post(server, "/v1/check", json!({"key": key, "policies": policies, "cost": cost})).await;
+    let status = response.status();
+    let headers = response.headers().clone();
+    (status, headers, response.json().await.unwrap())
+}
+
+fn header<'a>(headers: &'a reqwest::header::HeaderMap, name: &str) -> &'a str {
+    headers.get(name).unwrap_or_else(|| panic!("no {name} header in {headers:?}")).to_str().unwrap()
+}
+
+#[tokio::test]
+async fn allowed_then_rejected_with_every_header() {
+    let server = Server::start(CONFIG, &[]);
+    let (status, headers, body) = check(&server, "alice", &["two_per_second"], 1).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["allowed"], true);
+    assert_eq!(body["policy"], "two_per_second");
+    assert_eq!(body["limit"], 2);
+    assert_eq!(body["remaining"], 1);
+    assert_eq!(body["retry_after_us"], Value::Null);
+    assert_eq!(body["source"], "store");
+    assert_eq!(header(&headers, "ratelimit-policy"), "\"two_per_second\";q=2;w=1");
+    assert_eq!(header(&headers, "ratelimit"), "\"two_per_second\";r=1;t=1");
+    assert_eq!(header(&headers, "x-ratelimit-limit"), "2");
+    assert_eq!(header(&headers, "x-ratelimit-remaining"), "1");
+    assert_eq!(header(&headers, "x-ratelimit-reset"), "1");
+    assert!(headers.get("retry-after").is_none());
+
+    let (status, _, _) = check(&server, "alice", &["two_per_second"], 1).await;
+    assert_eq!(status, StatusCode::OK);
+    let (status, headers, body) = check(&server, "alice", &["two_per_second"], 1).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(body["allowed"], false);
+    assert_eq!(body["remaining"], 0);
+    let retry = body["retry_after_us"].as_u64().unwrap();
+    assert!(retry > 0 && retry <= 1_000_000, "{retry}");
+    assert_eq!(header(&headers, "retry-after"), "1", "whole seconds, rounded up, never 0");
+    assert_eq!(header(&headers, "ratelimit"), "\"two_per_second\";r=0;t=1");
+
+    // Another key is not affected.
+    let (status, _, _) = check(&server, "bob", &["two_per_second"], 1).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn costs_peeks_and_costs_that_can_never_pass() {
+    let server = Server::start(CONFIG, &[]);
+    let (status, _, body) = check(&server, "k", &["hundred"], 40).await;
+    assert_eq!((status, body["remaining"].as_u64()), (StatusCode::OK, Some(60)));
+    let peek = post(&server, "/v1/peek", json!({"key": "k", "policies": ["hundred"]})).await;
+    assert_eq!(peek.status(), StatusCode::OK);
+    let peeked: Value = peek.json().await.unwrap();
+    assert_eq!(peeked["remaining"], 60, "a peek consumes nothing");
+    let (_, _, again) = check(&server, "k", &["hundred"], 0).await;
+    assert_eq!(again["remaining"], 60, "cost 0 consumes nothing");
+    let (status, headers, body) = check(&server, "k", &["hundred"], 101).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(body["cost_exceeds_limit"], true);
+    assert_eq!(body["retry_after_us"], Value::Null);
+    assert!(headers.get("retry-after").is_none(), "no wait makes a cost above the capacity pass");
+    let (status, _, body) = check(&server, "k", &["hundred"], 70).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    let retry = body["retry_after_us"].as_u64().unwrap();
+    assert!(retry > 0 && retry <= 1_000_000, "at most one refill of 10 tokens away: {retry}");
+}
+
+#[tokio::test]
+async fn several_policies_are_all_or_nothing() {
+    let server = Server::start(CONFIG, &[]);
+    let (status, _, body) = check(&server, "k", &["hundred", "one_per_hour"], 1).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(body["policy"], "one_per_hour", "the most restrictive policy is reported");
+    let (status, _, body) = check(&server, "k", &["hundred", "one_per_hour"], 1).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(body["policy"], "one_per_hour");
+    let peek: Value =
+        post(&server, "/v1/peek", json!({"key": "k", "policies": ["hundred"]})).await.json().await.unwrap();
+    assert_eq!(peek["remaining"], 99, "the rejected request consumed nothing from the other policy");
+}
+
+#[tokio::test]
+async fn shadow_mode_reports_allowed_and_counts_the_rejection() {
+    let server = Server::start(CONFIG, &[]);
+    let (status, _, first) = check(&server, "k", &["rollout"], 1).await;
+    assert_eq!((status, first["shadow_rejected"].as_bool()), (StatusCode::OK, Some(false)));
+    let (status, headers, second) = check(&server, "k", &["rollout"], 1).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(second["allowed"], true);
+    assert_eq!(second["shadow_rejected"], true);
+    assert!(headers.get("retry-after").is_none());
+    // With an enforced policy, the shadow policy never blocks it.
+    let (status, _, both) = check(&server, "k", &["rollout", "hundred"], 1).await;
+    assert_eq!((status, both["shadow_rejected"].as_bool()), (StatusCode::OK, Some(true)));
+    let peek: Value =
+        post(&server, "/v1/peek", json!({"key": "k", "policies": ["hundred"]})).await.json().await.unwrap();
+    assert_eq!(peek["remaining"], 99, "the enforced policy recorded the request");
+    let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("sluice_checks_total{policy=\"rollout\",outcome=\"shadow_rejected\"} 2"), "{metrics}");
+    assert!(metrics.contains("sluice_checks_total{policy=\"rollout\",outcome=\"allowed\"} 1"), "{metrics}");
+}
+
+#[tokio::test]
+async fn global_shadow_mode_lets_everything_through() {
+    let server = Server::start(CONFIG, &["--shadow-mode"]);
+    check(&server, "k", &["one_per_hour"], 1).await;
+    let (status, _, body) = check(&server, "k", &["one_per_hour"], 1).await;
+    assert_eq!((status, body["shadow_rejected"].as_bool()), (StatusCode::OK, Some(true)));
+}
+
+#[tokio::test]
+async fn bad_requests_get_clear_errors() {
+    let server = Server::start(CONFIG, &[]);
+    let client = reqwest::Client::new();
+    let cases: Vec<(reqwest::RequestBuilder, StatusCode, &str)> = vec![
+        (
+            client.post(server.url("/v1/check")).header("content-type", "application/json").body("{not json"),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        ),
+        (
+            client.post(server.url("/v1/check")).body(r#"{"key":"k","policies":["hundred"]}"#),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "unsupported_media_type",
+        ),
+        (
+            client.post(server.url("/v1/check")).json(&json!({"key": "k", "policies": ["nope"]})),
+            StatusCode::NOT_FOUND,
+            "unknown_policy",
+        ),
+        (
+            client.post(server.url("/v1/check")).json(&json!({"key": "k", "policies": []})),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        ),
+        (
+            client.post(server.url("/v1/check")).json(&json!({"key": "k", "policies": ["hundred", "hundred"]})),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        ),
+        (
+            client.post(server.url("/v1/check")).json(&json!({"key": "", "policies": ["hundred"]})),
+            StatusCode::BAD_REQUEST,
+            "invalid_key",
+        ),
+        (
+            client.post(server.url("/v1/check")).json(&json!({"key": "x".repeat(1025), "policies": ["hundred"]})),
+            StatusCode::BAD_REQUEST,
+            "invalid_key",
+        ),
+        (
+            client.post(server.url("/v1/check")).json(&json!({"key": "k", "policies": ["hundred"], "cost": -1})),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        ),
+        (
+            client
+                .post(server.url("/v1/check"))
+                .header("content-type", "application/json")
+                .body(r#"{"key":"k","policies":["hundred"],"cost":18446744073709551616}"#),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        ),
+        (
+            client.post(server.url("/v1/check")).json(&json!({"key": "k", "policies": ["hundred"], "extra": 1})),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        ),
+        (
+            client
+                .post(server.url("/v1/check"))
+                .header("content-type", "application/json")
+                .body(b"{\"key\":\"\xff\xfe\",\"policies\":[\"hundred\"]}".to_vec()),
+            StatusCode::BAD_REQUEST,
+            "bad_request",
+        ),
+        (
+            client.post(server.url("/v1/check")).header("content-type", "application/json").body(vec![b' '; 70 * 1024]),
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+        ),
+    ];
+    for (index, (request, status, code)) in cases.into_iter().enumerate() {
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), status, "case {index}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["error"], code, "case {index}: {body}");
+        assert!(!body["message"].as_str().unwrap().is_empty());
+    }
+    let health = reqwest::get(server.url("/healthz")).await.unwrap();
+    assert_eq!(health.status(), StatusCode::OK, "the server survived every bad request");
+}
+
+#[tokio::test]
+async fn a_huge_cost_is_a_rejection_not_an_error() {
+    let server = Server::start(CONFIG, &[]);
+    let (status, _, body) = check(&server, "k", &["two_per_second"], u64::MAX).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(body["cost_exceeds_limit"], true);
+}
+
+#[tokio::test]
+async fn reset_forgets_a_key_and_is_admin_only() {
+    let server = Server::start(CONFIG, &["--admin-token", "s3cret"]);
+    check(&server, "k", &["one_per_hour"], 1).await;
+    let client = reqwest::Client::new();
+    let body = json!({"key": "k", "policies": ["one_per_hour"]});
+    let without = client.post(server.url("/v1/reset")).json(&body).send().await.unwrap();
+    assert_eq!(without.status(), StatusCode::UNAUTHORIZED);
+    let wrong = client.post(server.url("/v1/reset")).bearer_auth("guess").json(&body).send().await.unwrap();
+    assert_eq!(wrong.status(), StatusCode::UNAUTHORIZED);
+    let (status, _, _) = check(&server, "k", &["one_per_hour"], 1).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS, "nothing was reset");
+    let right = client.post(server.url("/v1/reset")).bearer_auth("s3cret").json(&body).send().await.unwrap();
+    assert_eq!(right.status(), StatusCode::NO_CONTENT);
+    let (status, _, _) = check(&server, "k", &["one_per_hour"], 1).await;
+    assert_eq!(status, StatusCode::OK, "the key starts fresh");
+}
+
+#[tokio::test]
+async fn without_a_token_admin_answers_loopback() {
+    let server = Server::start(CONFIG, &[]);
+    check(&server, "k", &["one_per_hour"], 1).await;
+    let reset = post(&server, "/v1/reset", json!({"key": "k"})).await;
+    assert_eq!(reset.status(), StatusCode::NO_CONTENT, "every policy, from loopback");
+    let (status, _, _) = check(&server, "k", &["one_per_hour"], 1).await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn operations_endpoints() {
+    let server = Server::start(CONFIG, &[]);
+    assert_eq!(reqwest::get(server.url("/healthz")).await.unwrap().status(), StatusCode::OK);
+    assert_eq!(reqwest::get(server.url("/readyz")).await.unwrap().status(), StatusCode::OK);
+    check(&server, "k", &["two_per_second"], 1).await;
+    let metrics = reqwest::get(server.url("/metrics")).await.unwrap();
+    assert_eq!(metrics.status(), StatusCode::OK);
+    let text = metrics.text().await.unwrap();
+    for needle in [
+        "sluice_checks_total{policy=\"two_per_second\",outcome=\"allowed\"} 1",
+        "sluice_store_latency_seconds_count 1",
+        "sluice_keys 1",
+        "# TYPE sluice_config_reloads counter",
+        "# TYPE sluice_snapshot_age_seconds gauge",
+    ] {
+        assert!(text.contains(needle), "{needle} missing from\n{text}");
+    }
+    let policies: Value = reqwest::get(server.url("/v1/policies")).await.unwrap().json().await.unwrap();
+    assert_eq!(policies.as_array().unwrap().len(), 4);
+    assert_eq!(policies[3]["shadow_mode"], true);
+}
+
+#[tokio::test]
+async fn the_openapi_document_describes_every_route() {
+    let server = Server::start(CONFIG, &[]);
+    let document: Value = reqwest::get(server.url("/openapi.json")).await.unwrap().json().await.unwrap();
+    assert!(document["openapi"].as_str().unwrap().starts_with("3."));
+    let paths = document["paths"].as_object().unwrap();
+    for path in ["/v1/check", "/v1/peek", "/v1/reset", "/v1/reload", "/v1/policies", "/healthz", "/readyz", "/metrics"]
+    {
+        assert!(paths.contains_key(path), "{path} missing");
+    }
+    let check = &document["paths"]["/v1/check"]["post"]["responses"];
+    for status in ["200", "429", "400", "404", "413", "415", "503"] {
+        assert!(check.get(status).is_some(), "/v1/check does not document {status}");
+    }
+    let schema = &document["components"]["schemas"]["CheckResponse"]["properties"];
+    for field in ["allowed", "remaining", "reset_after_us", "retry_after_us", "delay_us", "shadow_rejected"] {
+        assert!(schema.get(field).is_some(), "CheckResponse lacks {field}");
+    }
+}

@@ -1,0 +1,97 @@
+//! The in-memory store survives restarts of the real binary through its snapshot file:
+//! `kill -9` loses at most one interval, SIGTERM loses nothing, and a corrupt file is
+//! refused with a clear message unless the operator says to start empty.
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
+
+mod support;
+
+use reqwest::StatusCode;
+use serde_json::json;
+use std::time::{Duration, Instant};
+use support::server::{Server, fresh_dir};
+
+const CONFIG: &str = "policies:\n  p: {algorithm: fixed_window, limit: 1, window: 1h}\n  log: {algorithm: sliding_log, limit: 3, window: 1h}\n";
+
+async fn check(server: &Server, policy: &str) -> StatusCode {
+    let body = json!({"key": "k", "policies": [policy]});
+    reqwest::Client::new().post(server.url("/v1/check")).json(&body).send().await.unwrap().status()
+}
+
+async fn wait_for_snapshot(server: &Server) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+        if metrics.contains("sluice_snapshots_total{result=\"ok\"} ")
+            && !metrics.contains("sluice_snapshots_total{result=\"ok\"} 0")
+        {
+            return;
+        }
+        assert!(Instant::now() < deadline, "no snapshot written; log:\n{}", server.log());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+async fn state_survives_kill_9() {
+    let server = Server::start(CONFIG, &["--snapshot-interval", "100ms"]);
+    assert_eq!(check(&server, "p").await, StatusCode::OK);
+    for _ in 0..2 {
+        assert_eq!(check(&server, "log").await, StatusCode::OK);
+    }
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    wait_for_snapshot(&server).await;
+    tokio::time::sleep(Duration::from_millis(250)).await;
+    server.signal("KILL");
+    let server = server.restart();
+    assert_eq!(check(&server, "p").await, StatusCode::TOO_MANY_REQUESTS, "the window's count survived");
+    assert_eq!(check(&server, "log").await, StatusCode::OK, "the log kept 2 of its 3");
+    assert_eq!(check(&server, "log").await, StatusCode::TOO_MANY_REQUESTS);
+}
+
+#[tokio::test]
+async fn sigterm_writes_a_last_snapshot() {
+    let mut server = Server::start(CONFIG, &["--snapshot-interval", "1h"]);
+    assert_eq!(check(&server, "p").await, StatusCode::OK);
+    server.signal("TERM");
+    assert!(server.wait_exit(Duration::from_secs(10)).success(), "log:\n{}", server.log());
+    assert!(server.dir().join("sluice.snapshot").exists());
+    let server = server.restart();
+    assert_eq!(check(&server, "p").await, StatusCode::TOO_MANY_REQUESTS);
+}
+
+#[tokio::test]
+async fn a_changed_policy_starts_fresh_after_a_restart() {
+    let mut server = Server::start(CONFIG, &["--snapshot-interval", "1h"]);
+    assert_eq!(check(&server, "p").await, StatusCode::OK);
+    server.signal("TERM");
+    server.wait_exit(Duration::from_secs(10));
+    std::fs::write(server.dir().join("config.yaml"), CONFIG.replace("limit: 1,", "limit: 2,")).unwrap();
+    let server = server.restart();
+    assert_eq!(check(&server, "p").await, StatusCode::OK, "a new definition has no saved state");
+    assert_eq!(check(&server, "p").await, StatusCode::OK);
+    assert_eq!(check(&server, "p").await, StatusCode::TOO_MANY_REQUESTS);
+}
+
+#[tokio::test]
+async fn a_corrupt_snapshot_is_refused_unless_told_to_start_empty() {
+    let dir = fresh_dir("corrupt");
+    std::fs::write(dir.join("config.yaml"), CONFIG).unwrap();
+    std::fs::write(dir.join("sluice.snapshot"), b"definitely not a snapshot").unwrap();
+    let error = Server::try_start_in(dir.clone(), &[]).err().unwrap();
+    assert!(error.contains("sluice.snapshot cannot be loaded"), "{error}");
+    assert!(error.contains("--discard-bad-snapshot"), "{error}");
+    assert!(dir.join("sluice.snapshot").exists(), "the refused file is left alone");
+
+    let server = Server::start_in(dir.clone(), &["--discard-bad-snapshot"]);
+    assert_eq!(check(&server, "p").await, StatusCode::OK);
+    assert_eq!(std::fs::read(dir.join("sluice.snapshot.bad")).unwrap(), b"definitely not a snapshot", "kept aside");
+}
+
+#[tokio::test]
+async fn snapshots_can_be_turned_off() {
+    let mut server = Server::start(CONFIG, &["--snapshot", "off"]);
+    assert_eq!(check(&server, "p").await, StatusCode::OK);
+    server.signal("TERM");
+    server.wait_exit(Duration::from_secs(10));
+    assert!(!server.dir().join("sluice.snapshot").exists());
+}

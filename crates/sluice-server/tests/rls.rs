@@ -1,0 +1,216 @@
+//! The Envoy rate limit service (gRPC) of the real `sluice serve` binary, called with a
+//! tonic client built from the same protos (`envoy-types`).
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
+
+mod support;
+
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::rate_limit::Unit;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus};
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use envoy_types::pb::google::protobuf::UInt64Value;
+use support::server::Server;
+use tonic::transport::Channel;
+
+/// An envoyproxy/ratelimit configuration, unchanged.
+const RATELIMIT_FILE: &str = r#"
+domain: edge
+descriptors:
+  - key: remote_address
+    rate_limit:
+      unit: minute
+      requests_per_unit: 2
+  - key: database
+    value: users
+    rate_limit: {unit: second, requests_per_unit: 500}
+  - key: path
+    value: "/health"
+    rate_limit: {unlimited: true}
+  - key: tenant
+    shadow_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 1}
+  - key: source_cluster
+    value: proxy
+    descriptors:
+      - key: destination_cluster
+        value: bar
+        rate_limit: {unit: hour, requests_per_unit: 1, name: proxy_to_bar}
+"#;
+
+async fn client(server: &Server) -> RateLimitServiceClient<Channel> {
+    RateLimitServiceClient::connect(format!("http://{}", server.grpc)).await.unwrap()
+}
+
+fn descriptor(entries: &[(&str, &str)]) -> RateLimitDescriptor {
+    RateLimitDescriptor {
+        entries: entries.iter().map(|(key, value)| Entry { key: (*key).into(), value: (*value).into() }).collect(),
+        ..RateLimitDescriptor::default()
+    }
+}
+
+async fn ask(
+    client: &mut RateLimitServiceClient<Channel>,
+    domain: &str,
+    descriptors: Vec<RateLimitDescriptor>,
+    hits: u32,
+) -> RateLimitResponse {
+    let request = RateLimitRequest { domain: domain.into(), descriptors, hits_addend: hits };
+    client.should_rate_limit(request).await.unwrap().into_inner()
+}
+
+fn code(status: &DescriptorStatus) -> Code {
+    Code::try_from(status.code).unwrap()
+}
+
+#[tokio::test]
+async fn a_descriptor_is_limited_per_value_with_full_statuses() {
+    let server = Server::start(RATELIMIT_FILE, &[]);
+    let mut client = client(&server).await;
+    let alice = || vec![descriptor(&[("remote_address", "10.0.0.1")])];
+    let first = ask(&mut client, "edge", alice(), 0).await;
+    assert_eq!(Code::try_from(first.overall_code).unwrap(), Code::Ok);
+    let status = &first.statuses[0];
+    assert_eq!(code(status), Code::Ok);
+    let limit = status.current_limit.as_ref().unwrap();
+    assert_eq!((limit.requests_per_unit, Unit::try_from(limit.unit).unwrap()), (2, Unit::Minute));
+    assert_eq!(status.limit_remaining, 1);
+    let reset = status.duration_until_reset.as_ref().unwrap();
+    assert!(reset.seconds <= 60 && (reset.seconds > 0 || reset.nanos > 0), "{reset:?}");
+
+    assert_eq!(Code::try_from(ask(&mut client, "edge", alice(), 0).await.overall_code).unwrap(), Code::Ok);
+    let third = ask(&mut client, "edge", alice(), 0).await;
+    assert_eq!(Code::try_from(third.overall_code).unwrap(), Code::OverLimit);
+    assert_eq!((code(&third.statuses[0]), third.statuses[0].limit_remaining), (Code::OverLimit, 0));
+
+    let bob = ask(&mut client, "edge", vec![descriptor(&[("remote_address", "10.0.0.2")])], 0).await;
+    assert_eq!(Code::try_from(bob.overall_code).unwrap(), Code::Ok, "each value has its own counter");
+}
+
+#[tokio::test]
+async fn unlimited_unknown_and_nested_rules() {
+    let server = Server::start(RATELIMIT_FILE, &[]);
+    let mut client = client(&server).await;
+    let health = ask(&mut client, "edge", vec![descriptor(&[("path", "/health")])], 0).await;
+    assert_eq!((code(&health.statuses[0]), health.statuses[0].limit_remaining), (Code::Ok, u32::MAX));
+    let unknown = ask(&mut client, "elsewhere", vec![descriptor(&[("remote_address", "x")])], 0).await;
+    assert_eq!(code(&unknown.statuses[0]), Code::Ok);
+    assert!(unknown.statuses[0].current_limit.is_none(), "no rule, no limit");
+    let nested = || vec![descriptor(&[("source_cluster", "proxy"), ("destination_cluster", "bar")])];
+    let first = ask(&mut client, "edge", nested(), 0).await;
+    assert_eq!(first.statuses[0].current_limit.as_ref().unwrap().name, "proxy_to_bar");
+    assert_eq!(Code::try_from(ask(&mut client, "edge", nested(), 0).await.overall_code).unwrap(), Code::OverLimit);
+    let too_deep = ask(&mut client, "edge", vec![descriptor(&[("remote_address", "y"), ("extra", "z")])], 0).await;
+    assert!(too_deep.statuses[0].current_limit.is_none(), "a request deeper than the tree has no limit");
+}
+
+#[tokio::test]
+async fn hits_addend_zero_means_one_and_descriptors_can_override_it() {
+    let server = Server::start(RATELIMIT_FILE, &[]);
+    let mut client = client(&server).await;
+    let database = || descriptor(&[("database", "users")]);
+    let zero = ask(&mut client, "edge", vec![database()], 0).await;
+    assert_eq!(zero.statuses[0].limit_remaining, 499);
+    let ten = ask(&mut client, "edge", vec![database()], 10).await;
+    assert_eq!(ten.statuses[0].limit_remaining, 489);
+    let mut own = database();
+    own.hits_addend = Some(UInt64Value { value: 100 });
+    let overridden = ask(&mut client, "edge", vec![own], 10).await;
+    assert_eq!(overridden.statuses[0].limit_remaining, 389, "the descriptor's hits_addend wins");
+}
+
+#[tokio::test]
+async fn one_descriptor_over_the_limit_makes_the_response_over_the_limit() {
+    let server = Server::start(RATELIMIT_FILE, &[]);
+    let mut client = client(&server).await;
+    let pair = || vec![descriptor(&[("database", "users")]), descriptor(&[("remote_address", "10.9.9.9")])];
+    ask(&mut client, "edge", pair(), 0).await;
+    ask(&mut client, "edge", pair(), 0).await;
+    let third = ask(&mut client, "edge", pair(), 0).await;
+    assert_eq!(Code::try_from(third.overall_code).unwrap(), Code::OverLimit);
+    assert_eq!(code(&third.statuses[0]), Code::Ok);
+    assert_eq!(code(&third.statuses[1]), Code::OverLimit);
+    assert_eq!(third.statuses[0].limit_remaining, 497, "every descriptor is counted, as envoyproxy/ratelimit does");
+}
+
+#[tokio::test]
+async fn shadow_mode_rules_answer_ok_and_count_the_rejection() {
+    let server = Server::start(RATELIMIT_FILE, &[]);
+    let mut client = client(&server).await;
+    let tenant = || vec![descriptor(&[("tenant", "acme")])];
+    ask(&mut client, "edge", tenant(), 0).await;
+    let second = ask(&mut client, "edge", tenant(), 0).await;
+    assert_eq!(Code::try_from(second.overall_code).unwrap(), Code::Ok);
+    assert_eq!(code(&second.statuses[0]), Code::Ok);
+    let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("sluice_checks_total{policy=\"edge.tenant\",outcome=\"shadow_rejected\"} 1"), "{metrics}");
+}
+
+#[tokio::test]
+async fn headers_are_added_when_enabled() {
+    let server = Server::start(RATELIMIT_FILE, &["--envoy-headers"]);
+    let mut client = client(&server).await;
+    let response = ask(&mut client, "edge", vec![descriptor(&[("remote_address", "1.2.3.4")])], 0).await;
+    let headers: Vec<(String, String)> =
+        response.response_headers_to_add.iter().map(|h| (h.key.clone(), h.value.clone())).collect();
+    assert!(headers.contains(&("x-ratelimit-limit".into(), "2".into())), "{headers:?}");
+    assert!(headers.contains(&("x-ratelimit-remaining".into(), "1".into())), "{headers:?}");
+    assert!(headers.contains(&("ratelimit-policy".into(), "\"edge.remote_address\";q=2;w=60".into())), "{headers:?}");
+    let plain = Server::start(RATELIMIT_FILE, &[]);
+    let mut client = self::client(&plain).await;
+    let response = ask(&mut client, "edge", vec![descriptor(&[("remote_address", "1.2.3.4")])], 0).await;
+    assert!(response.response_headers_to_add.is_empty());
+}
+
+#[tokio::test]
+async fn sluice_policies_can_back_envoy_rules() {
+    let config = r#"
+policies:
+  exact:
+    algorithm: sliding_log
+    limit: 1
+    window: 10s
+domains:
+  - domain: api
+    descriptors:
+      - key: api_key
+        policy: exact
+"#;
+    let server = Server::start(config, &[]);
+    let mut client = client(&server).await;
+    let key = || vec![descriptor(&[("api_key", "k1")])];
+    assert_eq!(Code::try_from(ask(&mut client, "api", key(), 0).await.overall_code).unwrap(), Code::Ok);
+    let second = ask(&mut client, "api", key(), 0).await;
+    assert_eq!(Code::try_from(second.overall_code).unwrap(), Code::OverLimit);
+    let reset = second.statuses[0].duration_until_reset.as_ref().unwrap();
+    assert!(reset.seconds <= 10);
+    // The HTTP API serves the same policy, on its own keys.
+    let http = reqwest::Client::new()
+        .post(server.url("/v1/check"))
+        .json(&serde_json::json!({"key": "k1", "policies": ["exact"]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(http.status(), reqwest::StatusCode::OK);
+}
+
+#[tokio::test]
+async fn malformed_requests_are_invalid_arguments() {
+    let server = Server::start(RATELIMIT_FILE, &[]);
+    let mut client = client(&server).await;
+    let empty_domain =
+        RateLimitRequest { domain: String::new(), descriptors: vec![descriptor(&[("a", "b")])], hits_addend: 0 };
+    assert_eq!(client.should_rate_limit(empty_domain).await.unwrap_err().code(), tonic::Code::InvalidArgument);
+    let no_descriptors = RateLimitRequest { domain: "edge".into(), descriptors: vec![], hits_addend: 0 };
+    assert_eq!(client.should_rate_limit(no_descriptors).await.unwrap_err().code(), tonic::Code::InvalidArgument);
+    let long = "v".repeat(2000);
+    let too_long = RateLimitRequest {
+        domain: "edge".into(),
+        descriptors: vec![descriptor(&[("remote_address", &long)])],
+        hits_addend: 0,
+    };
+    assert_eq!(client.should_rate_limit(too_long).await.unwrap_err().code(), tonic::Code::InvalidArgument);
+    let still: RateLimitResponse = ask(&mut client, "edge", vec![descriptor(&[("remote_address", "ok")])], 0).await;
+    assert_eq!(Code::try_from(still.overall_code).unwrap(), Code::Ok);
+}

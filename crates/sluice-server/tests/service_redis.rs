@@ -1,0 +1,119 @@
+//! `sluice serve --store redis://…` end to end, against a real redis-server started on a
+//! free loopback port: servers share limits through Redis, and follow their failure mode
+//! while Redis is down.
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
+
+#[path = "../../sluice-redis/tests/support/redis.rs"]
+mod redis_support;
+mod support;
+
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
+use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use redis_support::RedisServer;
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+use support::server::Server;
+
+const CONFIG: &str = r#"
+policies:
+  three_per_hour: {algorithm: fixed_window, limit: 3, window: 1h}
+domains:
+  - domain: edge
+    descriptors:
+      - key: user
+        policy: three_per_hour
+"#;
+
+async fn check(server: &Server, key: &str) -> (StatusCode, Value) {
+    let body = json!({"key": key, "policies": ["three_per_hour"]});
+    let response = reqwest::Client::new().post(server.url("/v1/check")).json(&body).send().await.unwrap();
+    let status = response.status();
+    (status, response.json().await.unwrap())
+}
+
+async fn grpc(server: &Server, user: &str) -> Result<i32, tonic::Status> {
+    let mut client = RateLimitServiceClient::connect(format!("http://{}", server.grpc)).await.unwrap();
+    let entries = vec![Entry { key: "user".into(), value: user.into() }];
+    let descriptors = vec![RateLimitDescriptor { entries, ..RateLimitDescriptor::default() }];
+    let request = RateLimitRequest { domain: "edge".into(), descriptors, hits_addend: 1 };
+    client.should_rate_limit(request).await.map(|response| response.into_inner().overall_code)
+}
+
+fn start(redis: &RedisServer, mode: &str) -> Server {
+    Server::start(CONFIG, &["--store", &redis.url(), "--failure-mode", mode, "--redis-timeout", "200ms"])
+}
+
+#[tokio::test]
+async fn two_servers_share_one_limit_through_redis() {
+    let redis = RedisServer::start();
+    let (a, b) = (start(&redis, "open"), start(&redis, "open"));
+    assert_eq!(check(&a, "u").await.0, StatusCode::OK);
+    assert_eq!(check(&b, "u").await.0, StatusCode::OK);
+    let (status, body) = check(&a, "u").await;
+    assert_eq!((status, body["remaining"].as_u64(), body["source"].as_str()), (StatusCode::OK, Some(0), Some("store")));
+    assert_eq!(check(&b, "u").await.0, StatusCode::TOO_MANY_REQUESTS, "the limit holds across servers");
+    assert_eq!(reqwest::get(a.url("/readyz")).await.unwrap().status(), StatusCode::OK);
+    // The Envoy rule on the same policy counts on keys of its own.
+    assert_eq!(grpc(&b, "u").await.unwrap(), 1, "OK");
+    let reset = reqwest::Client::new().post(b.url("/v1/reset")).json(&json!({"key": "u"})).send().await.unwrap();
+    assert_eq!(reset.status(), StatusCode::NO_CONTENT);
+    assert_eq!(check(&a, "u").await.0, StatusCode::OK, "a reset through one server is seen by the other");
+}
+
+#[tokio::test]
+async fn closed_mode_answers_503_and_unavailable_while_redis_is_down() {
+    let mut redis = RedisServer::start();
+    let server = start(&redis, "closed");
+    assert_eq!(check(&server, "u").await.0, StatusCode::OK);
+    redis.kill();
+    let started = Instant::now();
+    let (status, body) = check(&server, "u").await;
+    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
+    assert_eq!(body["error"], "store_unavailable");
+    assert!(started.elapsed() < Duration::from_secs(2), "no hang past the timeout");
+    assert_eq!(
+        grpc(&server, "u").await.unwrap_err().code(),
+        tonic::Code::Unavailable,
+        "so Envoy's failure_mode_deny applies"
+    );
+    assert_eq!(reqwest::get(server.url("/readyz")).await.unwrap().status(), StatusCode::SERVICE_UNAVAILABLE);
+    let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("sluice_decisions_without_store_total{source=\"failed_closed\"} 2"), "{metrics}");
+    redis.restart();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    loop {
+        let (status, body) = check(&server, "u").await;
+        if status == StatusCode::OK {
+            assert_eq!(body["source"], "store");
+            break;
+        }
+        assert!(Instant::now() < deadline, "checks never went back to Redis: {status} {body}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(reqwest::get(server.url("/readyz")).await.unwrap().status(), StatusCode::OK);
+}
+
+#[tokio::test]
+async fn open_mode_allows_and_says_so_while_redis_is_down() {
+    let mut redis = RedisServer::start();
+    let server = start(&redis, "open");
+    redis.kill();
+    let (status, body) = check(&server, "u").await;
+    assert_eq!((status, body["source"].as_str()), (StatusCode::OK, Some("failed_open")));
+    assert_eq!(grpc(&server, "u").await.unwrap(), 1, "OK");
+    let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("sluice_decisions_without_store_total{source=\"failed_open\"} 2"), "{metrics}");
+}
+
+#[tokio::test]
+async fn a_store_that_cannot_be_reached_at_start_is_a_clear_error() {
+    let port = redis_support::free_port();
+    let dir = support::server::fresh_dir("unreachable");
+    std::fs::write(dir.join("config.yaml"), CONFIG).unwrap();
+    let url = format!("redis://127.0.0.1:{port}");
+    let error = Server::try_start_in(dir, &["--store", &url]).err().unwrap();
+    assert!(error.contains("cannot connect to the store"), "{error}");
+}

@@ -1,0 +1,3 @@
+//! Helpers shared by the service's tests.
+#![allow(unreachable_pub)]
+pub mod server;

@@ -1,0 +1,148 @@
+//! Starts the real `sluice serve` binary on free loopback ports, in a folder of its own,
+//! and stops it when dropped.
+#![allow(dead_code, unreachable_pub, clippy::unwrap_used)] // each test file uses a part
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A running `sluice serve`.
+pub struct Server {
+    child: Child,
+    dir: PathBuf,
+    pub http: SocketAddr,
+    pub grpc: SocketAddr,
+    stderr: std::sync::Arc<std::sync::Mutex<String>>,
+    args: Vec<String>,
+}
+
+static STARTED: AtomicUsize = AtomicUsize::new(0);
+
+/// A fresh folder under the system's temporary folder.
+pub fn fresh_dir(name: &str) -> PathBuf {
+    let count = STARTED.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("sluice-test-{name}-{}-{count}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+impl Server {
+    /// Starts a server on `config` (written to `config.yaml` in a fresh folder) with `args`.
+    pub fn start(config: &str, args: &[&str]) -> Server {
+        let dir = fresh_dir("serve");
+        std::fs::write(dir.join("config.yaml"), config).unwrap();
+        Server::start_in(dir, args)
+    }
+
+    /// Starts a server in `dir` (holding `config.yaml`) with `args`.
+    pub fn start_in(dir: PathBuf, args: &[&str]) -> Server {
+        Server::try_start_in(dir, args).unwrap_or_else(|error| panic!("{error}"))
+    }
+
+    /// Starts a server, or says why it stopped before listening.
+    pub fn try_start_in(dir: PathBuf, args: &[&str]) -> Result<Server, String> {
+        let args: Vec<String> = args.iter().map(|arg| (*arg).to_owned()).collect();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .current_dir(&dir)
+            .args(["serve", "--config", "config.yaml", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"])
+            .args(&args)
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = std::sync::Arc::clone(&stderr);
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push_str(&(line + "\n"));
+            }
+        });
+        let (sender, receiver) = mpsc::channel();
+        let out = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = sender.send(line);
+            }
+        });
+        let (mut http, mut grpc) = (None, None);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while http.is_none() || grpc.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match receiver.recv_timeout(left) {
+                Ok(line) => {
+                    if let Some(address) = line.strip_prefix("HTTP listening on http://") {
+                        http = Some(address.parse().unwrap());
+                    }
+                    if let Some(address) = line.strip_prefix("gRPC listening on ") {
+                        grpc = Some(address.parse().unwrap());
+                    }
+                }
+                Err(_) => {
+                    let _ = child.kill();
+                    let status = child.wait().unwrap();
+                    std::thread::sleep(Duration::from_millis(100));
+                    let log = stderr.lock().unwrap().clone();
+                    return Err(format!("sluice serve did not start ({status}): {log}"));
+                }
+            }
+        }
+        std::thread::spawn(move || while receiver.recv().is_ok() {});
+        Ok(Server { child, dir, http: http.unwrap(), grpc: grpc.unwrap(), stderr, args })
+    }
+
+    /// The server's folder (its config and snapshot live there).
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// `http://host:port` + `path`.
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{path}", self.http)
+    }
+
+    /// What the server logged so far.
+    pub fn log(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    /// Sends `signal` (such as `HUP`, `TERM`, `KILL`) to the server.
+    pub fn signal(&self, signal: &str) {
+        let status = Command::new("kill").arg(format!("-{signal}")).arg(self.child.id().to_string()).status().unwrap();
+        assert!(status.success());
+    }
+
+    /// Waits for the server to exit (at most `limit`); its exit status.
+    pub fn wait_exit(&mut self, limit: Duration) -> std::process::ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "the server did not exit within {limit:?}; log:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Starts the same server again in the same folder, with the same arguments.
+    pub fn restart(self) -> Server {
+        let dir = self.dir.clone();
+        let args = self.args.clone();
+        drop(self);
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        Server::start_in(dir, &args)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
