@@ -200,6 +200,26 @@ mod tests {
         assert!(!config.policies()[config.policy_index("b").unwrap()].shadow);
     }
 
+    proptest::proptest! {
+        /// Whatever the file holds, loading it answers (a configuration or problems).
+        #[test]
+        fn arbitrary_text_never_panics(text in "\\PC{0,200}") {
+            let _ = ServiceConfig::parse(&text);
+        }
+
+        /// Files made of the right words in the wrong places never panic either.
+        #[test]
+        fn shuffled_sections_never_panic(
+            words in proptest::collection::vec(proptest::sample::select(vec![
+                "policies:", "domains:", "server:", "domain: d", "descriptors:", "- key: k", "  a:",
+                "    algorithm: sliding_log", "    limit: 3", "    window: 1s", "    shadow_mode: true",
+                "  - domain: e", "    rate_limit: {unit: second, requests_per_unit: 1}", "  http: x", "  - [1, 2]",
+            ]), 0..12)
+        ) {
+            let _ = ServiceConfig::parse(&words.join("\n"));
+        }
+    }
+
     #[test]
     fn every_problem_is_reported_with_its_path() {
         let text = "server: {htp: x}\nextra: 1\npolicies:\n  a: {algorithm: fixed_window, limit: 0, window: 1s, shadow_mode: 3}\n";

@@ -310,3 +310,52 @@ async fn the_openapi_document_describes_every_route() {
         assert!(schema.get(field).is_some(), "CheckResponse lacks {field}");
     }
 }
+
+/// Random bodies (valid, broken and hostile JSON) never crash the server nor get a 5xx.
+#[test]
+fn random_bodies_get_a_decision_or_a_4xx() {
+    use proptest::prelude::*;
+    let server = Server::start(CONFIG, &[]);
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let client = reqwest::Client::new();
+    let fragments = prop::sample::select(vec![
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        "\"key\"",
+        "\"policies\"",
+        "\"cost\"",
+        "\"hundred\"",
+        "\"k\"",
+        "1",
+        "-1",
+        "1e400",
+        "null",
+        "true",
+        "\"\\u0000\"",
+        "\"\\ud800\"",
+        "18446744073709551615",
+        "0",
+        "\"two_per_second\"",
+    ]);
+    let bodies = prop::collection::vec(fragments, 0..16).prop_map(|parts| parts.concat());
+    let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(300));
+    runner
+        .run(&bodies, |body| {
+            let status = runtime.block_on(async {
+                let request = client.post(server.url("/v1/check")).header("content-type", "application/json");
+                request.body(body.clone()).send().await.unwrap().status()
+            });
+            prop_assert!(
+                status == StatusCode::OK || status == StatusCode::TOO_MANY_REQUESTS || status.is_client_error(),
+                "{body}: {status}"
+            );
+            Ok(())
+        })
+        .unwrap();
+    let health = runtime.block_on(async { reqwest::get(server.url("/healthz")).await.unwrap().status() });
+    assert_eq!(health, StatusCode::OK);
+}
