@@ -46,8 +46,14 @@ impl Server {
 
     /// Starts a server, or says why it stopped before listening.
     pub fn try_start_in(dir: PathBuf, args: &[&str]) -> Result<Server, String> {
+        Server::try_start_with_env(dir, args, &[])
+    }
+
+    /// Starts a server with environment variables set for it.
+    pub fn try_start_with_env(dir: PathBuf, args: &[&str], envs: &[(&str, &str)]) -> Result<Server, String> {
         let args: Vec<String> = args.iter().map(|arg| (*arg).to_owned()).collect();
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .envs(envs.iter().copied())
             .current_dir(&dir)
             .args(["serve", "--config", "config.yaml", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"])
             .args(&args)
