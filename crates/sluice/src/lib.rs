@@ -20,6 +20,6 @@ pub use decision::{Decision, RetryAfter};
 pub use limit::{Key, KeyError, Limit, LimitId};
 pub use limiter::{CheckError, RateLimiter};
 pub use policy::{EXACT_LIMIT, Policy, PolicyError};
-pub use store::memory::MemoryStore;
+pub use store::memory::{MemoryStore, RestoreReport, SnapshotError};
 pub use store::{Source, Store, StoreError, Verdict};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};

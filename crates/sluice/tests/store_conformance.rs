@@ -6,27 +6,11 @@ mod support;
 
 use sluice::algorithm::Algorithm;
 use sluice::{
-    Alignment, Decision, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, Policy, SlidingLog,
-    SlidingLogVariant, SlidingWindow, Store, StoreError, Timestamp, TokenBucket,
+    Decision, Key, Limit, ManualClock, MemoryStore, Policy, SlidingLog, SlidingLogVariant, Store, StoreError,
+    Timestamp, TokenBucket,
 };
 use std::time::Duration;
-use support::{ms, ready, us};
-
-/// One policy of each algorithm and variant, with small parameters so a short trace hits
-/// every edge.
-fn policies() -> Vec<Policy> {
-    vec![
-        SlidingLog::new(3, ms(10), SlidingLogVariant::Accepted).unwrap().into(),
-        SlidingLog::new(3, ms(10), SlidingLogVariant::Attempts).unwrap().into(),
-        FixedWindow::new(3, ms(10), Alignment::Aligned, ms(4)).unwrap().into(),
-        FixedWindow::new(3, ms(10), Alignment::Anchored, Duration::ZERO).unwrap().into(),
-        SlidingWindow::new(4, ms(10), 1).unwrap().into(),
-        SlidingWindow::new(4, ms(10), 5).unwrap().into(),
-        TokenBucket::new(3, 2, ms(4)).unwrap().into(),
-        LeakyBucket::new(ms(3), 2, LeakMode::NoDelay).unwrap().into(),
-        LeakyBucket::new(ms(3), 2, LeakMode::Delay).unwrap().into(),
-    ]
-}
+use support::{ms, policies, ready, us};
 
 /// A deterministic trace of (time µs, cost): bursts, equal times, gaps, a step back.
 fn trace() -> Vec<(u64, u64)> {

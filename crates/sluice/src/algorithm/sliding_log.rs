@@ -236,6 +236,17 @@ impl SlidingLogState {
         self.slots[self.physical(index)]
     }
 
+    /// The timestamps held, oldest first.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = u64> + '_ {
+        (0..self.len()).map(|index| self.entry(index))
+    }
+
+    /// A log holding `entries` (oldest first, at most its limit, so fewer than 2^32) in a
+    /// ring of exactly that many slots: the next write grows it as usual.
+    pub(crate) fn from_entries(entries: Vec<u64>) -> Self {
+        SlidingLogState { len: entries.len() as u32, slots: entries, head: 0 }
+    }
+
     fn newest(&self) -> Option<u64> {
         (self.len > 0).then(|| self.entry(self.len() - 1))
     }

@@ -206,9 +206,9 @@ impl Algorithm for SlidingWindow {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct BucketCounts {
     /// Index of the newest bucket with admitted cost (`floor(t / w)`).
-    newest: u64,
+    pub(crate) newest: u64,
     /// Counters by `bucket % (B + 1)`; empty for a fresh key.
-    counts: SmallVec<[u64; 2]>,
+    pub(crate) counts: SmallVec<[u64; 2]>,
 }
 
 impl BucketCounts {

@@ -11,13 +11,19 @@
 //! fresh-equivalent state, then the states that would become fresh soonest: losing one only
 //! makes its key start over, which admits at most what the key would have been admitted
 //! soon anyway, and states that stay hot (keys being rejected for a long time) are kept.
+//!
+//! [`MemoryStore::snapshot`] and [`MemoryStore::restore`] carry the states over a restart.
 
+mod builder;
 mod keyed;
+mod snapshot;
 
+pub use builder::MemoryStoreBuilder;
 pub(crate) use keyed::{Keyed, KeyedStates};
+pub use snapshot::{RestoreReport, SnapshotError};
 
 use crate::store::{Store, StoreError, Verdict};
-use crate::{Clock, Decision, Key, Limit, LimitId, SystemClock, Timestamp};
+use crate::{Clock, Decision, Key, Limit, LimitId, Timestamp};
 use ahash::RandomState;
 use keyed::Request;
 use parking_lot::Mutex;
@@ -150,9 +156,12 @@ impl MemoryStore {
     }
 
     fn shard(&self, hash: u64) -> &Mutex<Shard> {
+        &self.inner.shards[self.shard_index(hash)].0
+    }
+
+    fn shard_index(&self, hash: u64) -> usize {
         // Middle bits: hashbrown uses the low bits for buckets and the top 7 for tags.
-        let index = (hash >> 32) as usize & (self.inner.shards.len() - 1);
-        &self.inner.shards[index].0
+        (hash >> 32) as usize & (self.inner.shards.len() - 1)
     }
 
     fn settle(&self, shard: &mut Shard, limit: &Limit, request: Request<'_>, admitted: Option<bool>) -> Verdict {
@@ -250,63 +259,5 @@ impl Shard {
         let threshold = *expiries.select_nth_unstable((target - 1).min(last)).1;
         let below = expiries.iter().filter(|&&expiry| expiry < threshold).count();
         self.drop_expiring_before(threshold, target.saturating_sub(below));
-    }
-}
-
-/// Settings of a [`MemoryStore`].
-#[derive(Default)]
-pub struct MemoryStoreBuilder {
-    max_keys: Option<usize>,
-    shards: Option<usize>,
-    clock: Option<Box<dyn Fn() -> Timestamp + Send + Sync>>,
-}
-
-impl fmt::Debug for MemoryStoreBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("MemoryStoreBuilder")
-            .field("max_keys", &self.max_keys)
-            .field("shards", &self.shards)
-            .finish_non_exhaustive()
-    }
-}
-
-impl MemoryStoreBuilder {
-    /// The most states the store holds at once (default [`DEFAULT_MAX_KEYS`]). The cap is
-    /// split evenly between shards; each shard holds at most `max_keys / shards`.
-    pub fn max_keys(mut self, max_keys: usize) -> Self {
-        self.max_keys = Some(max_keys.max(1));
-        self
-    }
-
-    /// The number of shards, rounded up to a power of two, at most 4096 (default: 16 per CPU).
-    pub fn shards(mut self, shards: usize) -> Self {
-        self.shards = Some(shards.max(1));
-        self
-    }
-
-    /// The clock by which states are judged fresh and dropped (default: the system clock).
-    ///
-    /// The simulator gives a clock that never moves, so it drops nothing: requests carry
-    /// their own times, and a state may only be dropped by the store's own clock.
-    pub fn clock(mut self, clock: impl Clock) -> Self {
-        self.clock = Some(Box::new(move || clock.now()));
-        self
-    }
-
-    /// The store.
-    pub fn build(self) -> MemoryStore {
-        let max_keys = self.max_keys.unwrap_or(DEFAULT_MAX_KEYS);
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let mut count = self.shards.unwrap_or(16 * cpus).clamp(1, MAX_SHARDS).next_power_of_two();
-        while count > max_keys {
-            count /= 2;
-        }
-        let clock = self.clock.unwrap_or_else(|| {
-            let clock = SystemClock::new();
-            Box::new(move || clock.now())
-        });
-        let shards = (0..count).map(|_| Padded(Mutex::new(Shard::default()))).collect();
-        let inner = Inner { shards, hasher: RandomState::new(), shard_capacity: max_keys / count, clock };
-        MemoryStore { inner: Arc::new(inner) }
     }
 }

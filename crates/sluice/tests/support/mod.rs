@@ -2,7 +2,10 @@
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 #![allow(dead_code, unreachable_pub)]
 
-use sluice::{Decision, Limit, ManualClock, Policy, RateLimiter, Timestamp};
+use sluice::{
+    Alignment, Decision, FixedWindow, LeakMode, LeakyBucket, Limit, ManualClock, Policy, RateLimiter, SlidingLog,
+    SlidingLogVariant, SlidingWindow, Timestamp, TokenBucket,
+};
 use std::future::Future;
 use std::pin::pin;
 use std::task::{Context, Poll, Waker};
@@ -40,4 +43,20 @@ pub fn ms(millis: u64) -> Duration {
 
 pub fn us(micros: u64) -> Duration {
     Duration::from_micros(micros)
+}
+
+/// One policy of each algorithm and variant, with small parameters so a short trace hits
+/// every edge.
+pub fn policies() -> Vec<Policy> {
+    vec![
+        SlidingLog::new(3, ms(10), SlidingLogVariant::Accepted).unwrap().into(),
+        SlidingLog::new(3, ms(10), SlidingLogVariant::Attempts).unwrap().into(),
+        FixedWindow::new(3, ms(10), Alignment::Aligned, ms(4)).unwrap().into(),
+        FixedWindow::new(3, ms(10), Alignment::Anchored, Duration::ZERO).unwrap().into(),
+        SlidingWindow::new(4, ms(10), 1).unwrap().into(),
+        SlidingWindow::new(4, ms(10), 5).unwrap().into(),
+        TokenBucket::new(3, 2, ms(4)).unwrap().into(),
+        LeakyBucket::new(ms(3), 2, LeakMode::NoDelay).unwrap().into(),
+        LeakyBucket::new(ms(3), 2, LeakMode::Delay).unwrap().into(),
+    ]
 }

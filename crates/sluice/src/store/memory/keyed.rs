@@ -1,6 +1,7 @@
 //! One limit's per-key states inside one shard, typed by the limit's algorithm so each
 //! entry holds exactly its key and its algorithm's state (no enum padding).
 
+use super::snapshot::states::{AnyState, Persist, Restored};
 use crate::algorithm::Algorithm;
 use crate::{Decision, Timestamp};
 use ahash::RandomState;
@@ -33,6 +34,15 @@ pub(crate) trait KeyedStates: Send + fmt::Debug {
 
     /// Bytes held by the table and its states (keys and heap parts included).
     fn heap_bytes(&self) -> usize;
+
+    /// The snapshot tag of the table's algorithm.
+    fn tag(&self) -> u8;
+
+    /// Appends the states not fresh by `now` as snapshot entries; returns how many.
+    fn encode(&self, now: Timestamp, out: &mut Vec<u8>) -> u64;
+
+    /// Inserts a state read from a snapshot, unless the key has one or it is fresh by `now`.
+    fn restore(&mut self, hash: u64, key: &[u8], state: AnyState, now: Timestamp, hasher: &RandomState) -> Restored;
 }
 
 /// A request addressed to one key of a shard.
@@ -64,7 +74,7 @@ impl<A: Algorithm + fmt::Debug> fmt::Debug for Keyed<A> {
 
 impl<A> KeyedStates for Keyed<A>
 where
-    A: Algorithm + fmt::Debug + Send,
+    A: Persist + fmt::Debug + Send,
     A::State: PartialEq + HeapSize,
 {
     fn judge(&self, hash: u64, key: &[u8], now: Timestamp, cost: u64) -> Decision {
@@ -121,6 +131,33 @@ where
             .map(|(key, state)| state.heap_size() + if key.spilled() { key.capacity() } else { 0 })
             .sum();
         slots + owned
+    }
+
+    fn tag(&self) -> u8 {
+        A::TAG
+    }
+
+    fn encode(&self, now: Timestamp, out: &mut Vec<u8>) -> u64 {
+        let mut count = 0;
+        for (key, state) in self.entries.iter().filter(|(_, state)| self.algorithm.expires_at(state) > now) {
+            out.extend_from_slice(&(key.len() as u16).to_le_bytes());
+            out.extend_from_slice(key);
+            A::encode(state, out);
+            count += 1;
+        }
+        count
+    }
+
+    fn restore(&mut self, hash: u64, key: &[u8], state: AnyState, now: Timestamp, hasher: &RandomState) -> Restored {
+        let Some(state) = A::unwrap(state).filter(|state| self.algorithm.expires_at(state) > now) else {
+            return Restored::Fresh;
+        };
+        if self.entries.find(hash, |(k, _)| k.as_slice() == key).is_some() {
+            return Restored::Present;
+        }
+        let rehash = |(k, _): &(KeyBytes, A::State)| hasher.hash_one(k.as_slice());
+        self.entries.insert_unique(hash, (KeyBytes::from_slice(key), state), rehash);
+        Restored::New
     }
 }
 

@@ -1,0 +1,185 @@
+//! The snapshot's bytes: the envelope (magic, version, checksum) and the tables inside,
+//! read without trusting a single byte (see the layout in the parent module).
+
+use super::SnapshotError;
+use super::states::{AnyState, impossible, tag_of};
+use crate::{Key, Limit, LimitId, Timestamp};
+use std::collections::BTreeSet;
+
+/// The first bytes of every snapshot.
+pub(super) const MAGIC: [u8; 8] = *b"SLUICEMS";
+/// The format this build writes and reads.
+pub(super) const VERSION: u16 = 1;
+/// The tag that ends the tables.
+pub(super) const END: u8 = 0;
+/// Magic, version and the time the snapshot was taken.
+const HEADER: usize = MAGIC.len() + 2 + 8;
+/// The CRC-32 of everything before it.
+const TRAILER: usize = 4;
+
+/// The header of a snapshot taken at `now`.
+pub(super) fn header(now: Timestamp) -> Vec<u8> {
+    let mut header = Vec::with_capacity(HEADER);
+    header.extend_from_slice(&MAGIC);
+    header.extend_from_slice(&VERSION.to_le_bytes());
+    header.extend_from_slice(&now.as_micros().to_le_bytes());
+    header
+}
+
+/// A validated snapshot: every state of a limit asked for, checked against its policy.
+#[derive(Debug)]
+pub(super) struct Parsed<'a> {
+    pub(super) taken_at: Timestamp,
+    pub(super) entries: Vec<Entry<'a>>,
+    pub(super) skipped_limits: usize,
+    pub(super) skipped_states: usize,
+}
+
+/// One state to restore.
+#[derive(Debug)]
+pub(super) struct Entry<'a> {
+    /// Index of its limit in the limits given.
+    pub(super) limit: usize,
+    pub(super) key: &'a [u8],
+    pub(super) state: AnyState,
+}
+
+/// Reads and checks the whole snapshot, keeping the states of `limits` (same id, same
+/// algorithm). Nothing is returned unless everything is valid.
+pub(super) fn parse<'a>(bytes: &'a [u8], limits: &[Limit]) -> Result<Parsed<'a>, SnapshotError> {
+    let (taken_at, mut input) = open(bytes)?;
+    let mut parsed = Parsed { taken_at, entries: Vec::new(), skipped_limits: 0, skipped_states: 0 };
+    let mut skipped = BTreeSet::new();
+    loop {
+        let tag = input.u8()?;
+        if tag == END {
+            break;
+        }
+        let id = LimitId(input.u64()?);
+        let count = input.u64()?;
+        let limit = limits.iter().position(|limit| limit.id() == id && tag_of(limit.policy()) == tag);
+        for _ in 0..count {
+            let entry = read_entry(&mut input, tag, id, limit.map(|index| &limits[index]))?;
+            match limit {
+                Some(limit) => parsed.entries.push(Entry { limit, ..entry }),
+                None => parsed.skipped_states += 1,
+            }
+        }
+        if limit.is_none() {
+            skipped.insert(id);
+        }
+    }
+    if input.remaining() > 0 {
+        return Err(input.invalid("bytes after the end of the tables"));
+    }
+    parsed.skipped_limits = skipped.len();
+    Ok(parsed)
+}
+
+/// Checks the magic, the version and the checksum; returns the time the snapshot was
+/// taken and a reader at the first table.
+fn open(bytes: &[u8]) -> Result<(Timestamp, Reader<'_>), SnapshotError> {
+    if !bytes.starts_with(&MAGIC) {
+        if MAGIC.starts_with(bytes) {
+            return Err(SnapshotError::Truncated { offset: bytes.len() });
+        }
+        return Err(SnapshotError::NotASnapshot);
+    }
+    let mut input = Reader { bytes, at: MAGIC.len() };
+    let found = input.u16()?;
+    if found != VERSION {
+        return Err(SnapshotError::UnsupportedVersion { found });
+    }
+    let Some(body) = bytes.len().checked_sub(TRAILER).filter(|&body| body >= HEADER) else {
+        return Err(SnapshotError::Truncated { offset: bytes.len() });
+    };
+    let (body, trailer) = bytes.split_at(body);
+    if crc32fast::hash(body).to_le_bytes() != trailer {
+        return Err(SnapshotError::Checksum);
+    }
+    let mut input = Reader { bytes: body, at: input.at };
+    let taken_at = Timestamp::from_micros(input.u64()?);
+    Ok((taken_at, input))
+}
+
+/// Reads one key and its state, checked against `limit` when it is restored.
+fn read_entry<'a>(
+    input: &mut Reader<'a>,
+    tag: u8,
+    id: LimitId,
+    limit: Option<&Limit>,
+) -> Result<Entry<'a>, SnapshotError> {
+    let at = input.at;
+    let len = usize::from(input.u16()?);
+    if len == 0 || len > Key::MAX_LEN {
+        return Err(input.invalid(format!("limit {id}: a key of {len} bytes (keys have 1 to 1024)")));
+    }
+    let key = input.take(len)?;
+    let name = limit.map_or(String::new(), |limit| format!(" \"{}\"", limit.name()));
+    let in_entry = |problem: &str| format!("limit{name} {id}, key \"{}\": {problem}", key.escape_ascii());
+    let state = AnyState::decode(tag, input).map_err(|error| match error {
+        SnapshotError::Invalid { offset, problem } => SnapshotError::Invalid { offset, problem: in_entry(&problem) },
+        other => other,
+    })?;
+    if let Some(problem) = limit.and_then(|limit| impossible(limit.policy(), &state)) {
+        return Err(SnapshotError::Invalid { offset: at, problem: in_entry(&problem) });
+    }
+    Ok(Entry { limit: 0, key, state })
+}
+
+/// A cursor over a snapshot that fails instead of reading past the end.
+#[derive(Debug)]
+pub(crate) struct Reader<'a> {
+    bytes: &'a [u8],
+    /// Offset of the next byte, from the start of the snapshot.
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// The next `len` bytes.
+    pub(crate) fn take(&mut self, len: usize) -> Result<&'a [u8], SnapshotError> {
+        self.ensure(len)?;
+        let taken = &self.bytes[self.at..self.at + len];
+        self.at += len;
+        Ok(taken)
+    }
+
+    /// Fails unless `len` more bytes are there.
+    pub(crate) fn ensure(&self, len: usize) -> Result<(), SnapshotError> {
+        if len > self.remaining() {
+            return Err(SnapshotError::Truncated { offset: self.bytes.len() });
+        }
+        Ok(())
+    }
+
+    fn remaining(&self) -> usize {
+        self.bytes.len().saturating_sub(self.at)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], SnapshotError> {
+        let mut array = [0; N];
+        array.copy_from_slice(self.take(N)?);
+        Ok(array)
+    }
+
+    pub(crate) fn u8(&mut self) -> Result<u8, SnapshotError> {
+        self.array().map(u8::from_le_bytes)
+    }
+
+    pub(crate) fn u16(&mut self) -> Result<u16, SnapshotError> {
+        self.array().map(u16::from_le_bytes)
+    }
+
+    pub(crate) fn u32(&mut self) -> Result<u32, SnapshotError> {
+        self.array().map(u32::from_le_bytes)
+    }
+
+    pub(crate) fn u64(&mut self) -> Result<u64, SnapshotError> {
+        self.array().map(u64::from_le_bytes)
+    }
+
+    /// An error about the bytes just read.
+    pub(crate) fn invalid(&self, problem: impl Into<String>) -> SnapshotError {
+        SnapshotError::Invalid { offset: self.at, problem: problem.into() }
+    }
+}

@@ -1,0 +1,229 @@
+//! Each algorithm's state in a snapshot: its tag, its bytes, and what makes one impossible.
+
+use super::SnapshotError;
+use super::format::Reader;
+use crate::Policy;
+use crate::algorithm::Algorithm;
+use crate::algorithm::fixed_window::{FixedWindow, WindowCount};
+use crate::algorithm::leaky_bucket::{LeakyBucket, Tat};
+use crate::algorithm::sliding_log::{SlidingLog, SlidingLogState};
+use crate::algorithm::sliding_window::{BucketCounts, SlidingWindow};
+use crate::algorithm::token_bucket::{TokenBucket, Tokens};
+
+/// A state of any algorithm, read from a snapshot, on its way into its limit's table.
+#[derive(Debug)]
+pub(crate) enum AnyState {
+    SlidingLog(SlidingLogState),
+    FixedWindow(WindowCount),
+    SlidingWindow(BucketCounts),
+    TokenBucket(Tokens),
+    LeakyBucket(Tat),
+}
+
+/// What became of a state offered to a table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Restored {
+    /// Inserted.
+    New,
+    /// The table already holds a state for the key: the live one is kept.
+    Present,
+    /// Fresh by the store's clock (or of another algorithm): nothing to keep.
+    Fresh,
+}
+
+/// What a snapshot needs from an algorithm. Integers are little-endian and fixed-width.
+pub(crate) trait Persist: Algorithm {
+    /// The algorithm's tag (never 0, which ends the tables).
+    const TAG: u8;
+
+    /// Appends `state` to `out`.
+    fn encode(state: &Self::State, out: &mut Vec<u8>);
+
+    /// Reads a state written by `encode`, refusing what no parameters could produce.
+    fn decode(input: &mut Reader<'_>) -> Result<Self::State, SnapshotError>;
+
+    /// Why `state` cannot have been produced by this policy, if it cannot.
+    fn impossible(&self, state: &Self::State) -> Option<String>;
+
+    /// The state if it is this algorithm's (a state of another one is treated as fresh).
+    fn unwrap(state: AnyState) -> Option<Self::State>;
+}
+
+impl AnyState {
+    /// Reads a state of the algorithm tagged `tag`.
+    pub(crate) fn decode(tag: u8, input: &mut Reader<'_>) -> Result<AnyState, SnapshotError> {
+        match tag {
+            SlidingLog::TAG => SlidingLog::decode(input).map(AnyState::SlidingLog),
+            FixedWindow::TAG => FixedWindow::decode(input).map(AnyState::FixedWindow),
+            SlidingWindow::TAG => SlidingWindow::decode(input).map(AnyState::SlidingWindow),
+            TokenBucket::TAG => TokenBucket::decode(input).map(AnyState::TokenBucket),
+            LeakyBucket::TAG => LeakyBucket::decode(input).map(AnyState::LeakyBucket),
+            other => Err(input.invalid(format!("unknown algorithm tag {other}"))),
+        }
+    }
+}
+
+/// The tag of `policy`'s algorithm.
+pub(crate) fn tag_of(policy: &Policy) -> u8 {
+    match policy {
+        Policy::SlidingLog(_) => SlidingLog::TAG,
+        Policy::FixedWindow(_) => FixedWindow::TAG,
+        Policy::SlidingWindow(_) => SlidingWindow::TAG,
+        Policy::TokenBucket(_) => TokenBucket::TAG,
+        Policy::LeakyBucket(_) => LeakyBucket::TAG,
+    }
+}
+
+/// Why `state` cannot have been produced by `policy`, if it cannot.
+pub(crate) fn impossible(policy: &Policy, state: &AnyState) -> Option<String> {
+    match (policy, state) {
+        (Policy::SlidingLog(p), AnyState::SlidingLog(s)) => p.impossible(s),
+        (Policy::FixedWindow(p), AnyState::FixedWindow(s)) => p.impossible(s),
+        (Policy::SlidingWindow(p), AnyState::SlidingWindow(s)) => p.impossible(s),
+        (Policy::TokenBucket(p), AnyState::TokenBucket(s)) => p.impossible(s),
+        (Policy::LeakyBucket(p), AnyState::LeakyBucket(s)) => p.impossible(s),
+        _ => Some(format!("a state of another algorithm than the limit's {}", policy.algorithm_name())),
+    }
+}
+
+fn put(out: &mut Vec<u8>, value: u64) {
+    out.extend_from_slice(&value.to_le_bytes());
+}
+
+/// `what` holds `value`, more than `limit` allows, if it does.
+fn over(what: &str, value: u64, limit: u64) -> Option<String> {
+    (value > limit).then(|| format!("{what} {value}, more than the limit of {limit}"))
+}
+
+impl Persist for SlidingLog {
+    const TAG: u8 = 1;
+
+    /// `len: u32`, then `len` timestamps (µs), oldest first.
+    fn encode(state: &SlidingLogState, out: &mut Vec<u8>) {
+        out.extend_from_slice(&(state.len() as u32).to_le_bytes());
+        state.entries().for_each(|entry| put(out, entry));
+    }
+
+    fn decode(input: &mut Reader<'_>) -> Result<SlidingLogState, SnapshotError> {
+        let len = input.u32()? as usize;
+        // Checked before allocating: a forged length must not reserve gigabytes.
+        input.ensure(len.saturating_mul(8))?;
+        let mut entries = Vec::with_capacity(len);
+        for _ in 0..len {
+            let entry = input.u64()?;
+            if entries.last().is_some_and(|&previous| previous > entry) {
+                return Err(input.invalid("sliding log timestamps are not in order"));
+            }
+            entries.push(entry);
+        }
+        Ok(SlidingLogState::from_entries(entries))
+    }
+
+    fn impossible(&self, state: &SlidingLogState) -> Option<String> {
+        over("a sliding log holding", state.len() as u64, self.limit())
+    }
+
+    fn unwrap(state: AnyState) -> Option<SlidingLogState> {
+        if let AnyState::SlidingLog(state) = state { Some(state) } else { None }
+    }
+}
+
+impl Persist for FixedWindow {
+    const TAG: u8 = 2;
+
+    /// `start`, `used`.
+    fn encode(state: &WindowCount, out: &mut Vec<u8>) {
+        put(out, state.start);
+        put(out, state.used);
+    }
+
+    fn decode(input: &mut Reader<'_>) -> Result<WindowCount, SnapshotError> {
+        Ok(WindowCount { start: input.u64()?, used: input.u64()? })
+    }
+
+    fn impossible(&self, state: &WindowCount) -> Option<String> {
+        over("a fixed window counting", state.used, self.limit())
+    }
+
+    fn unwrap(state: AnyState) -> Option<WindowCount> {
+        if let AnyState::FixedWindow(state) = state { Some(state) } else { None }
+    }
+}
+
+impl Persist for SlidingWindow {
+    const TAG: u8 = 3;
+
+    /// `newest` bucket, `slots: u32`, then the `slots` counters by `bucket % slots`
+    /// (`B + 1` of them, none for a fresh key).
+    fn encode(state: &BucketCounts, out: &mut Vec<u8>) {
+        put(out, state.newest);
+        out.extend_from_slice(&(state.counts.len() as u32).to_le_bytes());
+        state.counts.iter().for_each(|&count| put(out, count));
+    }
+
+    fn decode(input: &mut Reader<'_>) -> Result<BucketCounts, SnapshotError> {
+        let newest = input.u64()?;
+        let slots = input.u32()?;
+        if u64::from(slots) > SlidingWindow::MAX_BUCKETS + 1 {
+            return Err(input.invalid(format!("a sliding window of {slots} counters")));
+        }
+        let counts = (0..slots).map(|_| input.u64()).collect::<Result<_, _>>()?;
+        Ok(BucketCounts { newest, counts })
+    }
+
+    fn impossible(&self, state: &BucketCounts) -> Option<String> {
+        let slots = state.counts.len() as u64;
+        if slots != 0 && slots != self.buckets() + 1 {
+            return Some(format!("a sliding window of {slots} counters for {} buckets", self.buckets()));
+        }
+        state.counts.iter().find_map(|&count| over("a sliding window bucket counting", count, self.limit()))
+    }
+
+    fn unwrap(state: AnyState) -> Option<BucketCounts> {
+        if let AnyState::SlidingWindow(state) = state { Some(state) } else { None }
+    }
+}
+
+impl Persist for TokenBucket {
+    const TAG: u8 = 4;
+
+    /// `taken`, `last` refill.
+    fn encode(state: &Tokens, out: &mut Vec<u8>) {
+        put(out, state.taken);
+        put(out, state.last);
+    }
+
+    fn decode(input: &mut Reader<'_>) -> Result<Tokens, SnapshotError> {
+        Ok(Tokens { taken: input.u64()?, last: input.u64()? })
+    }
+
+    fn impossible(&self, state: &Tokens) -> Option<String> {
+        over("a token bucket missing", state.taken, self.capacity())
+    }
+
+    fn unwrap(state: AnyState) -> Option<Tokens> {
+        if let AnyState::TokenBucket(state) = state { Some(state) } else { None }
+    }
+}
+
+impl Persist for LeakyBucket {
+    const TAG: u8 = 5;
+
+    /// `tat`.
+    fn encode(state: &Tat, out: &mut Vec<u8>) {
+        put(out, state.0);
+    }
+
+    fn decode(input: &mut Reader<'_>) -> Result<Tat, SnapshotError> {
+        Ok(Tat(input.u64()?))
+    }
+
+    /// Any arrival time is possible: one far ahead only blocks its key, as it did.
+    fn impossible(&self, _: &Tat) -> Option<String> {
+        None
+    }
+
+    fn unwrap(state: AnyState) -> Option<Tat> {
+        if let AnyState::LeakyBucket(state) = state { Some(state) } else { None }
+    }
+}
