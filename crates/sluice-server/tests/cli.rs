@@ -1,0 +1,70 @@
+//! `sluice check-config` and the precedence of settings (flag > environment > file).
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
+
+mod support;
+
+use std::process::Command;
+use support::server::{Server, fresh_dir};
+
+fn check_config(text: &str) -> (i32, String, String) {
+    let dir = fresh_dir("check-config");
+    std::fs::write(dir.join("c.yaml"), text).unwrap();
+    let output =
+        Command::new(env!("CARGO_BIN_EXE_sluice")).current_dir(&dir).args(["check-config", "c.yaml"]).output().unwrap();
+    let text = |bytes: Vec<u8>| String::from_utf8(bytes).unwrap();
+    (output.status.code().unwrap(), text(output.stdout), text(output.stderr))
+}
+
+#[test]
+fn check_config_lists_a_valid_file() {
+    let (code, out, _) = check_config(include_str!("../../../examples/service.yaml"));
+    assert_eq!(code, 0);
+    assert!(out.contains("valid, 5 policies") && out.contains("burst2 (sliding_log)"), "{out}");
+}
+
+#[test]
+fn check_config_prints_every_problem() {
+    let text = "server: {http: nowhere, failure_mode: maybe}\npolicies:\n  a: {algorithm: token_bucket, capacity: 0, refill_interval: 1s}\n  b: {algorithm: leaky, limit: 1}\n";
+    let (code, _, err) = check_config(text);
+    assert_eq!(code, 1);
+    assert!(err.contains("policies.a.capacity") && err.contains("policies.b.algorithm"), "{err}");
+    let (code, _, err) = check_config(
+        "server: {http: nowhere, failure_mode: maybe}\npolicies:\n  a: {algorithm: fixed_window, limit: 1, window: 1s}\n",
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("http: `nowhere`") && err.contains("failure_mode: unknown failure mode"), "{err}");
+    let (code, _, err) = check_config(
+        "domain: edge\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n",
+    );
+    assert_eq!(code, 1);
+    assert!(err.contains("descriptors[0].rate_limit.unit"), "{err}");
+}
+
+#[test]
+fn a_missing_file_is_named() {
+    let output =
+        Command::new(env!("CARGO_BIN_EXE_sluice")).args(["check-config", "/nonexistent/sluice.yaml"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("/nonexistent/sluice.yaml"));
+}
+
+#[test]
+fn the_environment_beats_the_file_and_flags_beat_the_environment() {
+    let config = "server: {snapshot: from-file.snapshot, snapshot_interval: 1h}\npolicies:\n  p: {algorithm: fixed_window, limit: 1, window: 1h}\n";
+    let dir = fresh_dir("precedence");
+    std::fs::write(dir.join("config.yaml"), config).unwrap();
+    // The environment names the snapshot file; the file's choice loses.
+    let mut server = with_env(&dir, &[("SLUICE_SNAPSHOT", "from-env.snapshot")], &[]);
+    server.signal("TERM");
+    server.wait_exit(std::time::Duration::from_secs(10));
+    assert!(dir.join("from-env.snapshot").exists() && !dir.join("from-file.snapshot").exists());
+    // A flag beats the environment.
+    let mut server = with_env(&dir, &[("SLUICE_SNAPSHOT", "from-env.snapshot")], &["--snapshot", "from-flag.snapshot"]);
+    server.signal("TERM");
+    server.wait_exit(std::time::Duration::from_secs(10));
+    assert!(dir.join("from-flag.snapshot").exists());
+}
+
+fn with_env(dir: &std::path::Path, vars: &[(&str, &str)], args: &[&str]) -> Server {
+    Server::try_start_with_env(dir.to_path_buf(), args, vars).unwrap()
+}
