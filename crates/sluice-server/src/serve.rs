@@ -11,6 +11,7 @@ use crate::settings::Settings;
 use crate::shutdown::Shutdown;
 use crate::{http, reload, snapshot};
 use anyhow::Context;
+use axum::serve::ListenerExt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -46,10 +47,15 @@ async fn serve(settings: Settings, config: ServiceConfig, args: &ServeArgs) -> a
         tokio::spawn(snapshot::run_periodically(Arc::clone(&service)));
     }
     let app = http::router(Arc::clone(&service)).into_make_service_with_connect_info::<SocketAddr>();
+    let http_listener = http_listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let http = axum::serve(http_listener, app).with_graceful_shutdown(shutdown.clone().wait());
     let grpc = tonic::transport::Server::builder()
         .add_service(RateLimitServiceServer::new(RateLimitGrpc::new(Arc::clone(&service))));
-    let grpc = grpc.serve_with_incoming_shutdown(TcpIncoming::from(grpc_listener), shutdown.wait());
+    // No Nagle: with few connections carrying many streams, small replies would wait for ACKs.
+    let incoming = TcpIncoming::from(grpc_listener).with_nodelay(Some(true));
+    let grpc = grpc.serve_with_incoming_shutdown(incoming, shutdown.wait());
     let (http, grpc) = tokio::join!(http, grpc);
     http.context("HTTP server")?;
     grpc.context("gRPC server")?;

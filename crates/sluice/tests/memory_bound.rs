@@ -88,6 +88,30 @@ fn sweeps_run_as_keys_are_added() {
     assert!(store.len() >= 2_000);
 }
 
+#[test]
+fn under_steady_churn_the_store_holds_about_the_live_states() {
+    // New keys only, 1 000 per 100 ms, on a 2 s window: about 20 000 live at any time. Each
+    // sweep keeps states, so a trigger that waits for the shard to double its *total* would
+    // never fire again, and the store would grow without bound.
+    let clock = ManualClock::at(Timestamp::from_micros(0));
+    let store = MemoryStore::builder().clock(clock.clone()).shards(4).build();
+    let limit = [Limit::new(
+        "api",
+        sluice::FixedWindow::new(1, Duration::from_secs(2), sluice::Alignment::Anchored, Duration::ZERO).unwrap(),
+    )];
+    let mut most = 0;
+    for step in 0..600u64 {
+        let now = Timestamp::from_micros(step * 100_000);
+        clock.set(now);
+        for i in 0..1_000u64 {
+            let key = flood_key(step * 1_000 + i);
+            store.check_now(Key::new(key.as_bytes()).unwrap(), &limit, now, 1).unwrap();
+        }
+        most = most.max(store.len());
+    }
+    assert!(most <= 3 * 21_000, "the store held {most} states for about 20 000 live ones");
+}
+
 trait NowTimestamp {
     fn now_timestamp(&self) -> Timestamp;
 }

@@ -15,7 +15,7 @@ pub(crate) fn rate_limit_headers(outcome: &Outcome) -> HeaderMap {
     let reset = whole_seconds(decision.reset_after);
     let mut headers = HeaderMap::with_capacity(6);
     let mut put = |header: &'static str, value: String| {
-        if let Ok(value) = HeaderValue::from_str(&value) {
+        if let Ok(value) = HeaderValue::try_from(value) {
             headers.insert(HeaderName::from_static(header), value);
         }
     };

@@ -172,7 +172,11 @@ impl MemoryStore {
         if inserted {
             shard.states += 1;
             shard.inserted_since_sweep += 1;
-            if shard.inserted_since_sweep >= SWEEP_EVERY.max(shard.states) {
+            // Sweep each time the shard has doubled since the last sweep (compared with the
+            // states that sweep kept, not with `states`, which counts these insertions too
+            // and would never be reached again once a sweep keeps anything).
+            let kept = shard.states.saturating_sub(shard.inserted_since_sweep);
+            if shard.inserted_since_sweep >= SWEEP_EVERY.max(kept) {
                 shard.drop_expiring_by((self.inner.clock)());
             }
         }
