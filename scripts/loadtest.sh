@@ -22,7 +22,9 @@
 # root), `redis-server` and `redis-cli`. Settings (environment): DURATION (seconds per run, 10),
 # RUNS (3), OTHERS_MAX (10), KEYS (1000000), CONNECTIONS (64), REDIS (1; 0 skips the Redis
 # cases), LIFETIME (seconds any server may live, 1200), SLUICE_BIN (a `sluice` binary to
-# measure instead of the one built here, to compare a change).
+# measure instead of the one built here, to compare a change), CASES (a regular expression:
+# only the measured cases whose name matches it run, such as `h2load`; setup steps, memory
+# and churn still run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,6 +35,7 @@ CONNECTIONS=${CONNECTIONS:-64}
 REDIS=${REDIS:-1}
 LIFETIME=${LIFETIME:-1200}
 OTHERS_MAX=${OTHERS_MAX:-10}
+CASES=${CASES:-.}
 SERVER_CPU=0
 CLIENT_CPU=1
 HZ=$(getconf CLK_TCK)
@@ -158,6 +161,7 @@ cat >"$WORK/h2load_grpc.sh" <<'EOF'
 #!/usr/bin/env bash
 set -euo pipefail
 dir=$(dirname "$0")
+rm -f "$dir/h2load.log" # h2load appends to its log
 h2load -D "$4" -c "$2" -m "$3" -d "$dir/grpc_hot.bin" -H 'content-type: application/grpc' -H 'te: trailers' \
   --log-file="$dir/h2load.log" "http://$1/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit" >"$dir/h2load.out"
 read -r seconds ok failed <<<"$(awk '/^finished in/ {s = $3 + 0} /^requests:/ {ok = $8; failed = $10 + $12 + $14}
@@ -304,9 +308,10 @@ rss_per_key() {
       name, k0, k, r0 / 1024, r / 1024, (r - r0) * 1024 / (k - k0) }' | tee -a "$WORK/notes"
 }
 
-# repeat COMMAND...: runs a measurement until RUNS runs were clean (others under OTHERS_MAX
-# % of a core), at most 3 x RUNS times.
+# repeat COMMAND NAME ARGS...: runs a measurement until RUNS runs were clean (others under
+# OTHERS_MAX % of a core), at most 3 x RUNS times; nothing when NAME does not match CASES.
 repeat() {
+  [[ $2 =~ $CASES ]] || return 0
   local clean=0 tries=0
   while [ "$clean" -lt "$RUNS" ] && [ "$tries" -lt $((RUNS * 3)) ]; do
     "$@"
