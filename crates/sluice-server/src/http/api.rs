@@ -3,16 +3,27 @@
 use crate::engine::Outcome;
 use serde::{Deserialize, Serialize};
 use sluice::{RetryAfter, Source};
+use smallvec::SmallVec;
+use std::borrow::Cow;
 use utoipa::ToSchema;
 
+/// Policy names as read from a request: borrowed from the body unless escaped.
+pub(crate) type PolicyNames<'a> = SmallVec<[Cow<'a, str>; 4]>;
+
 /// Check a key against one or several policies, all or nothing.
+///
+/// Fields borrow from the request body (no copy unless a string holds escapes).
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct CheckRequest {
+pub(crate) struct CheckRequest<'a> {
     /// The caller's key (user, API key, IP): 1 to 1024 bytes of UTF-8.
-    pub(crate) key: String,
+    #[serde(borrow)]
+    #[schema(value_type = String)]
+    pub(crate) key: Cow<'a, str>,
     /// The policies to check together; the request passes only if every one allows it.
-    pub(crate) policies: Vec<String>,
+    #[serde(borrow)]
+    #[schema(value_type = Vec<String>)]
+    pub(crate) policies: PolicyNames<'a>,
     /// What the request costs (default 1). 0 peeks without consuming.
     #[serde(default = "one")]
     #[schema(default = 1, minimum = 0)]
@@ -26,11 +37,15 @@ fn one() -> u64 {
 /// Ask what a request of cost 1 would get, without consuming anything.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct PeekRequest {
+pub(crate) struct PeekRequest<'a> {
     /// The caller's key.
-    pub(crate) key: String,
+    #[serde(borrow)]
+    #[schema(value_type = String)]
+    pub(crate) key: Cow<'a, str>,
     /// The policies to look at.
-    pub(crate) policies: Vec<String>,
+    #[serde(borrow)]
+    #[schema(value_type = Vec<String>)]
+    pub(crate) policies: PolicyNames<'a>,
 }
 
 /// Forget a key's state (admin).
@@ -46,11 +61,11 @@ pub(crate) struct ResetRequest {
 
 /// The decision (SPEC.md's fields; durations in whole microseconds).
 #[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct CheckResponse {
+pub(crate) struct CheckResponse<'a> {
     /// The request may proceed (also when only a shadow-mode policy rejected it).
     pub(crate) allowed: bool,
     /// The policy whose decision is reported: the most restrictive one.
-    pub(crate) policy: String,
+    pub(crate) policy: &'a str,
     /// That policy's limit (token bucket: capacity; leaky bucket: burst + 1).
     pub(crate) limit: u64,
     /// Cost-1 requests that would still pass right now.
@@ -70,8 +85,8 @@ pub(crate) struct CheckResponse {
     pub(crate) source: &'static str,
 }
 
-impl CheckResponse {
-    pub(crate) fn from_outcome(outcome: &Outcome) -> CheckResponse {
+impl<'a> CheckResponse<'a> {
+    pub(crate) fn from_outcome(outcome: &'a Outcome) -> CheckResponse<'a> {
         let decision = &outcome.decision;
         let (retry_after_us, cost_exceeds_limit) = match decision.retry_after {
             None => (None, false),
@@ -80,7 +95,7 @@ impl CheckResponse {
         };
         CheckResponse {
             allowed: decision.allowed,
-            policy: outcome.limit.name().to_owned(),
+            policy: outcome.limit.name(),
             limit: decision.limit,
             remaining: decision.remaining,
             reset_after_us: micros(decision.reset_after),

@@ -3,12 +3,14 @@
 use crate::engine::Outcome;
 use crate::http::api::{CheckRequest, CheckResponse, ErrorResponse, PeekRequest};
 use crate::http::error::ApiError;
+use crate::http::error::json_body;
 use crate::http::headers::rate_limit_headers;
 use crate::service::Service;
 use axum::Json;
+use axum::body::Bytes;
 use axum::extract::State;
-use axum::extract::rejection::JsonRejection;
-use axum::http::StatusCode;
+use axum::extract::rejection::BytesRejection;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use sluice::Source;
 use std::sync::Arc;
@@ -17,10 +19,10 @@ use std::sync::Arc;
 #[utoipa::path(
     post,
     path = "/v1/check",
-    request_body = CheckRequest,
+    request_body = CheckRequest<'_>,
     responses(
-        (status = 200, description = "Allowed (or rejected only by a shadow-mode policy)", body = CheckResponse),
-        (status = 429, description = "Rejected; `Retry-After` tells when a request of the same cost could pass", body = CheckResponse),
+        (status = 200, description = "Allowed (or rejected only by a shadow-mode policy)", body = CheckResponse<'_>),
+        (status = 429, description = "Rejected; `Retry-After` tells when a request of the same cost could pass", body = CheckResponse<'_>),
         (status = 400, description = "Malformed body, invalid key, no policy or a policy listed twice", body = ErrorResponse),
         (status = 404, description = "Unknown policy", body = ErrorResponse),
         (status = 413, description = "Body over 64 KiB", body = ErrorResponse),
@@ -30,9 +32,11 @@ use std::sync::Arc;
 )]
 pub(crate) async fn check(
     State(service): State<Arc<Service>>,
-    body: Result<Json<CheckRequest>, JsonRejection>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let Json(request) = body?;
+    let body = body?;
+    let request: CheckRequest<'_> = json_body(&headers, &body)?;
     let outcome = service.engine.check(request.key.as_bytes(), &request.policies, request.cost).await?;
     Ok(respond(&outcome))
 }
@@ -41,10 +45,10 @@ pub(crate) async fn check(
 #[utoipa::path(
     post,
     path = "/v1/peek",
-    request_body = PeekRequest,
+    request_body = PeekRequest<'_>,
     responses(
-        (status = 200, description = "A cost-1 request would pass", body = CheckResponse),
-        (status = 429, description = "A cost-1 request would be rejected", body = CheckResponse),
+        (status = 200, description = "A cost-1 request would pass", body = CheckResponse<'_>),
+        (status = 429, description = "A cost-1 request would be rejected", body = CheckResponse<'_>),
         (status = 400, description = "Malformed body or invalid key", body = ErrorResponse),
         (status = 404, description = "Unknown policy", body = ErrorResponse),
         (status = 503, description = "The store cannot answer", body = ErrorResponse),
@@ -52,9 +56,11 @@ pub(crate) async fn check(
 )]
 pub(crate) async fn peek(
     State(service): State<Arc<Service>>,
-    body: Result<Json<PeekRequest>, JsonRejection>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    let Json(request) = body?;
+    let body = body?;
+    let request: PeekRequest<'_> = json_body(&headers, &body)?;
     let outcome = service.engine.check(request.key.as_bytes(), &request.policies, 0).await?;
     Ok(respond(&outcome))
 }

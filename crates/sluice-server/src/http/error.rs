@@ -3,8 +3,8 @@
 use crate::engine::CheckError;
 use crate::http::api::ErrorResponse;
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::extract::rejection::{BytesRejection, JsonRejection};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use sluice::StoreError;
 
@@ -37,6 +37,34 @@ impl From<JsonRejection> for ApiError {
         };
         ApiError::new(status, code, rejection.body_text())
     }
+}
+
+impl From<BytesRejection> for ApiError {
+    fn from(rejection: BytesRejection) -> ApiError {
+        let (status, code) = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large")
+        } else {
+            (StatusCode::BAD_REQUEST, "bad_request")
+        };
+        ApiError::new(status, code, rejection.body_text())
+    }
+}
+
+/// Parses a JSON body borrowing from it (the hot path: no copies of keys and names), with
+/// the same answers as axum's `Json`: 415 without a JSON content type, 400 with serde's
+/// message (line and column) for a body that does not fit.
+pub(crate) fn json_body<'a, T: serde::Deserialize<'a>>(headers: &HeaderMap, body: &'a [u8]) -> Result<T, ApiError> {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|value| value.to_str().ok()).unwrap_or("");
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    let is_json = essence.eq_ignore_ascii_case("application/json")
+        || (essence.starts_with("application/") && essence.ends_with("+json"));
+    if !is_json {
+        let message = "expected a request body with `Content-Type: application/json`";
+        return Err(ApiError::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type", message));
+    }
+    serde_json::from_slice(body).map_err(|error| {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", format!("invalid request body: {error}"))
+    })
 }
 
 impl From<CheckError> for ApiError {

@@ -21,11 +21,14 @@ pub(crate) fn rate_limit_headers(outcome: &Outcome) -> HeaderMap {
     };
     put("ratelimit-policy", format!("\"{name}\";q={quota};w={window}"));
     put("ratelimit", format!("\"{name}\";r={};t={reset}", decision.remaining));
-    put("x-ratelimit-limit", quota.to_string());
-    put("x-ratelimit-remaining", decision.remaining.to_string());
-    put("x-ratelimit-reset", reset.to_string());
+    let mut number = |header: &'static str, value: u64| {
+        headers.insert(HeaderName::from_static(header), HeaderValue::from(value));
+    };
+    number("x-ratelimit-limit", quota);
+    number("x-ratelimit-remaining", decision.remaining);
+    number("x-ratelimit-reset", reset);
     if let (false, Some(RetryAfter::After(wait))) = (decision.allowed, decision.retry_after) {
-        put("retry-after", whole_seconds(wait).max(1).to_string());
+        number("retry-after", whole_seconds(wait).max(1));
     }
     headers
 }
