@@ -11,8 +11,9 @@ use std::time::Duration;
 /// How often the configuration file is compared with what was last loaded.
 const POLL_EVERY: Duration = Duration::from_secs(1);
 
-/// Reloads on SIGHUP until the process ends.
-pub(crate) async fn on_sighup(service: Arc<Service>) {
+/// Installs the SIGHUP handler now (so a SIGHUP never kills the process once this returns)
+/// and reloads on each SIGHUP until the process ends.
+pub(crate) fn on_sighup(service: Arc<Service>) {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
@@ -20,10 +21,12 @@ pub(crate) async fn on_sighup(service: Arc<Service>) {
             tracing::warn!("cannot listen for SIGHUP: reload by file change or POST /v1/reload");
             return;
         };
-        while hangups.recv().await.is_some() {
-            tracing::info!("SIGHUP: reloading the configuration");
-            let _ = service.reload().await;
-        }
+        tokio::spawn(async move {
+            while hangups.recv().await.is_some() {
+                tracing::info!("SIGHUP: reloading the configuration");
+                let _ = service.reload().await;
+            }
+        });
     }
     #[cfg(not(unix))]
     let _ = service;

@@ -39,9 +39,10 @@ async fn serve(settings: Settings, config: ServiceConfig, args: &ServeArgs) -> a
     let service = Arc::new(Service::new(engine, settings, args.config.clone()));
     let http_listener = bind(service.settings.http, "HTTP").await?;
     let grpc_listener = bind(service.settings.grpc, "gRPC").await?;
-    announce(&service, &http_listener, &grpc_listener)?;
+    // Signal handlers first: once the addresses are printed, signals must find them.
     let shutdown = Shutdown::on_signals();
-    tokio::spawn(reload::on_sighup(Arc::clone(&service)));
+    reload::on_sighup(Arc::clone(&service));
+    announce(&service, &http_listener, &grpc_listener)?;
     tokio::spawn(reload::on_file_change(Arc::clone(&service)));
     if service.settings.snapshot.is_some() && service.engine.backend().memory().is_some() {
         tokio::spawn(snapshot::run_periodically(Arc::clone(&service)));

@@ -10,11 +10,13 @@ pub(crate) struct Shutdown {
 }
 
 impl Shutdown {
-    /// A shutdown triggered by SIGTERM or SIGINT (Ctrl-C).
+    /// A shutdown triggered by SIGTERM or SIGINT (Ctrl-C). The handlers are installed before
+    /// this returns, so a signal arriving any time after it is never the default "die now".
     pub(crate) fn on_signals() -> Shutdown {
         let (sender, receiver) = watch::channel(false);
+        let signals = Signals::install();
         tokio::spawn(async move {
-            wait_for_signal().await;
+            signals.wait().await;
             tracing::info!("shutting down: draining requests in flight");
             let _ = sender.send(true);
         });
@@ -27,22 +29,38 @@ impl Shutdown {
     }
 }
 
-async fn wait_for_signal() {
+/// The installed SIGTERM and SIGINT handlers.
+struct Signals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => {
-                tokio::select! {
-                    _ = terminate.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(_) => {
+    terminate: Option<tokio::signal::unix::Signal>,
+    #[cfg(unix)]
+    interrupt: Option<tokio::signal::unix::Signal>,
+}
+
+impl Signals {
+    fn install() -> Signals {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Signals { terminate: signal(SignalKind::terminate()).ok(), interrupt: signal(SignalKind::interrupt()).ok() }
+        }
+        #[cfg(not(unix))]
+        Signals {}
+    }
+
+    async fn wait(self) {
+        #[cfg(unix)]
+        {
+            let (Some(mut terminate), Some(mut interrupt)) = (self.terminate, self.interrupt) else {
                 let _ = tokio::signal::ctrl_c().await;
+                return;
+            };
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
             }
         }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
     }
-    #[cfg(not(unix))]
-    let _ = tokio::signal::ctrl_c().await;
 }
