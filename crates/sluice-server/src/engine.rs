@@ -30,8 +30,8 @@ impl Loaded {
     }
 
     /// The counters of an Envoy rule of this configuration.
-    pub(crate) fn rule_counters(&self, rule: &Rule) -> PolicyCounters {
-        self.rule_counters.get(rule.name()).cloned().unwrap_or_default()
+    pub(crate) fn rule_counters(&self, rule: &Rule) -> Option<&PolicyCounters> {
+        self.rule_counters.get(rule.name())
     }
 }
 
@@ -74,7 +74,8 @@ pub(crate) struct Engine {
     shadow_all: bool,
 }
 
-type Chosen = SmallVec<[(Limit, bool, PolicyCounters); 4]>;
+/// Positions in [`ServiceConfig::policies`] of the policies one request names.
+type Chosen = SmallVec<[usize; 4]>;
 
 impl Engine {
     /// An engine serving `config` with `backend`; `shadow_all` puts every policy in shadow mode.
@@ -106,13 +107,17 @@ impl Engine {
     /// Checks `key` against the named policies with `cost` (0 peeks), all or nothing.
     ///
     /// Policies in shadow mode are checked apart from the enforced ones, so that what they
-    /// would reject never blocks (nor un-records) what the enforced ones allow.
+    /// would reject never blocks (nor un-records) what the enforced ones allow. One
+    /// configuration serves the whole check, even if a reload lands meanwhile.
     pub(crate) async fn check(&self, key: &[u8], names: &[impl AsRef<str>], cost: u64) -> Result<Outcome, CheckError> {
         let key = Key::new(key).map_err(|error| CheckError::InvalidKey(error.to_string()))?;
-        let chosen = self.choose(names)?;
-        let (shadowed, enforced): (Chosen, Chosen) = chosen.into_iter().partition(|(_, shadow, _)| *shadow);
-        let enforced = self.check_group(key, &enforced, cost, false).await?;
-        let shadowed = self.check_group(key, &shadowed, cost, true).await?;
+        let loaded = self.loaded.load();
+        let chosen = choose(&loaded, names)?;
+        let policies = loaded.config.policies();
+        let (shadowed, enforced): (Chosen, Chosen) =
+            chosen.into_iter().partition(|&index| self.shadow_all || policies[index].shadow);
+        let enforced = self.check_group(&loaded, key, &enforced, cost, false).await?;
+        let shadowed = self.check_group(&loaded, key, &shadowed, cost, true).await?;
         Ok(match (enforced, shadowed) {
             (Some(enforced), _) if !enforced.decision.allowed => enforced,
             (Some(enforced), Some(shadowed)) if !shadowed.shadow_rejected => {
@@ -125,74 +130,93 @@ impl Engine {
         })
     }
 
-    /// Checks one key against one policy chosen elsewhere (Envoy descriptors).
+    /// Checks one key against one limit chosen elsewhere (an Envoy descriptor's rule).
     pub(crate) async fn check_limit(
         &self,
         key: Key<'_>,
         limit: &Limit,
         shadow: bool,
-        counters: &PolicyCounters,
+        counters: Option<&PolicyCounters>,
         cost: u64,
     ) -> Result<Outcome, CheckError> {
-        let group: Chosen = SmallVec::from_iter([(limit.clone(), shadow || self.shadow_all, counters.clone())]);
-        let outcome = self.check_group(key, &group, cost, shadow || self.shadow_all).await?;
-        outcome.ok_or(CheckError::NoPolicy)
+        let verdict = self.decide(key, std::slice::from_ref(limit), cost).await?;
+        Ok(self.report(verdict, limit, counters, shadow || self.shadow_all))
     }
 
     /// Forgets `key`'s states under the named policies (every policy when none is named).
     pub(crate) async fn reset(&self, key: &[u8], names: &[impl AsRef<str>]) -> Result<(), CheckError> {
         let key = Key::new(key).map_err(|error| CheckError::InvalidKey(error.to_string()))?;
+        let loaded = self.loaded.load();
         let limits: Vec<Limit> = if names.is_empty() {
-            self.loaded().config.limits()
+            loaded.config.limits().cloned().collect()
         } else {
-            self.choose(names)?.into_iter().map(|(limit, _, _)| limit).collect()
+            let policies = loaded.config.policies();
+            choose(&loaded, names)?.into_iter().map(|index| policies[index].limit.clone()).collect()
         };
         Ok(self.backend.reset(key, &limits).await?)
     }
 
-    fn choose(&self, names: &[impl AsRef<str>]) -> Result<Chosen, CheckError> {
-        if names.is_empty() {
-            return Err(CheckError::NoPolicy);
-        }
-        let loaded = self.loaded.load();
-        let mut chosen = Chosen::new();
-        for name in names.iter().map(AsRef::as_ref) {
-            let Some(index) = loaded.config.policy_index(name) else {
-                let known: Vec<&str> = loaded.config.policies().iter().map(|entry| entry.limit.name()).collect();
-                return Err(CheckError::UnknownPolicy { name: name.to_owned(), known: known.join(", ") });
-            };
-            if chosen.iter().any(|(limit, _, _)| limit.name() == name) {
-                return Err(CheckError::DuplicatePolicy(name.to_owned()));
-            }
-            let entry = &loaded.config.policies()[index];
-            chosen.push((entry.limit.clone(), entry.shadow || self.shadow_all, loaded.counters[index].clone()));
-        }
-        Ok(chosen)
-    }
-
+    /// Checks the policies at `group` together; `None` when the group is empty.
     async fn check_group(
         &self,
+        loaded: &Loaded,
         key: Key<'_>,
-        group: &Chosen,
+        group: &[usize],
         cost: u64,
         shadow: bool,
     ) -> Result<Option<Outcome>, CheckError> {
-        if group.is_empty() {
-            return Ok(None);
-        }
-        let limits: SmallVec<[Limit; 4]> = group.iter().map(|(limit, _, _)| limit.clone()).collect();
+        let policies = loaded.config.policies();
+        let verdict = match group {
+            [] => return Ok(None),
+            // The common case borrows the configuration's limit: nothing cloned.
+            [one] => self.decide(key, std::slice::from_ref(&policies[*one].limit), cost).await?,
+            several => {
+                let limits: SmallVec<[Limit; 4]> = several.iter().map(|&index| policies[index].limit.clone()).collect();
+                self.decide(key, &limits, cost).await?
+            }
+        };
+        let index = group[verdict.limit];
+        Ok(Some(self.report(verdict, &policies[index].limit, Some(&loaded.counters[index]), shadow)))
+    }
+
+    /// Asks the store, timing and counting what it answered.
+    async fn decide(&self, key: Key<'_>, limits: &[Limit], cost: u64) -> Result<Verdict, CheckError> {
         let started = Instant::now();
-        let verdict = self.backend.check(key, &limits, self.clock.now(), cost).await;
+        let verdict = self.backend.check(key, limits, self.clock.now(), cost).await;
         self.metrics.observe_store(started.elapsed());
         let verdict = verdict.inspect_err(|error| self.metrics.count_store_error(error))?;
         self.metrics.count_source(verdict.source);
-        let (limit, _, counters) = &group[verdict.limit];
-        counters.count(verdict.decision.allowed, shadow);
+        Ok(verdict)
+    }
+
+    /// The outcome reported for `verdict`, decided by `limit`, counted under `counters`.
+    fn report(&self, verdict: Verdict, limit: &Limit, counters: Option<&PolicyCounters>, shadow: bool) -> Outcome {
+        if let Some(counters) = counters {
+            counters.count(verdict.decision.allowed, shadow);
+        }
         let mut decision = verdict.decision;
         let shadow_rejected = shadow && !decision.allowed;
-        if shadow_rejected {
-            decision.allowed = true;
-        }
-        Ok(Some(Outcome { decision, limit: limit.clone(), source: verdict.source, shadow_rejected }))
+        decision.allowed |= shadow_rejected;
+        Outcome { decision, limit: limit.clone(), source: verdict.source, shadow_rejected }
     }
+}
+
+/// The positions of the named policies in `loaded`'s configuration.
+fn choose(loaded: &Loaded, names: &[impl AsRef<str>]) -> Result<Chosen, CheckError> {
+    if names.is_empty() {
+        return Err(CheckError::NoPolicy);
+    }
+    let policies = loaded.config.policies();
+    let mut chosen = Chosen::new();
+    for name in names.iter().map(AsRef::as_ref) {
+        let Some(index) = loaded.config.policy_index(name) else {
+            let known: Vec<&str> = policies.iter().map(|entry| entry.limit.name()).collect();
+            return Err(CheckError::UnknownPolicy { name: name.to_owned(), known: known.join(", ") });
+        };
+        if chosen.contains(&index) {
+            return Err(CheckError::DuplicatePolicy(name.to_owned()));
+        }
+        chosen.push(index);
+    }
+    Ok(chosen)
 }

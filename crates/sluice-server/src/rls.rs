@@ -50,21 +50,20 @@ impl RateLimitService for RateLimitGrpc {
             return Err(Status::invalid_argument("rate limit descriptor list must not be empty"));
         }
         let mut statuses = Vec::with_capacity(request.descriptors.len());
-        let mut tightest: Option<(Outcome, u64)> = None;
+        let mut tightest: Option<Outcome> = None;
         for descriptor in &request.descriptors {
             let hits = hits_of(descriptor, request.hits_addend);
             let (status, outcome) = self.check_descriptor(&request.domain, descriptor, hits).await?;
-            if let Some(outcome) = outcome {
-                let remaining = outcome.decision.remaining;
-                if tightest.as_ref().is_none_or(|(_, least)| remaining < *least) {
-                    tightest = Some((outcome, remaining));
-                }
+            if let Some(outcome) = outcome
+                && tightest.as_ref().is_none_or(|least| outcome.decision.remaining < least.decision.remaining)
+            {
+                tightest = Some(outcome);
             }
             statuses.push(status);
         }
         let over = statuses.iter().any(|status| status.code == Code::OverLimit as i32);
         let response_headers_to_add = match (&tightest, self.service.settings.envoy_headers) {
-            (Some((outcome, _)), true) => headers(outcome),
+            (Some(outcome), true) => headers(outcome),
             _ => Vec::new(),
         };
         Ok(Response::new(RateLimitResponse {
@@ -94,7 +93,9 @@ impl RateLimitGrpc {
             Resolution::NoRule => Ok((status(Code::Ok, None, 0, None), None)),
             Resolution::Unlimited(rule) => Ok((status(Code::Ok, Some(rule), u32::MAX, None), None)),
             Resolution::Blocked(rule) => {
-                loaded.rule_counters(rule).count(false, shadow);
+                if let Some(counters) = loaded.rule_counters(rule) {
+                    counters.count(false, shadow);
+                }
                 let code = if shadow { Code::Ok } else { Code::OverLimit };
                 Ok((status(code, Some(rule), 0, None), None))
             }
@@ -105,7 +106,7 @@ impl RateLimitGrpc {
             Resolution::Limited { rule, limit, key } => {
                 let key = Key::new(key.as_bytes()).map_err(|error| Status::invalid_argument(error.to_string()))?;
                 let counters = loaded.rule_counters(rule);
-                let outcome = engine.check_limit(key, limit, shadow, &counters, hits).await.map_err(grpc_error)?;
+                let outcome = engine.check_limit(key, limit, shadow, counters, hits).await.map_err(grpc_error)?;
                 if outcome.source == Source::FailedClosed {
                     return Err(Status::unavailable("the store cannot answer and the failure mode is closed"));
                 }

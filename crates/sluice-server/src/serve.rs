@@ -12,6 +12,7 @@ use crate::shutdown::Shutdown;
 use crate::{http, reload, snapshot};
 use anyhow::Context;
 use axum::serve::ListenerExt;
+use sluice::Limit;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
@@ -33,7 +34,8 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
 async fn serve(settings: Settings, config: ServiceConfig, args: &ServeArgs) -> anyhow::Result<()> {
     let backend = Backend::open(&settings).await?;
     if let (Some(path), Some(store)) = (&settings.snapshot, backend.memory()) {
-        snapshot::load(path, store, &config.limits(), settings.discard_bad_snapshot)?;
+        let limits: Vec<Limit> = config.limits().cloned().collect();
+        snapshot::load(path, store, &limits, settings.discard_bad_snapshot)?;
     }
     let engine = Engine::new(backend, config, Metrics::new(), settings.shadow_mode);
     let service = Arc::new(Service::new(engine, settings, args.config.clone()));

@@ -94,14 +94,14 @@ impl ServiceConfig {
     }
 
     /// Every limit whose state the store may hold (policies and Envoy rules).
-    pub(crate) fn limits(&self) -> Vec<Limit> {
+    pub(crate) fn limits(&self) -> impl Iterator<Item = &Limit> {
         let rules = self.envoy.iter().flat_map(Rules::limits);
-        self.policies.iter().map(|entry| &entry.limit).chain(rules).cloned().collect()
+        self.policies.iter().map(|entry| &entry.limit).chain(rules)
     }
 
     /// The identities of every limit, to tell which states a reload keeps.
     pub(crate) fn limit_ids(&self) -> Vec<LimitId> {
-        self.limits().iter().map(Limit::id).collect()
+        self.limits().map(Limit::id).collect()
     }
 }
 

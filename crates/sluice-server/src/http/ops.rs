@@ -31,7 +31,7 @@ pub(crate) async fn readyz(State(service): State<Arc<Service>>) -> Response {
 
 /// Peeks (cost 0, nothing written) at a probe key: only the store itself counts as an answer.
 async fn store_answers(service: &Service) -> bool {
-    let Some(limit) = service.engine.loaded().config.limits().into_iter().next() else {
+    let Some(limit) = service.engine.loaded().config.limits().next().cloned() else {
         return true;
     };
     let Ok(key) = Key::new(b"sluice:readiness-probe") else { return false };
