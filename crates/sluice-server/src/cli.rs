@@ -27,7 +27,7 @@ pub(crate) enum Command {
     /// Settings come from flags, then `SLUICE_…` environment variables, then the
     /// configuration file's `server:` section. SIGHUP (or a change of the file) reloads the
     /// configuration; SIGTERM and SIGINT stop gracefully.
-    Serve(crate::cli_serve::ServeArgs),
+    Serve(Box<crate::cli_serve::ServeArgs>),
 
     /// Validates a configuration file and prints every problem in it.
     CheckConfig(crate::cli_serve::CheckConfigArgs),

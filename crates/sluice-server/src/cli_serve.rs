@@ -63,6 +63,11 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "SLUICE_MAX_KEYS", value_name = "COUNT")]
     pub(crate) max_keys: Option<usize>,
 
+    /// Threads serving HTTP and gRPC connections, each with a runtime of its own
+    /// [default: the cores this process may use].
+    #[arg(long, env = "SLUICE_WORKERS", value_name = "COUNT")]
+    pub(crate) workers: Option<usize>,
+
     /// Add rate-limit headers to Envoy responses [default: false].
     #[arg(long, env = "SLUICE_ENVOY_HEADERS", num_args = 0..=1, default_missing_value = "true")]
     pub(crate) envoy_headers: Option<bool>,

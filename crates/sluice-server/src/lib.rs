@@ -8,6 +8,7 @@ mod cli;
 mod cli_serve;
 mod engine;
 pub mod envoy;
+mod handoff;
 mod http;
 mod metrics;
 mod reload;
@@ -20,6 +21,7 @@ mod shutdown;
 mod simulate;
 mod snapshot;
 mod trace;
+mod workers;
 
 use clap::Parser;
 use std::process::ExitCode;

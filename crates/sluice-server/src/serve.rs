@@ -3,20 +3,21 @@
 use crate::backend::Backend;
 use crate::cli_serve::ServeArgs;
 use crate::engine::Engine;
+use crate::handoff::{Client, Handoff, Queue};
 use crate::metrics::Metrics;
 use crate::rls::{RateLimitGrpc, RateLimitServiceServer};
 use crate::service::Service;
 use crate::service_config::{BUILTIN, ServiceConfig};
 use crate::settings::Settings;
 use crate::shutdown::Shutdown;
+use crate::workers::{Job, Workers};
 use crate::{http, reload, snapshot};
 use anyhow::Context;
-use axum::serve::ListenerExt;
+use axum::Router;
 use sluice::Limit;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::net::TcpListener;
-use tonic::transport::server::TcpIncoming;
 
 /// Runs the service until SIGTERM or SIGINT.
 pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
@@ -49,23 +50,50 @@ async fn serve(settings: Settings, config: ServiceConfig, args: &ServeArgs) -> a
     if service.settings.snapshot.is_some() && service.engine.backend().memory().is_some() {
         tokio::spawn(snapshot::run_periodically(Arc::clone(&service)));
     }
-    let app = http::router(Arc::clone(&service)).into_make_service_with_connect_info::<SocketAddr>();
-    let http_listener = http_listener.tap_io(|tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let http = axum::serve(http_listener, app).with_graceful_shutdown(shutdown.clone().wait());
-    let grpc = tonic::transport::Server::builder()
-        .add_service(RateLimitServiceServer::new(RateLimitGrpc::new(Arc::clone(&service))));
-    // No Nagle: with few connections carrying many streams, small replies would wait for ACKs.
-    let incoming = TcpIncoming::from(grpc_listener).with_nodelay(Some(true));
-    let grpc = grpc.serve_with_incoming_shutdown(incoming, shutdown.wait());
-    let (http, grpc) = tokio::join!(http, grpc);
-    http.context("HTTP server")?;
-    grpc.context("gRPC server")?;
+    serve_connections(&service, [http_listener, grpc_listener], &shutdown).await?;
     if snapshot::save_now(&service).await {
         tracing::info!("stopped");
     }
     Ok(())
+}
+
+/// Accepts on `[http, grpc]` and serves on the workers until shutdown; waits for the
+/// requests in flight.
+async fn serve_connections(
+    service: &Arc<Service>,
+    [http, grpc]: [TcpListener; 2],
+    shutdown: &Shutdown,
+) -> anyhow::Result<()> {
+    let count = service.settings.workers;
+    let (http_handoff, http_queues) = Handoff::new(count, http.local_addr()?);
+    let (grpc_handoff, grpc_queues) = Handoff::new(count, grpc.local_addr()?);
+    let router = http::router(Arc::clone(service));
+    let jobs = http_queues.into_iter().zip(grpc_queues);
+    let jobs = jobs.map(|(http, grpc)| worker(router.clone(), Arc::clone(service), http, grpc, shutdown.clone()));
+    let workers = Workers::start(jobs.collect())?;
+    tokio::join!(
+        http_handoff.accept(http, shutdown.clone().wait()),
+        grpc_handoff.accept(grpc, shutdown.clone().wait()),
+    );
+    workers.wait().await
+}
+
+/// One worker's job: serve the HTTP and gRPC connections it is handed until shutdown,
+/// letting requests in flight finish.
+fn worker(router: Router, service: Arc<Service>, http: Queue, grpc: Queue, shutdown: Shutdown) -> Job {
+    Box::new(move || {
+        Box::pin(async move {
+            let app = router.into_make_service_with_connect_info::<Client>();
+            let http = axum::serve(http, app).with_graceful_shutdown(shutdown.clone().wait());
+            let grpc = tonic::transport::Server::builder()
+                .add_service(RateLimitServiceServer::new(RateLimitGrpc::new(service)))
+                .serve_with_incoming_shutdown(grpc.into_stream(), shutdown.wait());
+            let (http, grpc) = tokio::join!(http, grpc);
+            http.context("HTTP server")?;
+            grpc.context("gRPC server")?;
+            Ok(())
+        })
+    })
 }
 
 async fn bind(address: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
@@ -91,6 +119,7 @@ fn announce(service: &Service, http: &TcpListener, grpc: &TcpListener) -> anyhow
         println!("Envoy rules: {} in domains {}", rules.len(), rules.domains().collect::<Vec<_>>().join(", "));
     }
     println!("store: {}", service.settings.store);
+    println!("workers: {}", service.settings.workers);
     println!("HTTP listening on http://{}", http.local_addr()?);
     println!("gRPC listening on {}", grpc.local_addr()?);
     Ok(())

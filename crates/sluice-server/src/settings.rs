@@ -23,6 +23,7 @@ pub(crate) struct ServerSection {
     pub(crate) failure_mode: Option<String>,
     pub(crate) redis_timeout: Option<String>,
     pub(crate) max_keys: Option<usize>,
+    pub(crate) workers: Option<usize>,
     pub(crate) envoy_headers: Option<bool>,
     pub(crate) log_format: Option<String>,
 }
@@ -52,6 +53,8 @@ pub(crate) struct Settings {
     pub(crate) failure_mode: FailureMode,
     pub(crate) redis_timeout: Duration,
     pub(crate) max_keys: usize,
+    /// Threads serving connections, each with a runtime of its own.
+    pub(crate) workers: usize,
     pub(crate) envoy_headers: bool,
     pub(crate) json_logs: bool,
 }
@@ -75,7 +78,10 @@ impl Settings {
         let timeout = pick(&args.redis_timeout, &file.redis_timeout, "50ms");
         let redis_timeout = problems.take("redis_timeout", positive(&timeout));
         let json_logs = problems.take("log_format", log_format(&pick(&args.log_format, &file.log_format, "text")));
-        let max_keys = problems.take("max_keys", at_least_one(args.max_keys.or(file.max_keys)));
+        let max_keys = args.max_keys.or(file.max_keys).unwrap_or(sluice::store::memory::DEFAULT_MAX_KEYS);
+        let max_keys = problems.take("max_keys", at_least_one(max_keys));
+        let workers = args.workers.or(file.workers).unwrap_or_else(crate::workers::default_count);
+        let workers = problems.take("workers", at_least_one(workers));
         let settings = (|| {
             Some(Settings {
                 http: http?,
@@ -89,6 +95,7 @@ impl Settings {
                 failure_mode: failure_mode?,
                 redis_timeout: redis_timeout?,
                 max_keys: max_keys?,
+                workers: workers?,
                 envoy_headers: flag(args.envoy_headers, file.envoy_headers),
                 json_logs: json_logs?,
             })
@@ -110,12 +117,8 @@ impl Problems {
     }
 }
 
-fn at_least_one(max_keys: Option<usize>) -> Result<usize, String> {
-    match max_keys {
-        None => Ok(sluice::store::memory::DEFAULT_MAX_KEYS),
-        Some(0) => Err("must be at least 1".to_owned()),
-        Some(count) => Ok(count),
-    }
+fn at_least_one(count: usize) -> Result<usize, String> {
+    if count == 0 { Err("must be at least 1".to_owned()) } else { Ok(count) }
 }
 
 fn address(text: &str) -> Result<SocketAddr, String> {
@@ -188,11 +191,12 @@ mod tests {
             store: Some("mysql://x".into()),
             snapshot_interval: Some("0s".into()),
             failure_mode: Some("sometimes".into()),
+            workers: Some(0),
             ..ServeArgs::default()
         };
         let problems = Settings::resolve(&args, &ServerSection::default()).unwrap_err();
         let text = problems.join("\n");
-        for name in ["http:", "store:", "snapshot_interval:", "failure_mode:"] {
+        for name in ["http:", "store:", "snapshot_interval:", "failure_mode:", "workers: must be at least 1"] {
             assert!(text.contains(name), "{name} missing from {text}");
         }
     }

@@ -3,6 +3,7 @@
 //! With an admin token configured they require `Authorization: Bearer <token>`; without
 //! one they answer loopback clients only.
 
+use crate::handoff::Client;
 use crate::http::api::{ErrorResponse, ResetRequest};
 use crate::http::error::ApiError;
 use crate::service::Service;
@@ -30,7 +31,7 @@ use std::sync::Arc;
 )]
 pub(crate) async fn reset(
     State(service): State<Arc<Service>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(Client(peer)): ConnectInfo<Client>,
     headers: HeaderMap,
     body: Result<Json<ResetRequest>, JsonRejection>,
 ) -> Result<Response, ApiError> {
@@ -54,7 +55,7 @@ pub(crate) async fn reset(
 )]
 pub(crate) async fn reload(
     State(service): State<Arc<Service>>,
-    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    ConnectInfo(Client(peer)): ConnectInfo<Client>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
     authorize(&service, peer, &headers)?;
