@@ -44,7 +44,9 @@ impl Backend {
     ) -> Result<Verdict, StoreError> {
         match self {
             Backend::Memory(store) => store.check_now(key, limits, now, cost),
-            Backend::Redis(store) => store.check(key, limits, now, cost).await,
+            // Boxed: a Redis call's future is over 1 KB, and every check's future would
+            // otherwise be that large, moved and copied on the in-memory path too.
+            Backend::Redis(store) => Box::pin(store.check(key, limits, now, cost)).await,
         }
     }
 

@@ -171,7 +171,8 @@ impl Engine {
             // The common case borrows the configuration's limit: nothing cloned.
             [one] => self.decide(key, std::slice::from_ref(&policies[*one].limit), cost).await?,
             several => {
-                let limits: SmallVec<[Limit; 4]> = several.iter().map(|&index| policies[index].limit.clone()).collect();
+                // On the heap: inline, they would make every check's future 256 bytes larger.
+                let limits: Vec<Limit> = several.iter().map(|&index| policies[index].limit.clone()).collect();
                 self.decide(key, &limits, cost).await?
             }
         };

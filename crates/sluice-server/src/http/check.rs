@@ -4,7 +4,7 @@ use crate::engine::Outcome;
 use crate::http::api::{CheckRequest, CheckResponse, ErrorResponse, PeekRequest};
 use crate::http::error::ApiError;
 use crate::http::error::json_body;
-use crate::http::headers::rate_limit_headers;
+use crate::http::headers::add_rate_limit_headers;
 use crate::service::Service;
 use axum::Json;
 use axum::body::Bytes;
@@ -72,5 +72,7 @@ fn respond(outcome: &Outcome) -> Response {
         return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", message).into_response();
     }
     let status = if outcome.decision.allowed { StatusCode::OK } else { StatusCode::TOO_MANY_REQUESTS };
-    (status, rate_limit_headers(outcome), Json(CheckResponse::from_outcome(outcome))).into_response()
+    let mut response = (status, Json(CheckResponse::from_outcome(outcome))).into_response();
+    add_rate_limit_headers(response.headers_mut(), outcome);
+    response
 }

@@ -2,35 +2,39 @@
 //! (draft-ietf-httpapi-ratelimit-headers-10), the older `X-RateLimit-*`, and `Retry-After`.
 
 use crate::engine::Outcome;
+use axum::http::header::RETRY_AFTER;
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use sluice::{Policy, RetryAfter};
 use std::time::Duration;
 
-/// The headers for `outcome`. Seconds are rounded up, so a real wait is never announced as 0.
-pub(crate) fn rate_limit_headers(outcome: &Outcome) -> HeaderMap {
+const RATELIMIT_POLICY: HeaderName = HeaderName::from_static("ratelimit-policy");
+const RATELIMIT: HeaderName = HeaderName::from_static("ratelimit");
+const X_RATELIMIT_LIMIT: HeaderName = HeaderName::from_static("x-ratelimit-limit");
+const X_RATELIMIT_REMAINING: HeaderName = HeaderName::from_static("x-ratelimit-remaining");
+const X_RATELIMIT_RESET: HeaderName = HeaderName::from_static("x-ratelimit-reset");
+
+/// Adds the headers for `outcome` to `headers`. Seconds are rounded up, so a real wait is
+/// never announced as 0.
+pub(crate) fn add_rate_limit_headers(headers: &mut HeaderMap, outcome: &Outcome) {
     let decision = &outcome.decision;
     let name = outcome.limit.name();
     let quota = decision.limit;
     let window = whole_seconds(quota_window(outcome.limit.policy()));
     let reset = whole_seconds(decision.reset_after);
-    let mut headers = HeaderMap::with_capacity(6);
-    let mut put = |header: &'static str, value: String| {
+    headers.reserve(6);
+    let mut text = |header: HeaderName, value: String| {
         if let Ok(value) = HeaderValue::try_from(value) {
-            headers.insert(HeaderName::from_static(header), value);
+            headers.insert(header, value);
         }
     };
-    put("ratelimit-policy", format!("\"{name}\";q={quota};w={window}"));
-    put("ratelimit", format!("\"{name}\";r={};t={reset}", decision.remaining));
-    let mut number = |header: &'static str, value: u64| {
-        headers.insert(HeaderName::from_static(header), HeaderValue::from(value));
-    };
-    number("x-ratelimit-limit", quota);
-    number("x-ratelimit-remaining", decision.remaining);
-    number("x-ratelimit-reset", reset);
+    text(RATELIMIT_POLICY, format!("\"{name}\";q={quota};w={window}"));
+    text(RATELIMIT, format!("\"{name}\";r={};t={reset}", decision.remaining));
+    headers.insert(X_RATELIMIT_LIMIT, HeaderValue::from(quota));
+    headers.insert(X_RATELIMIT_REMAINING, HeaderValue::from(decision.remaining));
+    headers.insert(X_RATELIMIT_RESET, HeaderValue::from(reset));
     if let (false, Some(RetryAfter::After(wait))) = (decision.allowed, decision.retry_after) {
-        number("retry-after", whole_seconds(wait).max(1));
+        headers.insert(RETRY_AFTER, HeaderValue::from(whole_seconds(wait).max(1)));
     }
-    headers
 }
 
 /// The time over which a policy's quota applies: the window, or the time a bucket takes
