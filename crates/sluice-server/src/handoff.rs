@@ -104,12 +104,6 @@ impl Queue {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Client(pub(crate) SocketAddr);
 
-impl axum::extract::connect_info::Connected<axum::serve::IncomingStream<'_, Queue>> for Client {
-    fn connect_info(stream: axum::serve::IncomingStream<'_, Queue>) -> Client {
-        Client(*stream.remote_addr())
-    }
-}
-
 impl Listener for Queue {
     type Io = TcpStream;
     type Addr = SocketAddr;

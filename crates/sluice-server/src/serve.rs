@@ -3,7 +3,8 @@
 use crate::backend::Backend;
 use crate::cli_serve::ServeArgs;
 use crate::engine::Engine;
-use crate::handoff::{Client, Handoff, Queue};
+use crate::handoff::{Handoff, Queue};
+use crate::http::MakeApi;
 use crate::metrics::Metrics;
 use crate::rls::{RateLimitGrpc, RateLimitServiceServer};
 use crate::service::Service;
@@ -83,7 +84,7 @@ async fn serve_connections(
 fn worker(router: Router, service: Arc<Service>, http: Queue, grpc: Queue, shutdown: Shutdown) -> Job {
     Box::new(move || {
         Box::pin(async move {
-            let app = router.into_make_service_with_connect_info::<Client>();
+            let app = MakeApi::new(Arc::clone(&service), router);
             let http = axum::serve(http, app).with_graceful_shutdown(shutdown.clone().wait());
             let grpc = tonic::transport::Server::builder()
                 .add_service(RateLimitServiceServer::new(RateLimitGrpc::new(service)))

@@ -232,6 +232,54 @@ async fn bad_requests_get_clear_errors() {
     assert_eq!(health.status(), StatusCode::OK, "the server survived every bad request");
 }
 
+/// Sends raw HTTP/1.1 bytes and returns the response's status line.
+async fn raw_status_line(server: &Server, request: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let address = server.url("").trim_start_matches("http://").trim_end_matches('/').to_owned();
+    let mut stream = tokio::net::TcpStream::connect(address).await.unwrap();
+    // The server may answer (and close) before everything is sent: a failed write is fine.
+    let _ = stream.write_all(request).await;
+    let mut response = Vec::new();
+    let mut buffer = [0; 4096];
+    while !response.windows(2).any(|pair| pair == b"\r\n") {
+        match stream.read(&mut buffer).await {
+            Ok(0) | Err(_) => break,
+            Ok(read) => response.extend_from_slice(&buffer[..read]),
+        }
+    }
+    String::from_utf8_lossy(&response).lines().next().unwrap_or_default().to_owned()
+}
+
+#[tokio::test]
+async fn chunked_bodies_are_bounded_and_other_methods_are_refused() {
+    let server = Server::start(CONFIG, &[]);
+    for path in ["/v1/check", "/v1/peek"] {
+        let mut request = format!(
+            "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+        )
+        .into_bytes();
+        for _ in 0..5 {
+            request.extend_from_slice(format!("{:x}\r\n{}\r\n", 16 * 1024, " ".repeat(16 * 1024)).as_bytes());
+        }
+        request.extend_from_slice(b"0\r\n\r\n");
+        assert_eq!(raw_status_line(&server, &request).await, "HTTP/1.1 413 Payload Too Large", "{path}");
+    }
+    let small =
+        b"POST /v1/check HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n\
+        10\r\n{\"key\":\"k\",\"poli\r\n12\r\ncies\":[\"hundred\"]}\r\n0\r\n\r\n";
+    assert_eq!(raw_status_line(&server, small).await, "HTTP/1.1 200 OK", "a chunked body within the limit");
+    let client = reqwest::Client::new();
+    for (method, path, status) in [
+        (reqwest::Method::GET, "/v1/check", StatusCode::METHOD_NOT_ALLOWED),
+        (reqwest::Method::PUT, "/v1/peek", StatusCode::METHOD_NOT_ALLOWED),
+        (reqwest::Method::POST, "/v1/checks", StatusCode::NOT_FOUND),
+        (reqwest::Method::POST, "/v1/check/", StatusCode::NOT_FOUND),
+    ] {
+        let response = client.request(method.clone(), server.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), status, "{method} {path}");
+    }
+}
+
 #[tokio::test]
 async fn a_huge_cost_is_a_rejection_not_an_error() {
     let server = Server::start(CONFIG, &[]);

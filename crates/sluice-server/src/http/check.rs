@@ -3,14 +3,13 @@
 use crate::engine::Outcome;
 use crate::http::api::{CheckRequest, CheckResponse, ErrorResponse, PeekRequest};
 use crate::http::error::ApiError;
-use crate::http::error::json_body;
+use crate::http::error::{json_body, read_body};
 use crate::http::headers::add_rate_limit_headers;
 use crate::service::Service;
-use axum::Json;
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::extract::rejection::BytesRejection;
-use axum::http::{HeaderMap, StatusCode};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::header::CONTENT_TYPE;
+use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use sluice::Source;
 use std::sync::Arc;
@@ -30,15 +29,14 @@ use std::sync::Arc;
         (status = 503, description = "The store cannot answer and the failure mode is `closed`", body = ErrorResponse),
     ),
 )]
-pub(crate) async fn check(
-    State(service): State<Arc<Service>>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    let body = body?;
-    let request: CheckRequest<'_> = json_body(&headers, &body)?;
-    let outcome = service.engine.check(request.key.as_bytes(), &request.policies, request.cost).await?;
-    Ok(respond(&outcome))
+pub(crate) async fn check(State(service): State<Arc<Service>>, request: Request) -> Response {
+    let checked = async {
+        let (parts, body) = request.into_parts();
+        let body = read_body(body).await?;
+        let request: CheckRequest<'_> = json_body(&parts.headers, &body)?;
+        Ok::<_, ApiError>(service.engine.check(request.key.as_bytes(), &request.policies, request.cost).await?)
+    };
+    checked.await.map_or_else(IntoResponse::into_response, |outcome| respond(&outcome))
 }
 
 /// Tells what a cost-1 request would get now, without consuming anything.
@@ -54,15 +52,14 @@ pub(crate) async fn check(
         (status = 503, description = "The store cannot answer", body = ErrorResponse),
     ),
 )]
-pub(crate) async fn peek(
-    State(service): State<Arc<Service>>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Response, ApiError> {
-    let body = body?;
-    let request: PeekRequest<'_> = json_body(&headers, &body)?;
-    let outcome = service.engine.check(request.key.as_bytes(), &request.policies, 0).await?;
-    Ok(respond(&outcome))
+pub(crate) async fn peek(State(service): State<Arc<Service>>, request: Request) -> Response {
+    let peeked = async {
+        let (parts, body) = request.into_parts();
+        let body = read_body(body).await?;
+        let request: PeekRequest<'_> = json_body(&parts.headers, &body)?;
+        Ok::<_, ApiError>(service.engine.check(request.key.as_bytes(), &request.policies, 0).await?)
+    };
+    peeked.await.map_or_else(IntoResponse::into_response, |outcome| respond(&outcome))
 }
 
 /// 200 or 429 with the decision and its headers; 503 when the `closed` failure mode decided.
@@ -72,7 +69,17 @@ fn respond(outcome: &Outcome) -> Response {
         return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", message).into_response();
     }
     let status = if outcome.decision.allowed { StatusCode::OK } else { StatusCode::TOO_MANY_REQUESTS };
-    let mut response = (status, Json(CheckResponse::from_outcome(outcome))).into_response();
-    add_rate_limit_headers(response.headers_mut(), outcome);
+    // Serialized into one buffer sized for the whole body (axum's `Json` starts at 128
+    // bytes and grows): this runs on every check.
+    let mut body = Vec::with_capacity(320);
+    if let Err(error) = serde_json::to_writer(&mut body, &CheckResponse::from_outcome(outcome)) {
+        return ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", error.to_string()).into_response();
+    }
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.reserve(8);
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    add_rate_limit_headers(headers, outcome);
     response
 }

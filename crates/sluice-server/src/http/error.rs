@@ -1,11 +1,14 @@
 //! Errors as HTTP responses: a status, and a JSON body with a stable code.
 
 use crate::engine::CheckError;
+use crate::http::MAX_BODY_BYTES;
 use crate::http::api::ErrorResponse;
 use axum::Json;
-use axum::extract::rejection::{BytesRejection, JsonRejection};
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::JsonRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use sluice::StoreError;
 
 /// An error answered to an HTTP client.
@@ -39,14 +42,19 @@ impl From<JsonRejection> for ApiError {
     }
 }
 
-impl From<BytesRejection> for ApiError {
-    fn from(rejection: BytesRejection) -> ApiError {
-        let (status, code) = if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            (StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large")
-        } else {
-            (StatusCode::BAD_REQUEST, "bad_request")
-        };
-        ApiError::new(status, code, rejection.body_text())
+/// Reads a whole request body, up to [`MAX_BODY_BYTES`]: 413 beyond (refused before reading
+/// when `Content-Length` says so), 400 when the client stops sending.
+pub(crate) async fn read_body(body: Body) -> Result<Bytes, ApiError> {
+    match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) if error.is::<LengthLimitError>() => Err(ApiError::new(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload_too_large",
+            format!("the request body is over {MAX_BODY_BYTES} bytes"),
+        )),
+        Err(error) => {
+            Err(ApiError::new(StatusCode::BAD_REQUEST, "bad_request", format!("cannot read the request body: {error}")))
+        }
     }
 }
 

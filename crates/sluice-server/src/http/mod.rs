@@ -12,9 +12,12 @@
 mod admin;
 pub(crate) mod api;
 mod check;
+mod connection;
 mod error;
 pub(crate) mod headers;
 mod ops;
+
+pub(crate) use connection::MakeApi;
 
 use crate::service::Service;
 use axum::Router;
