@@ -108,6 +108,35 @@ impl<'a> CheckResponse<'a> {
     }
 }
 
+impl CheckResponse<'_> {
+    /// Appends the response as compact JSON: byte for byte what `serde_json` writes for it
+    /// (a test holds the two equal), without serde's per-field machinery, as this runs on
+    /// every check.
+    pub(crate) fn write_json(&self, out: &mut Vec<u8>) {
+        let mut digits = itoa::Buffer::new();
+        let field = |out: &mut Vec<u8>, name: &str, value: &[u8]| {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(value);
+        };
+        let boolean = |value: bool| if value { &b"true"[..] } else { &b"false"[..] };
+        field(out, "{\"allowed\":", boolean(self.allowed));
+        out.extend_from_slice(b",\"policy\":");
+        // Writing to memory cannot fail; serde_json escapes the name.
+        let _ = serde_json::to_writer(&mut *out, self.policy);
+        field(out, ",\"limit\":", digits.format(self.limit).as_bytes());
+        field(out, ",\"remaining\":", digits.format(self.remaining).as_bytes());
+        field(out, ",\"reset_after_us\":", digits.format(self.reset_after_us).as_bytes());
+        let retry_after = self.retry_after_us.map_or(&b"null"[..], |micros| digits.format(micros).as_bytes());
+        field(out, ",\"retry_after_us\":", retry_after);
+        field(out, ",\"cost_exceeds_limit\":", boolean(self.cost_exceeds_limit));
+        field(out, ",\"delay_us\":", digits.format(self.delay_us).as_bytes());
+        field(out, ",\"shadow_rejected\":", boolean(self.shadow_rejected));
+        // Source names are plain ASCII words: nothing to escape.
+        field(out, ",\"source\":\"", self.source.as_bytes());
+        out.extend_from_slice(b"\"}");
+    }
+}
+
 /// A duration in whole microseconds (decisions hold whole microseconds below 2^53).
 pub(crate) fn micros(duration: std::time::Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
@@ -144,4 +173,34 @@ pub(crate) struct PolicyInfo {
     pub(crate) limit: u64,
     /// Whether it is in shadow mode.
     pub(crate) shadow_mode: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn the_hand_written_json_is_what_serde_writes(
+            allowed: bool,
+            policy in any::<String>(),
+            limit: u64,
+            remaining: u64,
+            reset_after_us: u64,
+            retry_after_us: Option<u64>,
+            cost_exceeds_limit: bool,
+            delay_us: u64,
+            shadow_rejected: bool,
+            source in prop::sample::select(vec!["store", "cache", "failed_open", "failed_closed", "fallback"]),
+        ) {
+            let response = CheckResponse {
+                allowed, policy: &policy, limit, remaining, reset_after_us, retry_after_us,
+                cost_exceeds_limit, delay_us, shadow_rejected, source,
+            };
+            let mut written = Vec::new();
+            response.write_json(&mut written);
+            prop_assert_eq!(&written[..], &serde_json::to_vec(&response).unwrap()[..]);
+        }
+    }
 }

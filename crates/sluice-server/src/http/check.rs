@@ -4,13 +4,14 @@ use crate::engine::Outcome;
 use crate::http::api::{CheckRequest, CheckResponse, ErrorResponse, PeekRequest};
 use crate::http::error::ApiError;
 use crate::http::error::{json_body, read_body};
-use crate::http::headers::add_rate_limit_headers;
+use crate::http::headers::{insert_rate_limit_headers, write_rate_limit_headers};
 use crate::service::Service;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use sluice::Source;
 use std::sync::Arc;
 
@@ -69,17 +70,18 @@ fn respond(outcome: &Outcome) -> Response {
         return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", message).into_response();
     }
     let status = if outcome.decision.allowed { StatusCode::OK } else { StatusCode::TOO_MANY_REQUESTS };
-    // Serialized into one buffer sized for the whole body (axum's `Json` starts at 128
-    // bytes and grows): this runs on every check.
-    let mut body = Vec::with_capacity(320);
-    if let Err(error) = serde_json::to_writer(&mut body, &CheckResponse::from_outcome(outcome)) {
-        return ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", error.to_string()).into_response();
-    }
-    let mut response = Response::new(Body::from(body));
+    // The body and every header value share one buffer, sized for them all: this runs on
+    // every check.
+    let mut buffer = Vec::with_capacity(384 + 3 * outcome.limit.name().len());
+    CheckResponse::from_outcome(outcome).write_json(&mut buffer);
+    let body_length = buffer.len();
+    let ranges = write_rate_limit_headers(outcome, &mut buffer);
+    let buffer = Bytes::from(buffer);
+    let mut response = Response::new(Body::from(buffer.slice(..body_length)));
     *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.reserve(8);
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    add_rate_limit_headers(headers, outcome);
+    insert_rate_limit_headers(headers, ranges, &buffer);
     response
 }
