@@ -23,6 +23,8 @@ use std::time::Duration;
 #[derive(Clone)]
 pub struct RedisStore {
     connection: Connection,
+    /// Where the connection came from, to open others ([`RedisStore::connect_again`]).
+    origin: Origin,
     scripts: Arc<Scripts>,
     settings: Arc<RedisSettings>,
     blocked: Arc<BlockedCache>,
@@ -34,6 +36,12 @@ pub struct RedisStore {
 enum Connection {
     Standalone(ConnectionManager),
     Cluster(ClusterConnection),
+}
+
+#[derive(Clone)]
+enum Origin {
+    Standalone(redis::Client),
+    Cluster(Box<ClusterClient>),
 }
 
 /// How long connecting may take at most, whatever the per-call timeout.
@@ -49,6 +57,19 @@ impl std::fmt::Debug for RedisStore {
     }
 }
 
+impl Origin {
+    async fn connect(&self) -> Result<Connection, StoreError> {
+        match self {
+            Origin::Standalone(client) => {
+                Ok(Connection::Standalone(within(CONNECT_TIMEOUT, ConnectionManager::new(client.clone())).await?))
+            }
+            Origin::Cluster(client) => {
+                Ok(Connection::Cluster(within(CONNECT_TIMEOUT, client.get_async_connection()).await?))
+            }
+        }
+    }
+}
+
 impl RedisStore {
     /// Connects to a standalone Redis at `url` (`redis://host:port/db`).
     ///
@@ -57,8 +78,8 @@ impl RedisStore {
     /// When the URL is invalid or Redis cannot be reached within two seconds.
     pub async fn connect(url: &str, settings: RedisSettings) -> Result<Self, StoreError> {
         let client = redis::Client::open(url).map_err(unavailable)?;
-        let manager = within(CONNECT_TIMEOUT, ConnectionManager::new(client)).await?;
-        Ok(RedisStore::with(Connection::Standalone(manager), settings))
+        let origin = Origin::Standalone(client);
+        Ok(RedisStore::with(origin.connect().await?, origin, settings))
     }
 
     /// Connects to a Redis Cluster through any of its nodes' URLs.
@@ -68,13 +89,26 @@ impl RedisStore {
     /// When a URL is invalid or the cluster cannot be reached within two seconds.
     pub async fn connect_cluster(urls: &[String], settings: RedisSettings) -> Result<Self, StoreError> {
         let client = ClusterClient::new(urls.to_vec()).map_err(unavailable)?;
-        let connection = within(CONNECT_TIMEOUT, client.get_async_connection()).await?;
-        Ok(RedisStore::with(Connection::Cluster(connection), settings))
+        let origin = Origin::Cluster(Box::new(client));
+        Ok(RedisStore::with(origin.connect().await?, origin, settings))
     }
 
-    fn with(connection: Connection, settings: RedisSettings) -> Self {
+    /// Another connection to the same Redis, sharing this store's settings, script cache,
+    /// blocked-key cache and fallback states. Its I/O is driven by the tokio runtime this
+    /// is called from: a server with a runtime per thread gives each thread its own, so a
+    /// check never waits for another thread to be scheduled.
+    ///
+    /// # Errors
+    ///
+    /// When Redis cannot be reached within two seconds.
+    pub async fn connect_again(&self) -> Result<Self, StoreError> {
+        Ok(RedisStore { connection: self.origin.connect().await?, ..self.clone() })
+    }
+
+    fn with(connection: Connection, origin: Origin, settings: RedisSettings) -> Self {
         RedisStore {
             connection,
+            origin,
             scripts: Arc::default(),
             settings: Arc::new(settings),
             blocked: Arc::default(),

@@ -261,3 +261,33 @@ async fn a_reset_key_is_asked_of_redis_again_not_of_the_blocked_cache() {
         assert_eq!((verdict.source, verdict.decision.allowed), (sluice::Source::Store, true), "{limits:?}");
     }
 }
+
+#[test]
+fn a_store_connected_again_on_another_runtime_shares_state_and_blocked_cache() {
+    let server = RedisServer::start();
+    let limit = log_limit(2, Duration::from_secs(60));
+    let runtime = || tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let main = runtime();
+    let first = main.block_on(store(&server, RedisSettings::injected_time()));
+    let verdict = main.block_on(check(&first, &limit, "k", NOW, 1));
+    assert_eq!((verdict.decision.allowed, verdict.source), (true, sluice::Source::Store));
+    // The second connection is opened and used on another thread's runtime, as each
+    // `sluice serve` worker does.
+    let (again, limit_again) = (first.clone(), limit.clone());
+    let on_another_thread = std::thread::spawn(move || {
+        runtime().block_on(async {
+            let again = again.connect_again().await.unwrap();
+            let second = check(&again, &limit_again, "k", NOW + 1, 1).await;
+            let third = check(&again, &limit_again, "k", NOW + 2, 1).await;
+            [second, third].map(|verdict| (verdict.decision.allowed, verdict.source))
+        })
+    });
+    let [second, third] = on_another_thread.join().unwrap();
+    assert_eq!(second, (true, sluice::Source::Store), "the second request passes, on the shared state");
+    assert_eq!(third, (false, sluice::Source::Store), "the third is over the shared limit");
+    // The rejection learnt through the second connection is in the first one's cache.
+    main.block_on(raw(&server, &["CONFIG", "RESETSTAT"]));
+    let cached = main.block_on(check(&first, &limit, "k", NOW + 3, 1));
+    assert_eq!((cached.decision.allowed, cached.source), (false, sluice::Source::Cache));
+    assert_eq!(main.block_on(script_calls(&server)), 0);
+}

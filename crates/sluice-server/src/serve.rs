@@ -84,6 +84,7 @@ async fn serve_connections(
 fn worker(router: Router, service: Arc<Service>, http: Queue, grpc: Queue, shutdown: Shutdown) -> Job {
     Box::new(move || {
         Box::pin(async move {
+            service.engine.backend().connect_this_thread().await;
             let app = MakeApi::new(Arc::clone(&service), router);
             let http = axum::serve(http, app).with_graceful_shutdown(shutdown.clone().wait());
             let grpc = tonic::transport::Server::builder()
