@@ -6,9 +6,9 @@
 //! Descriptors are not all-or-nothing (their keys differ, and may live on different Redis
 //! Cluster slots); a policy list on one key is, through the HTTP API.
 
-use crate::engine::{CheckError, Outcome};
+use crate::engine::{CheckError, Loaded, Outcome};
 use crate::envoy::{Resolution, Rule, Unit};
-use crate::http::headers::{quota_window, whole_seconds};
+use crate::http::headers::{quota_window, structured_item, whole_seconds};
 use crate::service::Service;
 use envoy_types::pb::envoy::config::core::v3::HeaderValue;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
@@ -17,6 +17,7 @@ use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{Code, 
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitService;
 use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 use envoy_types::pb::google::protobuf::Duration as ProtoDuration;
+use futures_util::future::join_all;
 use sluice::{Key, Source, StoreError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,11 +50,18 @@ impl RateLimitService for RateLimitGrpc {
         if request.descriptors.is_empty() {
             return Err(Status::invalid_argument("rate limit descriptor list must not be empty"));
         }
-        let mut statuses = Vec::with_capacity(request.descriptors.len());
+        let loaded = self.service.engine.loaded();
+        // Every descriptor is resolved before any is counted: an invalid request counts nothing.
+        let resolutions = resolve_all(&loaded, &request)?;
+        let checks = resolutions.into_iter().zip(&request.descriptors).map(|(resolution, descriptor)| {
+            self.check_descriptor(&loaded, resolution, hits_of(descriptor, request.hits_addend))
+        });
+        // Concurrently: on Redis, each descriptor is a round trip of its own.
+        let checked = join_all(checks).await;
+        let mut statuses = Vec::with_capacity(checked.len());
         let mut tightest: Option<Outcome> = None;
-        for descriptor in &request.descriptors {
-            let hits = hits_of(descriptor, request.hits_addend);
-            let (status, outcome) = self.check_descriptor(&request.domain, descriptor, hits).await?;
+        for result in checked {
+            let (status, outcome) = result?;
             if let Some(outcome) = outcome
                 && tightest.as_ref().is_none_or(|least| outcome.decision.remaining < least.decision.remaining)
             {
@@ -76,18 +84,13 @@ impl RateLimitService for RateLimitGrpc {
 }
 
 impl RateLimitGrpc {
-    /// The status of one descriptor, and the outcome when a limit was checked.
+    /// The status of one resolved descriptor, and the outcome when a limit was checked.
     async fn check_descriptor(
         &self,
-        domain: &str,
-        descriptor: &RateLimitDescriptor,
+        loaded: &Loaded,
+        resolution: Resolution<'_>,
         hits: u64,
     ) -> Result<(DescriptorStatus, Option<Outcome>), Status> {
-        let engine = &self.service.engine;
-        let loaded = engine.loaded();
-        let rules = loaded.config.envoy();
-        let entries = descriptor.entries.iter().map(|entry| (entry.key.as_str(), entry.value.as_str()));
-        let resolution = rules.map_or(Resolution::NoRule, |rules| rules.resolve(domain, entries));
         let shadow = resolution.shadow_mode() || self.service.settings.shadow_mode;
         match resolution {
             Resolution::NoRule => Ok((status(Code::Ok, None, 0, None), None)),
@@ -99,13 +102,11 @@ impl RateLimitGrpc {
                 let code = if shadow { Code::Ok } else { Code::OverLimit };
                 Ok((status(code, Some(rule), 0, None), None))
             }
-            Resolution::KeyTooLong { len, .. } => Err(Status::invalid_argument(format!(
-                "descriptor too long: its state key would be {len} bytes, over the {} allowed",
-                sluice::Key::MAX_LEN
-            ))),
+            Resolution::KeyTooLong { len, .. } => Err(key_too_long(len)),
             Resolution::Limited { rule, limit, key } => {
                 let key = Key::new(key.as_bytes()).map_err(|error| Status::invalid_argument(error.to_string()))?;
                 let counters = loaded.rule_counters(rule);
+                let engine = &self.service.engine;
                 let outcome = engine.check_limit(key, limit, shadow, counters, hits).await.map_err(grpc_error)?;
                 if outcome.source == Source::FailedClosed {
                     return Err(Status::unavailable("the store cannot answer and the failure mode is closed"));
@@ -117,6 +118,26 @@ impl RateLimitGrpc {
             }
         }
     }
+}
+
+/// The rule of each descriptor of `request`; `INVALID_ARGUMENT` when one cannot be checked.
+fn resolve_all<'a>(loaded: &'a Loaded, request: &RateLimitRequest) -> Result<Vec<Resolution<'a>>, Status> {
+    let rules = loaded.config.envoy();
+    let resolve = |descriptor: &RateLimitDescriptor| {
+        let entries = descriptor.entries.iter().map(|entry| (entry.key.as_str(), entry.value.as_str()));
+        match rules.map_or(Resolution::NoRule, |rules| rules.resolve(&request.domain, entries)) {
+            Resolution::KeyTooLong { len, .. } => Err(key_too_long(len)),
+            resolution => Ok(resolution),
+        }
+    };
+    request.descriptors.iter().map(resolve).collect()
+}
+
+fn key_too_long(len: usize) -> Status {
+    Status::invalid_argument(format!(
+        "descriptor too long: its state key would be {len} bytes, over the {} allowed",
+        sluice::Key::MAX_LEN
+    ))
 }
 
 /// `hits_addend` of the descriptor, else of the request; 0 means 1.
@@ -171,8 +192,8 @@ fn headers(outcome: &Outcome) -> Vec<HeaderValue> {
     let reset = whole_seconds(decision.reset_after);
     let window = whole_seconds(quota_window(outcome.limit.policy()));
     let pairs = [
-        ("ratelimit-policy", format!("\"{name}\";q={};w={window}", decision.limit)),
-        ("ratelimit", format!("\"{name}\";r={};t={reset}", decision.remaining)),
+        ("ratelimit-policy", structured_item(name, [("q", decision.limit), ("w", window)])),
+        ("ratelimit", structured_item(name, [("r", decision.remaining), ("t", reset)])),
         ("x-ratelimit-limit", decision.limit.to_string()),
         ("x-ratelimit-remaining", decision.remaining.to_string()),
         ("x-ratelimit-reset", reset.to_string()),

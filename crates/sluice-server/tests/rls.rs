@@ -205,12 +205,14 @@ async fn malformed_requests_are_invalid_arguments() {
     let no_descriptors = RateLimitRequest { domain: "edge".into(), descriptors: vec![], hits_addend: 0 };
     assert_eq!(client.should_rate_limit(no_descriptors).await.unwrap_err().code(), tonic::Code::InvalidArgument);
     let long = "v".repeat(2000);
+    // A valid descriptor before the invalid one: the request is refused and counts nothing.
     let too_long = RateLimitRequest {
         domain: "edge".into(),
-        descriptors: vec![descriptor(&[("remote_address", &long)])],
+        descriptors: vec![descriptor(&[("remote_address", "ok")]), descriptor(&[("remote_address", &long)])],
         hits_addend: 0,
     };
     assert_eq!(client.should_rate_limit(too_long).await.unwrap_err().code(), tonic::Code::InvalidArgument);
     let still: RateLimitResponse = ask(&mut client, "edge", vec![descriptor(&[("remote_address", "ok")])], 0).await;
     assert_eq!(Code::try_from(still.overall_code).unwrap(), Code::Ok);
+    assert_eq!(still.statuses[0].limit_remaining, 1, "the refused request did not count");
 }

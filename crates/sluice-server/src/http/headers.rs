@@ -60,6 +60,14 @@ pub(crate) fn insert_rate_limit_headers(headers: &mut HeaderMap, ranges: HeaderR
     }
 }
 
+/// A structured-field item for the IETF headers, as text (see [`write_item`]).
+pub(crate) fn structured_item(name: &str, parameters: [(&str, u64); 2]) -> String {
+    let mut buffer = Vec::with_capacity(name.len() + 48);
+    write_item(&mut buffer, name, parameters);
+    // A `str` with ASCII added and `\` inserted before ASCII bytes is still UTF-8.
+    String::from_utf8_lossy(&buffer).into_owned()
+}
+
 /// Writes a structured-field item for the IETF headers: `"name";k1=v1;k2=v2`, with `"` and
 /// `\` escaped in the name (RFC 8941 strings).
 fn write_item(buffer: &mut Vec<u8>, name: &str, parameters: [(&str, u64); 2]) {
