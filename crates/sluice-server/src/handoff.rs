@@ -54,9 +54,19 @@ impl Handoff {
         // No Nagle: small replies must not wait for the client's ACKs.
         let _ = stream.set_nodelay(true);
         // Moved as a std socket: each worker registers it with its own runtime.
-        let Ok(stream) = stream.into_std() else { return };
-        let index = self.next.fetch_add(1, Ordering::Relaxed) % self.queues.len();
-        let _ = self.queues[index].send((stream, peer));
+        let mut accepted = match stream.into_std() {
+            Ok(stream) => (stream, peer),
+            Err(error) => return tracing::warn!(%error, %peer, "cannot hand a connection to a worker"),
+        };
+        // A worker that has stopped is skipped, so no connection is handed to nobody.
+        for _ in 0..self.queues.len() {
+            let index = self.next.fetch_add(1, Ordering::Relaxed) % self.queues.len();
+            match self.queues[index].send(accepted) {
+                Ok(()) => return,
+                Err(returned) => accepted = returned.0,
+            }
+        }
+        tracing::error!(%peer, "no worker is running: connection closed");
     }
 }
 
@@ -153,6 +163,12 @@ mod tests {
             }
         }
         assert_eq!(received, sent);
+        // A worker that stopped is skipped: its share goes to the others.
+        let stopped_worker = queues.remove(0);
+        drop(stopped_worker);
+        let _client = TcpStream::connect(address).await.unwrap();
+        let next = tokio::time::timeout(Duration::from_secs(5), queues[0].next()).await;
+        assert!(next.expect("the next running worker gets the connection").is_some());
         stop.send(()).unwrap();
         accepting.await.unwrap();
         for queue in &mut queues {
