@@ -7,8 +7,9 @@
 //! Cluster slots); a policy list on one key is, through the HTTP API.
 
 use crate::engine::{CheckError, Loaded, Outcome};
-use crate::envoy::{Resolution, Rule, Unit};
+use crate::envoy::{Resolution, Rule, StateKey, Unit};
 use crate::http::headers::{quota_window, structured_item, whole_seconds};
+use crate::metrics::PolicyCounters;
 use crate::service::Service;
 use envoy_types::pb::envoy::config::core::v3::HeaderValue;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
@@ -16,8 +17,10 @@ use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::rate_li
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus, RateLimit};
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitService;
 use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use envoy_types::pb::envoy::r#type::v3::RateLimitUnit;
 use envoy_types::pb::google::protobuf::Duration as ProtoDuration;
 use futures_util::future::join_all;
+use sluice::Limit;
 use sluice::{Key, Source, StoreError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -103,20 +106,41 @@ impl RateLimitGrpc {
                 Ok((status(code, Some(rule), 0, None), None))
             }
             Resolution::KeyTooLong { len, .. } => Err(key_too_long(len)),
+            Resolution::Overridden { limit, requests_per_unit, unit, key } => {
+                let current = RateLimit { name: String::new(), requests_per_unit, unit: proto_unit(unit) as i32 };
+                let Some(limit) = limit else {
+                    let code = if self.service.settings.shadow_mode { Code::Ok } else { Code::OverLimit };
+                    return Ok((descriptor_status(code, Some(current), 0, None), None));
+                };
+                let (code, remaining, reset, outcome) = self.check(key, &limit, false, None, hits).await?;
+                Ok((descriptor_status(code, Some(current), remaining, Some(reset)), Some(outcome)))
+            }
             Resolution::Limited { rule, limit, key } => {
-                let key = Key::new(key.as_bytes()).map_err(|error| Status::invalid_argument(error.to_string()))?;
                 let counters = loaded.rule_counters(rule);
-                let engine = &self.service.engine;
-                let outcome = engine.check_limit(key, limit, shadow, counters, hits).await.map_err(grpc_error)?;
-                if outcome.source == Source::FailedClosed {
-                    return Err(Status::unavailable("the store cannot answer and the failure mode is closed"));
-                }
-                let code = if outcome.decision.allowed { Code::Ok } else { Code::OverLimit };
-                let remaining = u32::try_from(outcome.decision.remaining).unwrap_or(u32::MAX);
-                let reset = proto_duration(outcome.decision.reset_after);
+                let (code, remaining, reset, outcome) = self.check(key, limit, shadow, counters, hits).await?;
                 Ok((status(code, Some(rule), remaining, Some(reset)), Some(outcome)))
             }
         }
+    }
+
+    /// Checks `limit` at `key`: the status code, remaining, time to reset, and the outcome.
+    async fn check(
+        &self,
+        key: StateKey,
+        limit: &Limit,
+        shadow: bool,
+        counters: Option<&PolicyCounters>,
+        hits: u64,
+    ) -> Result<(Code, u32, ProtoDuration, Outcome), Status> {
+        let key = Key::new(key.as_bytes()).map_err(|error| Status::invalid_argument(error.to_string()))?;
+        let engine = &self.service.engine;
+        let outcome = engine.check_limit(key, limit, shadow, counters, hits).await.map_err(grpc_error)?;
+        if outcome.source == Source::FailedClosed {
+            return Err(Status::unavailable("the store cannot answer and the failure mode is closed"));
+        }
+        let code = if outcome.decision.allowed { Code::Ok } else { Code::OverLimit };
+        let remaining = u32::try_from(outcome.decision.remaining).unwrap_or(u32::MAX);
+        Ok((code, remaining, proto_duration(outcome.decision.reset_after), outcome))
     }
 }
 
@@ -124,13 +148,36 @@ impl RateLimitGrpc {
 fn resolve_all<'a>(loaded: &'a Loaded, request: &RateLimitRequest) -> Result<Vec<Resolution<'a>>, Status> {
     let rules = loaded.config.envoy();
     let resolve = |descriptor: &RateLimitDescriptor| {
+        let Some(rules) = rules else { return Ok(Resolution::NoRule) };
         let entries = descriptor.entries.iter().map(|entry| (entry.key.as_str(), entry.value.as_str()));
-        match rules.map_or(Resolution::NoRule, |rules| rules.resolve(&request.domain, entries)) {
+        let resolution = match &descriptor.limit {
+            None => rules.resolve(&request.domain, entries),
+            Some(limit) => {
+                rules.resolve_override(&request.domain, entries, limit.requests_per_unit, unit_of(limit.unit)?)
+            }
+        };
+        match resolution {
             Resolution::KeyTooLong { len, .. } => Err(key_too_long(len)),
             resolution => Ok(resolution),
         }
     };
     request.descriptors.iter().map(resolve).collect()
+}
+
+/// The unit of a descriptor's `limit` override (`envoy.type.v3.RateLimitUnit`).
+fn unit_of(proto: i32) -> Result<Unit, Status> {
+    match (RateLimitUnit::try_from(proto), proto) {
+        (Ok(RateLimitUnit::Second), _) => Ok(Unit::Second),
+        (Ok(RateLimitUnit::Minute), _) => Ok(Unit::Minute),
+        (Ok(RateLimitUnit::Hour), _) => Ok(Unit::Hour),
+        (Ok(RateLimitUnit::Day), _) => Ok(Unit::Day),
+        // WEEK, added to the proto after the version `envoy-types` carries.
+        (Err(_), 7) => Ok(Unit::Week),
+        (Ok(RateLimitUnit::Month | RateLimitUnit::Year), _) => Err(Status::invalid_argument(
+            "a descriptor's limit override in months or years is not supported: they vary in length",
+        )),
+        _ => Err(Status::invalid_argument(format!("a descriptor's limit override has no known unit ({proto})"))),
+    }
 }
 
 fn key_too_long(len: usize) -> Status {
@@ -147,9 +194,18 @@ fn hits_of(descriptor: &RateLimitDescriptor, request_hits: u32) -> u64 {
 }
 
 fn status(code: Code, rule: Option<&Rule>, remaining: u32, reset: Option<ProtoDuration>) -> DescriptorStatus {
+    descriptor_status(code, rule.and_then(current_limit), remaining, reset)
+}
+
+fn descriptor_status(
+    code: Code,
+    current_limit: Option<RateLimit>,
+    remaining: u32,
+    reset: Option<ProtoDuration>,
+) -> DescriptorStatus {
     DescriptorStatus {
         code: code as i32,
-        current_limit: rule.and_then(current_limit),
+        current_limit,
         limit_remaining: remaining,
         duration_until_reset: reset,
         ..DescriptorStatus::default()

@@ -12,7 +12,7 @@ mod envoy_rules {
 use serde_yaml_ng::Value;
 use sluice::config::parse_policies_section;
 use sluice::{ConfigError, Limit, Policy};
-use sluice_server::envoy::{Resolution, Rules};
+use sluice_server::envoy::{Resolution, Rule, Rules};
 
 /// Loads a file as the server will: its `policies` section first, then the rules.
 pub(crate) fn load(text: &str) -> Result<Rules, ConfigError> {
@@ -44,7 +44,13 @@ pub(crate) fn outcome(resolution: &Resolution<'_>) -> String {
         Resolution::Unlimited(rule) => format!("unlimited {}", rule.name()),
         Resolution::Blocked(rule) => format!("blocked {}", rule.name()),
         Resolution::Limited { limit, key, .. } => format!("limit {} {} at {key}", limit.name(), quota(limit)),
-        Resolution::KeyTooLong { rule, len } => format!("key of {len} bytes for {}", rule.name()),
+        Resolution::KeyTooLong { rule, len } => {
+            format!("key of {len} bytes for {}", rule.map_or("an override", Rule::name))
+        }
+        Resolution::Overridden { limit, key, .. } => match limit {
+            Some(limit) => format!("override {} at {key}", quota(limit)),
+            None => format!("override blocking at {key}"),
+        },
     };
     if resolution.shadow_mode() { format!("{text} (shadow)") } else { text }
 }

@@ -216,3 +216,43 @@ async fn malformed_requests_are_invalid_arguments() {
     assert_eq!(Code::try_from(still.overall_code).unwrap(), Code::Ok);
     assert_eq!(still.statuses[0].limit_remaining, 1, "the refused request did not count");
 }
+
+#[tokio::test]
+async fn a_descriptor_limit_override_applies_in_a_known_domain() {
+    use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
+    let server = Server::start(RATELIMIT_FILE, &[]);
+    let mut client = client(&server).await;
+    let with_override = |entries: &[(&str, &str)], requests_per_unit, unit| {
+        let mut descriptor = descriptor(entries);
+        descriptor.limit = Some(RateLimitOverride { requests_per_unit, unit });
+        vec![descriptor]
+    };
+    const MINUTE: i32 = 2;
+    // 1 per minute in place of the rule's 2 per minute.
+    let address = [("remote_address", "10.1.1.1")];
+    let first = ask(&mut client, "edge", with_override(&address, 1, MINUTE), 0).await;
+    let status = &first.statuses[0];
+    assert_eq!((code(status), status.limit_remaining), (Code::Ok, 0));
+    let limit = status.current_limit.as_ref().unwrap();
+    assert_eq!((limit.requests_per_unit, Unit::try_from(limit.unit).unwrap()), (1, Unit::Minute));
+    let second = ask(&mut client, "edge", with_override(&address, 1, MINUTE), 0).await;
+    assert_eq!(code(&second.statuses[0]), Code::OverLimit);
+    // The rule itself counts apart.
+    let plain = ask(&mut client, "edge", vec![descriptor(&address)], 0).await;
+    assert_eq!((code(&plain.statuses[0]), plain.statuses[0].limit_remaining), (Code::Ok, 1));
+    // Whatever the rules say: a descriptor no rule matches is limited by its override.
+    let unruled = [("anything", "x")];
+    assert_eq!(code(&ask(&mut client, "edge", with_override(&unruled, 1, MINUTE), 0).await.statuses[0]), Code::Ok);
+    let again = ask(&mut client, "edge", with_override(&unruled, 1, MINUTE), 0).await;
+    assert_eq!(code(&again.statuses[0]), Code::OverLimit);
+    // 0 allows nothing; an unknown domain has no limit, override or not.
+    assert_eq!(
+        code(&ask(&mut client, "edge", with_override(&unruled, 0, MINUTE), 0).await.statuses[0]),
+        Code::OverLimit
+    );
+    let elsewhere = ask(&mut client, "other", with_override(&unruled, 0, MINUTE), 0).await;
+    assert_eq!((code(&elsewhere.statuses[0]), elsewhere.statuses[0].current_limit.is_none()), (Code::Ok, true));
+    // Months vary in length: refused, as in configuration files.
+    let month = RateLimitRequest { domain: "edge".into(), descriptors: with_override(&unruled, 5, 5), hits_addend: 0 };
+    assert_eq!(client.should_rate_limit(month).await.unwrap_err().code(), tonic::Code::InvalidArgument);
+}

@@ -9,7 +9,9 @@
 
 use super::rules::{Choices, Level, Node, Quota, Rule, Rules};
 use super::state_key::StateKey;
-use sluice::Limit;
+use super::unit::Unit;
+use sluice::{Alignment, FixedWindow, Limit};
+use std::time::Duration;
 
 /// What applies to one request descriptor.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,11 +33,25 @@ pub enum Resolution<'a> {
         /// Where the request is counted: one counter per distinct request.
         key: StateKey,
     },
-    /// A rule with a limit matched, but its state key would be `len` bytes, more than a store
-    /// accepts ([`sluice::Key::MAX_LEN`]).
+    /// The descriptor carries its own `limit` (an override set by Envoy's route
+    /// configuration), which envoyproxy/ratelimit applies in place of any rule, in any domain
+    /// the configuration has, never in shadow mode.
+    Overridden {
+        /// `requests_per_unit` per `unit` as an aligned fixed window; `None` when the override
+        /// allows no request.
+        limit: Option<Limit>,
+        /// The override's requests per unit.
+        requests_per_unit: u32,
+        /// The override's unit.
+        unit: Unit,
+        /// Where the request is counted.
+        key: StateKey,
+    },
+    /// A rule with a limit matched (or an override applies), but its state key would be `len`
+    /// bytes, more than a store accepts ([`sluice::Key::MAX_LEN`]).
     KeyTooLong {
-        /// The rule that matched.
-        rule: &'a Rule,
+        /// The rule that matched; `None` for an override.
+        rule: Option<&'a Rule>,
         /// The length the key would have had.
         len: usize,
     },
@@ -45,9 +61,9 @@ impl<'a> Resolution<'a> {
     /// The matched rule, if any.
     pub fn rule(&self) -> Option<&'a Rule> {
         match *self {
-            Resolution::NoRule => None,
-            Resolution::Unlimited(rule) | Resolution::Blocked(rule) => Some(rule),
-            Resolution::Limited { rule, .. } | Resolution::KeyTooLong { rule, .. } => Some(rule),
+            Resolution::NoRule | Resolution::Overridden { .. } => None,
+            Resolution::Unlimited(rule) | Resolution::Blocked(rule) | Resolution::Limited { rule, .. } => Some(rule),
+            Resolution::KeyTooLong { rule, .. } => rule,
         }
     }
 
@@ -93,11 +109,41 @@ impl Rules {
             Quota::Blocked => Resolution::Blocked(rule),
             Quota::Limit(limit) => match StateKey::encode(domain, entries) {
                 Ok(key) => Resolution::Limited { rule, limit, key },
-                Err(len) => Resolution::KeyTooLong { rule, len },
+                Err(len) => Resolution::KeyTooLong { rule: Some(rule), len },
             },
         }
     }
+
+    /// What applies to a descriptor that carries a `limit` override of `requests_per_unit`
+    /// per `unit`: the override, in a domain this configuration has (whatever its rules say);
+    /// no limit in another domain, as envoyproxy/ratelimit does.
+    pub fn resolve_override<'e, I>(
+        &self,
+        domain: &str,
+        entries: I,
+        requests_per_unit: u32,
+        unit: Unit,
+    ) -> Resolution<'_>
+    where
+        I: IntoIterator<Item = (&'e str, &'e str)>,
+        I::IntoIter: Clone,
+    {
+        if !self.domains.contains_key(domain) {
+            return Resolution::NoRule;
+        }
+        let limit = FixedWindow::new(u64::from(requests_per_unit), unit.duration(), Alignment::Aligned, Duration::ZERO)
+            .ok()
+            .map(|window| Limit::new(OVERRIDE_NAME, window));
+        match StateKey::encode(domain, entries.into_iter()) {
+            Ok(key) => Resolution::Overridden { limit, requests_per_unit, unit, key },
+            Err(len) => Resolution::KeyTooLong { rule: None, len },
+        }
+    }
 }
+
+/// The name of every override's limit (in metrics and headers). Overrides of the same
+/// size share it; their states stay apart by descriptor, in the state key.
+const OVERRIDE_NAME: &str = "envoy_override";
 
 impl Level {
     /// The descriptor the last entry reaches, if every entry finds one.
