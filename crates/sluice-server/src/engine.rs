@@ -2,7 +2,7 @@
 //! shadow mode, ask the store, count.
 
 use crate::backend::Backend;
-use crate::envoy::{Rule, Rules};
+use crate::envoy::{OVERRIDE_NAME, Rule, Rules};
 use crate::metrics::{Metrics, PolicyCounters};
 use crate::service_config::ServiceConfig;
 use arc_swap::ArcSwap;
@@ -25,13 +25,19 @@ impl Loaded {
     pub(crate) fn new(config: ServiceConfig, metrics: &Metrics) -> Loaded {
         let counters = config.policies().iter().map(|entry| metrics.policy(entry.limit.name())).collect();
         let rules = config.envoy().into_iter().flat_map(Rules::rules);
-        let rule_counters = rules.map(|rule| (rule.name().to_owned(), metrics.policy(rule.name()))).collect();
+        let names = rules.map(Rule::name).chain(config.envoy().map(|_| OVERRIDE_NAME));
+        let rule_counters = names.map(|name| (name.to_owned(), metrics.policy(name))).collect();
         Loaded { config, counters, rule_counters }
     }
 
     /// The counters of an Envoy rule of this configuration.
     pub(crate) fn rule_counters(&self, rule: &Rule) -> Option<&PolicyCounters> {
         self.rule_counters.get(rule.name())
+    }
+
+    /// The counters of the checks of Envoy descriptors' own limit overrides.
+    pub(crate) fn override_counters(&self) -> Option<&PolicyCounters> {
+        self.rule_counters.get(OVERRIDE_NAME)
     }
 }
 

@@ -108,11 +108,16 @@ impl RateLimitGrpc {
             Resolution::KeyTooLong { len, .. } => Err(key_too_long(len)),
             Resolution::Overridden { limit, requests_per_unit, unit, key } => {
                 let current = RateLimit { name: String::new(), requests_per_unit, unit: proto_unit(unit) as i32 };
+                let counters = loaded.override_counters();
                 let Some(limit) = limit else {
-                    let code = if self.service.settings.shadow_mode { Code::Ok } else { Code::OverLimit };
+                    let shadow = self.service.settings.shadow_mode;
+                    if let Some(counters) = counters {
+                        counters.count(false, shadow);
+                    }
+                    let code = if shadow { Code::Ok } else { Code::OverLimit };
                     return Ok((descriptor_status(code, Some(current), 0, None), None));
                 };
-                let (code, remaining, reset, outcome) = self.check(key, &limit, false, None, hits).await?;
+                let (code, remaining, reset, outcome) = self.check(key, &limit, false, counters, hits).await?;
                 Ok((descriptor_status(code, Some(current), remaining, Some(reset)), Some(outcome)))
             }
             Resolution::Limited { rule, limit, key } => {

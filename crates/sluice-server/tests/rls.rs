@@ -255,4 +255,12 @@ async fn a_descriptor_limit_override_applies_in_a_known_domain() {
     // Months vary in length: refused, as in configuration files.
     let month = RateLimitRequest { domain: "edge".into(), descriptors: with_override(&unruled, 5, 5), hits_addend: 0 };
     assert_eq!(client.should_rate_limit(month).await.unwrap_err().code(), tonic::Code::InvalidArgument);
+    // Counted under one name: 2 allowed; 3 rejected (two over their override, one at 0).
+    let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+    for line in [
+        r#"sluice_checks_total{policy="envoy_override",outcome="allowed"} 2"#,
+        r#"sluice_checks_total{policy="envoy_override",outcome="rejected"} 3"#,
+    ] {
+        assert!(metrics.lines().any(|metric| metric == line), "{line} missing from\n{metrics}");
+    }
 }

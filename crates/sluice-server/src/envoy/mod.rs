@@ -67,7 +67,7 @@ mod rules;
 mod state_key;
 mod unit;
 
-pub use resolve::Resolution;
+pub use resolve::{OVERRIDE_NAME, Resolution};
 pub use rules::{Quota, Rule, Rules};
 pub use state_key::StateKey;
 pub use unit::Unit;

@@ -143,7 +143,7 @@ impl Rules {
 
 /// The name of every override's limit (in metrics and headers). Overrides of the same
 /// size share it; their states stay apart by descriptor, in the state key.
-const OVERRIDE_NAME: &str = "envoy_override";
+pub const OVERRIDE_NAME: &str = "envoy_override";
 
 impl Level {
     /// The descriptor the last entry reaches, if every entry finds one.
