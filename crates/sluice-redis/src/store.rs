@@ -24,7 +24,8 @@ use std::time::Duration;
 pub struct RedisStore {
     connection: Connection,
     /// Where the connection came from, to open others ([`RedisStore::connect_again`]).
-    origin: Origin,
+    /// Shared: cloning a client copies its URL's strings, and stores are cloned per call.
+    origin: Arc<Origin>,
     scripts: Arc<Scripts>,
     settings: Arc<RedisSettings>,
     blocked: Arc<BlockedCache>,
@@ -38,7 +39,6 @@ enum Connection {
     Cluster(ClusterConnection),
 }
 
-#[derive(Clone)]
 enum Origin {
     Standalone(redis::Client),
     Cluster(Box<ClusterClient>),
@@ -78,7 +78,7 @@ impl RedisStore {
     /// When the URL is invalid or Redis cannot be reached within two seconds.
     pub async fn connect(url: &str, settings: RedisSettings) -> Result<Self, StoreError> {
         let client = redis::Client::open(url).map_err(unavailable)?;
-        let origin = Origin::Standalone(client);
+        let origin = Arc::new(Origin::Standalone(client));
         Ok(RedisStore::with(origin.connect().await?, origin, settings))
     }
 
@@ -89,7 +89,7 @@ impl RedisStore {
     /// When a URL is invalid or the cluster cannot be reached within two seconds.
     pub async fn connect_cluster(urls: &[String], settings: RedisSettings) -> Result<Self, StoreError> {
         let client = ClusterClient::new(urls.to_vec()).map_err(unavailable)?;
-        let origin = Origin::Cluster(Box::new(client));
+        let origin = Arc::new(Origin::Cluster(Box::new(client)));
         Ok(RedisStore::with(origin.connect().await?, origin, settings))
     }
 
@@ -105,7 +105,7 @@ impl RedisStore {
         Ok(RedisStore { connection: self.origin.connect().await?, ..self.clone() })
     }
 
-    fn with(connection: Connection, origin: Origin, settings: RedisSettings) -> Self {
+    fn with(connection: Connection, origin: Arc<Origin>, settings: RedisSettings) -> Self {
         RedisStore {
             connection,
             origin,

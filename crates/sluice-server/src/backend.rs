@@ -67,7 +67,11 @@ impl Backend {
     pub(crate) async fn connect_this_thread(&self) {
         let Backend::Redis(store) = self else { return };
         match store.connect_again().await {
-            Ok(own) => THIS_THREAD.with(|cell| drop(cell.set(own))),
+            // Leaked: a worker thread lives as long as the process, and a `&'static` lets
+            // every check borrow it instead of cloning a store per call.
+            Ok(own) => THIS_THREAD.with(|cell| {
+                let _ = cell.set(Box::leak(Box::new(own)));
+            }),
             Err(error) => {
                 tracing::warn!(%error, "cannot open a Redis connection for this worker; using the shared one")
             }
@@ -85,12 +89,12 @@ impl Backend {
 
 thread_local! {
     /// This thread's own Redis connection ([`Backend::connect_this_thread`]).
-    static THIS_THREAD: OnceCell<RedisStore> = const { OnceCell::new() };
+    static THIS_THREAD: OnceCell<&'static RedisStore> = const { OnceCell::new() };
 }
 
 /// The calling thread's own connection to `shared`'s Redis, or `shared`.
-fn this_thread(shared: &RedisStore) -> RedisStore {
-    THIS_THREAD.with(|own| own.get().cloned()).unwrap_or_else(|| shared.clone())
+fn this_thread(shared: &RedisStore) -> &RedisStore {
+    THIS_THREAD.with(|own| own.get().copied()).unwrap_or(shared)
 }
 
 impl std::fmt::Display for StoreChoice {
