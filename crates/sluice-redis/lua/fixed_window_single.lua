@@ -1,5 +1,5 @@
 -- fixed_window_single.lua: one decision for one key against one fixed window, the hot path:
--- self-contained (no prelude, no function tables), one packed reply. It decides exactly
+-- appended to idiv.lua alone (no prelude, no tables), one packed reply. It decides exactly
 -- as fixed_window.lua and crates/sluice/src/algorithm/fixed_window.rs: change them together
 -- (the differential tests compare every field with the in-memory store).
 -- KEYS[1]  the state key, a string '<dd' (window start µs, used); missing = fresh
@@ -7,17 +7,6 @@
 --          1 when anchored, offset_us
 -- returns  '<d' × 8: now_us, allowed (0|1), limit, remaining, reset_after_us, retry_after_us
 --          (-1 none, -2 never), delay_us (0), judged_at_us (integers, as doubles)
-
--- floor(a / b) for integers 0 <= a < 2^53 and b >= 1, exactly (as prelude.lua's idiv).
-local function idiv(a, b)
-  local q = math.floor(a / b)
-  if q * b > a then
-    q = q - 1
-  elseif (q + 1) * b <= a then
-    q = q + 1
-  end
-  return q
-end
 
 local now = tonumber(ARGV[1])
 if now < 0 then

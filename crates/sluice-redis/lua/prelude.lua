@@ -1,5 +1,5 @@
 -- prelude.lua: shared helpers of the Sluice check script (scripts are concatenated:
--- prelude, one file per algorithm, then check.lua).
+-- idiv.lua, prelude, one file per algorithm, then check.lua).
 -- Every number a script handles is an integer below 2^53, so Lua's doubles are exact;
 -- policies that could leave that range are refused when the configuration is loaded.
 
@@ -8,18 +8,6 @@ local JUDGED_AT = 0
 
 local NONE = -1   -- retry_after when allowed
 local NEVER = -2  -- retry_after when the cost can never be allowed
-
--- floor(a / b) for integers 0 <= a < 2^53 and b >= 1, exactly (a double division can
--- round up across an integer boundary).
-local function idiv(a, b)
-  local q = math.floor(a / b)
-  if q * b > a then
-    q = q - 1
-  elseif (q + 1) * b <= a then
-    q = q + 1
-  end
-  return q
-end
 
 local function ceil_div(a, b)
   return idiv(a + b - 1, b)

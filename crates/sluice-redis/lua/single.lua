@@ -1,6 +1,6 @@
 -- single.lua: one decision for one key against one limit: the common case, without the
--- generic driver's tables (check.lua handles several limits). Appended to prelude.lua and
--- the one algorithm file that sets JUDGE and RECORD.
+-- generic driver's tables (check.lua handles several limits). Appended to idiv.lua,
+-- prelude.lua and the one algorithm file that sets JUDGE and RECORD.
 -- KEYS[1]  the state key
 -- ARGV     now_us (-1: read Redis TIME), cost, extra_ms, min_ttl_ms, p1, p2, p3, p4
 -- returns  '<d' × 8: now_us, allowed (0|1), limit, remaining, reset_after_us, retry_after_us

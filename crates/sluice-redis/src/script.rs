@@ -7,6 +7,7 @@ use std::time::Duration;
 /// The script for several limits at once, assembled from one Lua file per algorithm (each
 /// the twin of its Rust module) and the generic driver.
 const MULTI: &str = concat!(
+    include_str!("../lua/idiv.lua"),
     include_str!("../lua/prelude.lua"),
     include_str!("../lua/sliding_log.lua"),
     include_str!("../lua/fixed_window.lua"),
@@ -21,6 +22,7 @@ const MULTI: &str = concat!(
 macro_rules! single {
     ($file:literal) => {
         concat!(
+            include_str!("../lua/idiv.lua"),
             include_str!("../lua/prelude.lua"),
             include_str!(concat!("../lua/", $file)),
             include_str!("../lua/single.lua")
@@ -34,8 +36,8 @@ const SLIDING_LOG: &str =
     concat!(include_str!("../lua/sliding_log.lua"), include_str!("../lua/sliding_log_single.lua"));
 
 /// The script for one fixed window (limitador's and envoyproxy/ratelimit's algorithm, so a
-/// hot path too): self-contained, no tables.
-const FIXED_WINDOW: &str = include_str!("../lua/fixed_window_single.lua");
+/// hot path too): exact division and the decision, no prelude, no tables.
+const FIXED_WINDOW: &str = concat!(include_str!("../lua/idiv.lua"), include_str!("../lua/fixed_window_single.lua"));
 
 /// The check scripts, loaded into Redis on first use (`EVALSHA`, reloaded on `NOSCRIPT`).
 #[derive(Debug)]
