@@ -1,7 +1,7 @@
 //! `POST /v1/check` and `POST /v1/peek`.
 
 use crate::engine::Outcome;
-use crate::http::api::{CheckRequest, CheckResponse, ErrorResponse, PeekRequest};
+use crate::http::api::{CheckRequest, CheckResponse, ErrorResponse, PeekRequest, PolicyNames};
 use crate::http::error::ApiError;
 use crate::http::error::{json_body, read_body};
 use crate::http::headers::{insert_rate_limit_headers, write_rate_limit_headers};
@@ -9,10 +9,11 @@ use crate::service::Service;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::CONTENT_TYPE;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use sluice::Source;
+use std::borrow::Cow;
 use std::sync::Arc;
 
 /// Checks a key against policies, consuming `cost` when allowed.
@@ -31,13 +32,11 @@ use std::sync::Arc;
     ),
 )]
 pub(crate) async fn check(State(service): State<Arc<Service>>, request: Request) -> Response {
-    let checked = async {
-        let (parts, body) = request.into_parts();
-        let body = read_body(body).await?;
-        let request: CheckRequest<'_> = json_body(&parts.headers, &body)?;
-        Ok::<_, ApiError>(service.engine.check(request.key.as_bytes(), &request.policies, request.cost).await?)
-    };
-    checked.await.map_or_else(IntoResponse::into_response, |outcome| respond(&outcome))
+    answer(&service, request, |headers, body| {
+        let request: CheckRequest<'_> = json_body(headers, body)?;
+        Ok((request.key, request.policies, request.cost))
+    })
+    .await
 }
 
 /// Tells what a cost-1 request would get now, without consuming anything.
@@ -54,13 +53,29 @@ pub(crate) async fn check(State(service): State<Arc<Service>>, request: Request)
     ),
 )]
 pub(crate) async fn peek(State(service): State<Arc<Service>>, request: Request) -> Response {
-    let peeked = async {
+    answer(&service, request, |headers, body| {
+        let request: PeekRequest<'_> = json_body(headers, body)?;
+        Ok((request.key, request.policies, 0))
+    })
+    .await
+}
+
+/// What a check or peek body asks: the key, the policies and the cost.
+type Asked<'a> = (Cow<'a, str>, PolicyNames<'a>, u64);
+
+/// Reads the body, parses it with `parse`, checks and answers.
+async fn answer(
+    service: &Service,
+    request: Request,
+    parse: for<'a> fn(&HeaderMap, &'a [u8]) -> Result<Asked<'a>, ApiError>,
+) -> Response {
+    let checked = async {
         let (parts, body) = request.into_parts();
         let body = read_body(body).await?;
-        let request: PeekRequest<'_> = json_body(&parts.headers, &body)?;
-        Ok::<_, ApiError>(service.engine.check(request.key.as_bytes(), &request.policies, 0).await?)
+        let (key, policies, cost) = parse(&parts.headers, &body)?;
+        Ok::<_, ApiError>(service.engine.check(key.as_bytes(), &policies, cost).await?)
     };
-    peeked.await.map_or_else(IntoResponse::into_response, |outcome| respond(&outcome))
+    checked.await.map_or_else(IntoResponse::into_response, |outcome| respond(&outcome))
 }
 
 /// 200 or 429 with the decision and its headers; 503 when the `closed` failure mode decided.
