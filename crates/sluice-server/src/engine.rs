@@ -177,7 +177,7 @@ impl Engine {
             // The common case borrows the configuration's limit: nothing cloned.
             [one] => self.decide(key, std::slice::from_ref(&policies[*one].limit), cost).await?,
             several => {
-                // On the heap: inline, they would make every check's future 256 bytes larger.
+                // On the heap: inline, they made every check's future 240 bytes larger (528 → 288).
                 let limits: Vec<Limit> = several.iter().map(|&index| policies[index].limit.clone()).collect();
                 self.decide(key, &limits, cost).await?
             }
