@@ -182,7 +182,14 @@ impl Engine {
                 self.decide(key, &limits, cost).await?
             }
         };
+        // An allowed request passed every policy of the group: each counts it. A rejected
+        // one counts under the policy that rejected it.
         let index = group[verdict.limit];
+        if verdict.decision.allowed {
+            for &other in group.iter().filter(|&&other| other != index) {
+                loaded.counters[other].count(true, shadow);
+            }
+        }
         Ok(Some(self.report(verdict, &policies[index].limit, Some(&loaded.counters[index]), shadow)))
     }
 

@@ -7,11 +7,14 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use sluice::Source;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
+
+mod latency;
+
+use latency::LatencyHistogram;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CheckLabels {
@@ -41,7 +44,7 @@ pub(crate) struct Metrics {
     registry: Registry,
     checks: Family<CheckLabels, Counter>,
     without_store: Family<SourceLabels, Counter>,
-    store_latency: Histogram,
+    store_latency: LatencyHistogram,
     store_errors: Family<KindLabels, Counter>,
     reloads: Family<ResultLabels, Counter>,
     snapshots: Family<ResultLabels, Counter>,
@@ -75,7 +78,7 @@ impl Metrics {
             registry: Registry::with_prefix("sluice"),
             checks: Family::default(),
             without_store: Family::default(),
-            store_latency: Histogram::new(exponential_buckets(0.000_005, 2.0, 18)),
+            store_latency: LatencyHistogram::default(),
             store_errors: Family::default(),
             reloads: Family::default(),
             snapshots: Family::default(),
@@ -148,7 +151,7 @@ impl Metrics {
 
     /// Records how long the store took.
     pub(crate) fn observe_store(&self, elapsed: Duration) {
-        self.store_latency.observe(elapsed.as_secs_f64());
+        self.store_latency.observe(elapsed);
     }
 
     /// Counts a store error.

@@ -115,6 +115,19 @@ async fn several_policies_are_all_or_nothing() {
     let (status, _, body) = check(&server, "k", &["hundred", "one_per_hour"], 1).await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(body["policy"], "one_per_hour");
+    let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+    for (series, count) in [
+        ("policy=\"hundred\",outcome=\"allowed\"", 1),
+        ("policy=\"hundred\",outcome=\"rejected\"", 0),
+        ("policy=\"one_per_hour\",outcome=\"allowed\"", 1),
+        ("policy=\"one_per_hour\",outcome=\"rejected\"", 1),
+    ] {
+        let line = format!("sluice_checks_total{{{series}}} {count}\n");
+        assert!(
+            metrics.contains(&line),
+            "an allowed check counts under each policy, a rejection under the rejecting one: {line} missing from\n{metrics}"
+        );
+    }
     let peek: Value =
         post(&server, "/v1/peek", json!({"key": "k", "policies": ["hundred"]})).await.json().await.unwrap();
     assert_eq!(peek["remaining"], 99, "the rejected request consumed nothing from the other policy");
