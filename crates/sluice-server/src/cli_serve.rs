@@ -59,6 +59,11 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "SLUICE_REDIS_TIMEOUT", value_name = "DURATION")]
     pub(crate) redis_timeout: Option<String>,
 
+    /// How long an HTTP client has to send a request's head and a check's body, such as
+    /// `30s`; an idle keep-alive connection is closed after it [default: 75s].
+    #[arg(long, env = "SLUICE_REQUEST_TIMEOUT", value_name = "DURATION")]
+    pub(crate) request_timeout: Option<String>,
+
     /// The most states the in-memory store holds [default: 10000000].
     #[arg(long, env = "SLUICE_MAX_KEYS", value_name = "COUNT")]
     pub(crate) max_keys: Option<usize>,

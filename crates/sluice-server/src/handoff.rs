@@ -4,7 +4,6 @@
 //! in turn rather than by the kernel (`SO_REUSEPORT` hashes), so that two connections, as an
 //! Envoy with two workers opens, land on two cores.
 
-use axum::serve::Listener;
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
@@ -24,11 +23,11 @@ pub(crate) struct Handoff {
 
 impl Handoff {
     /// A handoff to `count` workers, and each worker's queue of connections.
-    pub(crate) fn new(count: usize, local: SocketAddr) -> (Handoff, Vec<Queue>) {
+    pub(crate) fn new(count: usize) -> (Handoff, Vec<Queue>) {
         let (senders, queues) = (0..count.max(1))
             .map(|_| {
                 let (sender, receiver) = mpsc::unbounded_channel();
-                (sender, Queue { receiver, local })
+                (sender, Queue { receiver })
             })
             .unzip();
         (Handoff { queues: senders, next: AtomicUsize::new(0) }, queues)
@@ -85,7 +84,6 @@ async fn pause_after(error: &io::Error) {
 #[derive(Debug)]
 pub(crate) struct Queue {
     receiver: mpsc::UnboundedReceiver<Accepted>,
-    local: SocketAddr,
 }
 
 impl Queue {
@@ -114,23 +112,6 @@ impl Queue {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Client(pub(crate) SocketAddr);
 
-impl Listener for Queue {
-    type Io = TcpStream;
-    type Addr = SocketAddr;
-
-    async fn accept(&mut self) -> (TcpStream, SocketAddr) {
-        match self.next().await {
-            Some(accepted) => accepted,
-            // The listener stopped: shutdown has begun, and axum ends on its own signal.
-            None => std::future::pending().await,
-        }
-    }
-
-    fn local_addr(&self) -> io::Result<SocketAddr> {
-        Ok(self.local)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,7 +123,7 @@ mod tests {
     async fn connections_are_handed_to_the_workers_in_turn_until_the_listener_stops() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
-        let (handoff, mut queues) = Handoff::new(3, address);
+        let (handoff, mut queues) = Handoff::new(3);
         let (stop, stopped) = oneshot::channel::<()>();
         let accepting = tokio::spawn(handoff.accept(listener, async {
             let _ = stopped.await;

@@ -66,8 +66,8 @@ async fn serve_connections(
     shutdown: &Shutdown,
 ) -> anyhow::Result<()> {
     let count = service.settings.workers;
-    let (http_handoff, http_queues) = Handoff::new(count, http.local_addr()?);
-    let (grpc_handoff, grpc_queues) = Handoff::new(count, grpc.local_addr()?);
+    let (http_handoff, http_queues) = Handoff::new(count);
+    let (grpc_handoff, grpc_queues) = Handoff::new(count);
     let router = http::router(Arc::clone(service));
     let jobs = http_queues.into_iter().zip(grpc_queues);
     let jobs = jobs.map(|(http, grpc)| worker(router.clone(), Arc::clone(service), http, grpc, shutdown.clone()));
@@ -85,15 +85,13 @@ fn worker(router: Router, service: Arc<Service>, http: Queue, grpc: Queue, shutd
     Box::new(move || {
         Box::pin(async move {
             service.engine.backend().connect_this_thread().await;
-            let app = MakeApi::new(Arc::clone(&service), router);
-            let http = axum::serve(http, app).with_graceful_shutdown(shutdown.clone().wait());
+            let api = MakeApi::new(Arc::clone(&service), router);
+            let http = http::serve(http, api, service.settings.request_timeout, shutdown.clone().wait());
             let grpc = tonic::transport::Server::builder()
                 .add_service(RateLimitServiceServer::new(RateLimitGrpc::new(service)))
                 .serve_with_incoming_shutdown(grpc.into_stream(), shutdown.wait());
-            let (http, grpc) = tokio::join!(http, grpc);
-            http.context("HTTP server")?;
-            grpc.context("gRPC server")?;
-            Ok(())
+            let ((), grpc) = tokio::join!(http, grpc);
+            grpc.context("gRPC server")
         })
     })
 }

@@ -22,6 +22,7 @@ pub(crate) struct ServerSection {
     pub(crate) shadow_mode: Option<bool>,
     pub(crate) failure_mode: Option<String>,
     pub(crate) redis_timeout: Option<String>,
+    pub(crate) request_timeout: Option<String>,
     pub(crate) max_keys: Option<usize>,
     pub(crate) workers: Option<usize>,
     pub(crate) envoy_headers: Option<bool>,
@@ -52,6 +53,10 @@ pub(crate) struct Settings {
     pub(crate) shadow_mode: bool,
     pub(crate) failure_mode: FailureMode,
     pub(crate) redis_timeout: Duration,
+    /// How long an HTTP client has to send a request's head (counted from when its
+    /// connection is ready for one: an idle keep-alive connection is closed after it) and
+    /// a check's body.
+    pub(crate) request_timeout: Duration,
     pub(crate) max_keys: usize,
     /// Threads serving connections, each with a runtime of its own.
     pub(crate) workers: usize,
@@ -77,6 +82,8 @@ impl Settings {
         let failure_mode = problems.take("failure_mode", failure_mode(&mode));
         let timeout = pick(&args.redis_timeout, &file.redis_timeout, "50ms");
         let redis_timeout = problems.take("redis_timeout", positive(&timeout));
+        let timeout = pick(&args.request_timeout, &file.request_timeout, "75s");
+        let request_timeout = problems.take("request_timeout", positive(&timeout));
         let json_logs = problems.take("log_format", log_format(&pick(&args.log_format, &file.log_format, "text")));
         let max_keys = args.max_keys.or(file.max_keys).unwrap_or(sluice::store::memory::DEFAULT_MAX_KEYS);
         let max_keys = problems.take("max_keys", at_least_one(max_keys));
@@ -94,6 +101,7 @@ impl Settings {
                 shadow_mode: flag(args.shadow_mode, file.shadow_mode),
                 failure_mode: failure_mode?,
                 redis_timeout: redis_timeout?,
+                request_timeout: request_timeout?,
                 max_keys: max_keys?,
                 workers: workers?,
                 envoy_headers: flag(args.envoy_headers, file.envoy_headers),
@@ -182,6 +190,7 @@ mod tests {
         assert_eq!(settings.grpc.port(), 7001);
         assert_eq!(settings.snapshot_interval, Duration::from_secs(5));
         assert_eq!(settings.store, StoreChoice::Memory);
+        assert_eq!(settings.request_timeout, Duration::from_secs(75));
     }
 
     #[test]
@@ -191,12 +200,20 @@ mod tests {
             store: Some("mysql://x".into()),
             snapshot_interval: Some("0s".into()),
             failure_mode: Some("sometimes".into()),
+            request_timeout: Some("soon".into()),
             workers: Some(0),
             ..ServeArgs::default()
         };
         let problems = Settings::resolve(&args, &ServerSection::default()).unwrap_err();
         let text = problems.join("\n");
-        for name in ["http:", "store:", "snapshot_interval:", "failure_mode:", "workers: must be at least 1"] {
+        for name in [
+            "http:",
+            "store:",
+            "snapshot_interval:",
+            "failure_mode:",
+            "request_timeout:",
+            "workers: must be at least 1",
+        ] {
             assert!(text.contains(name), "{name} missing from {text}");
         }
     }

@@ -293,6 +293,51 @@ async fn chunked_bodies_are_bounded_and_other_methods_are_refused() {
     }
 }
 
+/// Reads from `stream` until the server closes it, for at most `limit`.
+async fn read_until_closed(stream: &mut tokio::net::TcpStream, limit: std::time::Duration) {
+    use tokio::io::AsyncReadExt;
+    let mut buffer = [0; 4096];
+    let closed = async { while let Ok(1..) = stream.read(&mut buffer).await {} };
+    tokio::time::timeout(limit, closed).await.expect("the server closed the connection");
+}
+
+#[tokio::test]
+async fn slow_or_silent_clients_are_cut_off_after_the_request_timeout() {
+    use tokio::io::AsyncWriteExt;
+    let server = Server::start(CONFIG, &["--request-timeout", "400ms"]);
+    let address = server.url("").trim_start_matches("http://").trim_end_matches('/').to_owned();
+    let limit = std::time::Duration::from_secs(5);
+
+    // A head that never ends (slowloris), and a connection that never sends anything.
+    let opened = std::time::Instant::now();
+    let mut slow_head = tokio::net::TcpStream::connect(&address).await.unwrap();
+    slow_head.write_all(b"POST /v1/check HTTP/1.1\r\nhost: x\r\n").await.unwrap();
+    let mut silent = tokio::net::TcpStream::connect(&address).await.unwrap();
+    for stream in [&mut slow_head, &mut silent] {
+        read_until_closed(stream, limit).await;
+        let waited = opened.elapsed();
+        assert!(waited >= std::time::Duration::from_millis(400), "closed after {waited:?}, before the timeout");
+    }
+
+    // A body that stops halfway: 408.
+    let stalled =
+        b"POST /v1/check HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{\"key\":";
+    assert_eq!(raw_status_line(&server, stalled).await, "HTTP/1.1 408 Request Timeout");
+
+    // A client that keeps sending requests keeps its connection, well past the timeout.
+    let mut busy = tokio::net::TcpStream::connect(&address).await.unwrap();
+    for round in 0..8 {
+        use tokio::io::AsyncReadExt;
+        busy.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\n\r\n").await.unwrap();
+        let mut buffer = [0; 4096];
+        let read = busy.read(&mut buffer).await.unwrap();
+        assert!(buffer[..read].starts_with(b"HTTP/1.1 200 OK"), "round {round} on the same connection");
+        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    }
+    let metrics = reqwest::get(server.url("/metrics")).await.unwrap();
+    assert_eq!(metrics.status(), StatusCode::OK, "the server is still serving");
+}
+
 #[tokio::test]
 async fn a_huge_cost_is_a_rejection_not_an_error() {
     let server = Server::start(CONFIG, &[]);

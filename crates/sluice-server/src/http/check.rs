@@ -9,7 +9,7 @@ use crate::service::Service;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::CONTENT_TYPE;
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{self, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use sluice::Source;
@@ -26,13 +26,19 @@ use std::sync::Arc;
         (status = 429, description = "Rejected; `Retry-After` tells when a request of the same cost could pass", body = CheckResponse<'_>),
         (status = 400, description = "Malformed body, invalid key, no policy or a policy listed twice", body = ErrorResponse),
         (status = 404, description = "Unknown policy", body = ErrorResponse),
+        (status = 408, description = "The body did not come in full within the request timeout", body = ErrorResponse),
         (status = 413, description = "Body over 64 KiB", body = ErrorResponse),
         (status = 415, description = "Body not sent as application/json", body = ErrorResponse),
         (status = 503, description = "The store cannot answer and the failure mode is `closed`", body = ErrorResponse),
     ),
 )]
 pub(crate) async fn check(State(service): State<Arc<Service>>, request: Request) -> Response {
-    answer(&service, request, |headers, body| {
+    check_request(&service, request).await
+}
+
+/// [`check`], for any request body (the connection's fast path hands hyper's own).
+pub(crate) async fn check_request<B: RequestBody>(service: &Service, request: http::Request<B>) -> Response {
+    answer(service, request, |headers, body| {
         let request: CheckRequest<'_> = json_body(headers, body)?;
         Ok((request.key, request.policies, request.cost))
     })
@@ -49,29 +55,40 @@ pub(crate) async fn check(State(service): State<Arc<Service>>, request: Request)
         (status = 429, description = "A cost-1 request would be rejected", body = CheckResponse<'_>),
         (status = 400, description = "Malformed body or invalid key", body = ErrorResponse),
         (status = 404, description = "Unknown policy", body = ErrorResponse),
+        (status = 408, description = "The body did not come in full within the request timeout", body = ErrorResponse),
         (status = 503, description = "The store cannot answer", body = ErrorResponse),
     ),
 )]
 pub(crate) async fn peek(State(service): State<Arc<Service>>, request: Request) -> Response {
-    answer(&service, request, |headers, body| {
+    peek_request(&service, request).await
+}
+
+/// [`peek`], for any request body.
+pub(crate) async fn peek_request<B: RequestBody>(service: &Service, request: http::Request<B>) -> Response {
+    answer(service, request, |headers, body| {
         let request: PeekRequest<'_> = json_body(headers, body)?;
         Ok((request.key, request.policies, 0))
     })
     .await
 }
 
+/// A request body as the check handlers take it: axum's, or hyper's own.
+pub(crate) trait RequestBody: hyper::body::Body<Data = Bytes, Error: Into<axum::BoxError>> {}
+
+impl<B: hyper::body::Body<Data = Bytes, Error: Into<axum::BoxError>>> RequestBody for B {}
+
 /// What a check or peek body asks: the key, the policies and the cost.
 type Asked<'a> = (Cow<'a, str>, PolicyNames<'a>, u64);
 
 /// Reads the body, parses it with `parse`, checks and answers.
-async fn answer(
+async fn answer<B: RequestBody>(
     service: &Service,
-    request: Request,
+    request: http::Request<B>,
     parse: for<'a> fn(&HeaderMap, &'a [u8]) -> Result<Asked<'a>, ApiError>,
 ) -> Response {
     let checked = async {
         let (parts, body) = request.into_parts();
-        let body = read_body(body).await?;
+        let body = read_body(body, service.settings.request_timeout).await?;
         let (key, policies, cost) = parse(&parts.headers, &body)?;
         Ok::<_, ApiError>(service.engine.check(key.as_bytes(), &policies, cost).await?)
     };

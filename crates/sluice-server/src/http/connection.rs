@@ -5,23 +5,29 @@
 //! stays a complete description of the API). Skipping the router's layers (routing, path
 //! parameters, extensions, body-limit and response-mapping wrappers) saves about a sixth of
 //! the user-space instructions of a check (callgrind; `docs/benchmarks.md`, "Service").
+//! [`Api`] is a hyper service itself, so a check's body is read as hyper hands it over,
+//! neither boxed into axum's `Body` nor passed through a tower adapter that clones the
+//! service per request.
 
-use crate::handoff::{Client, Queue};
+use crate::handoff::Client;
 use crate::http::check;
+use crate::http::deadline::within;
+use crate::http::error::ApiError;
+use crate::http::idle::Activity;
 use crate::service::Service;
 use axum::Router;
-use axum::extract::{ConnectInfo, Request, State};
-use axum::http::Method;
-use axum::response::Response;
-use axum::serve::IncomingStream;
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{Method, Request};
+use axum::response::{IntoResponse, Response};
+use hyper::body::Incoming;
 use std::convert::Infallible;
-use std::future::{Future, Ready, ready};
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use tower::ServiceExt;
 
-/// Makes one [`Api`] per accepted connection (for `axum::serve`).
+/// What every HTTP connection of a worker is served with; makes one [`Api`] per connection.
 #[derive(Clone, Debug)]
 pub(crate) struct MakeApi {
     service: Arc<Service>,
@@ -33,20 +39,10 @@ impl MakeApi {
     pub(crate) fn new(service: Arc<Service>, router: Router) -> MakeApi {
         MakeApi { service, router }
     }
-}
 
-impl tower::Service<IncomingStream<'_, Queue>> for MakeApi {
-    type Response = Api;
-    type Error = Infallible;
-    type Future = Ready<Result<Api, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, stream: IncomingStream<'_, Queue>) -> Self::Future {
-        let client = Client(*stream.remote_addr());
-        ready(Ok(Api { service: Arc::clone(&self.service), router: self.router.clone(), client }))
+    /// The API as served to one connection, from `client`, counting its requests in `activity`.
+    pub(crate) fn for_client(&self, client: Client, activity: Arc<Activity>) -> Api {
+        Api { service: Arc::clone(&self.service), router: self.router.clone(), client, activity }
     }
 }
 
@@ -56,29 +52,36 @@ pub(crate) struct Api {
     service: Arc<Service>,
     router: Router,
     client: Client,
+    activity: Arc<Activity>,
 }
 
 type ResponseFuture = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
 
-impl tower::Service<Request> for Api {
+impl hyper::service::Service<Request<Incoming>> for Api {
     type Response = Response;
     type Error = Infallible;
     type Future = ResponseFuture;
 
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, mut request: Request) -> ResponseFuture {
+    fn call(&self, request: Request<Incoming>) -> ResponseFuture {
+        self.activity.request();
         if request.method() == Method::POST {
-            let state = State(Arc::clone(&self.service));
+            let service = Arc::clone(&self.service);
             match request.uri().path() {
-                "/v1/check" => return Box::pin(async move { Ok(check::check(state, request).await) }),
-                "/v1/peek" => return Box::pin(async move { Ok(check::peek(state, request).await) }),
+                "/v1/check" => return Box::pin(async move { Ok(check::check_request(&service, request).await) }),
+                "/v1/peek" => return Box::pin(async move { Ok(check::peek_request(&service, request).await) }),
                 _ => {}
             }
         }
+        let mut request = request.map(Body::new);
         request.extensions_mut().insert(ConnectInfo(self.client));
-        Box::pin(self.router.clone().oneshot(request))
+        let routed = self.router.clone().oneshot(request);
+        let timeout = self.service.settings.request_timeout;
+        Box::pin(async move {
+            Ok(match within(timeout, routed).await {
+                Some(Ok(response)) => response,
+                Some(Err(never)) => match never {},
+                None => ApiError::request_timeout().into_response(),
+            })
+        })
     }
 }

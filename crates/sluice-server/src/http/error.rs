@@ -3,13 +3,16 @@
 use crate::engine::CheckError;
 use crate::http::MAX_BODY_BYTES;
 use crate::http::api::ErrorResponse;
+use crate::http::deadline::within;
+use axum::BoxError;
 use axum::Json;
-use axum::body::{Body, Bytes};
+use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use sluice::StoreError;
+use std::time::Duration;
 
 /// An error answered to an HTTP client.
 #[derive(Debug)]
@@ -27,6 +30,12 @@ impl ApiError {
     pub(crate) fn unauthorized(message: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
     }
+
+    /// 408: the client did not send its whole request within the request timeout.
+    pub(crate) fn request_timeout() -> ApiError {
+        let message = "the request was not received in full within the request timeout";
+        ApiError::new(StatusCode::REQUEST_TIMEOUT, "request_timeout", message)
+    }
 }
 
 impl From<JsonRejection> for ApiError {
@@ -43,16 +52,22 @@ impl From<JsonRejection> for ApiError {
 }
 
 /// Reads a whole request body, up to [`MAX_BODY_BYTES`]: 413 beyond (refused before reading
-/// when `Content-Length` says so), 400 when the client stops sending.
-pub(crate) async fn read_body(body: Body) -> Result<Bytes, ApiError> {
-    match Limited::new(body, MAX_BODY_BYTES).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(error) if error.is::<LengthLimitError>() => Err(ApiError::new(
+/// when `Content-Length` says so), 400 when the client stops sending, 408 when the body has
+/// not come in full within `timeout`.
+pub(crate) async fn read_body<B>(body: B, timeout: Duration) -> Result<Bytes, ApiError>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    match within(timeout, Limited::new(body, MAX_BODY_BYTES).collect()).await {
+        None => Err(ApiError::request_timeout()),
+        Some(Ok(collected)) => Ok(collected.to_bytes()),
+        Some(Err(error)) if error.is::<LengthLimitError>() => Err(ApiError::new(
             StatusCode::PAYLOAD_TOO_LARGE,
             "payload_too_large",
             format!("the request body is over {MAX_BODY_BYTES} bytes"),
         )),
-        Err(error) => {
+        Some(Err(error)) => {
             Err(ApiError::new(StatusCode::BAD_REQUEST, "bad_request", format!("cannot read the request body: {error}")))
         }
     }

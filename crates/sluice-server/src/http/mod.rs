@@ -13,11 +13,15 @@ mod admin;
 pub(crate) mod api;
 mod check;
 mod connection;
+mod deadline;
 mod error;
 pub(crate) mod headers;
+mod idle;
 mod ops;
+mod server;
 
 pub(crate) use connection::MakeApi;
+pub(crate) use server::serve;
 
 use crate::service::Service;
 use axum::Router;
