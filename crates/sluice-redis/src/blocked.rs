@@ -11,15 +11,31 @@
 use parking_lot::Mutex;
 use sluice::{Limit, RetryAfter, Source, Verdict};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// Entries kept at most; past it, expired ones are dropped and new ones skipped.
-const CAPACITY: usize = 65_536;
+/// Entries kept at most per shard; past it, expired ones are dropped and new ones skipped.
+const SHARD_CAPACITY: usize = 4_096;
+
+/// Shards, each behind its own lock, so that worker threads checking different keys do
+/// not wait for one another (every check of cost 0 or 1 looks here first).
+const SHARDS: usize = 16;
+
+type Entries = HashMap<Vec<u8>, Blocked, ahash::RandomState>;
 
 #[derive(Debug, Default)]
 pub(crate) struct BlockedCache {
-    entries: Mutex<HashMap<Vec<u8>, Blocked>>,
+    shards: [Mutex<Entries>; SHARDS],
+    /// Picks an id's shard.
+    spread: ahash::RandomState,
+    /// Counts resets ([`BlockedCache::forget`]): a verdict Redis gave before a reset is
+    /// not remembered after it.
+    generation: AtomicU64,
 }
+
+/// The cache's generation when a check asked Redis ([`BlockedCache::generation`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Generation(u64);
 
 #[derive(Clone, Copy, Debug)]
 struct Blocked {
@@ -47,7 +63,7 @@ impl BlockedCache {
         if cost > 1 {
             return None;
         }
-        let mut entries = self.entries.lock();
+        let mut entries = self.shard(id).lock();
         let entry = *entries.get(id)?;
         let at = match now {
             Now::Caller(at) if at < entry.decided_at => return None,
@@ -61,14 +77,22 @@ impl BlockedCache {
         Some(entry.answer_at(at))
     }
 
+    /// The generation to pass to [`BlockedCache::remember`], read before asking Redis.
+    pub(crate) fn generation(&self) -> Generation {
+        Generation(self.generation.load(Ordering::Acquire))
+    }
+
     /// Remembers a verdict Redis gave at `decided_at`, if it can be answered locally later
-    /// (`None`: nothing to remember, and any earlier entry is stale).
-    pub(crate) fn remember(&self, id: Vec<u8>, limits: &[Limit], verdict: Option<Verdict>, decided_at: u64, cost: u64) {
+    /// (`None`: nothing to remember, and any earlier entry is stale). `asked` is the
+    /// generation read before Redis was asked: when a reset came in between, Redis may
+    /// have decided before it, and the verdict is not kept.
+    pub(crate) fn remember(&self, id: Vec<u8>, asked: Generation, verdict: Remembered<'_>) {
+        let Remembered { limits, verdict, decided_at, cost } = verdict;
         let Some((verdict, wait)) = verdict.and_then(|verdict| match verdict.decision.retry_after {
             Some(RetryAfter::After(wait)) => Some((verdict, wait)),
             _ => None,
         }) else {
-            self.entries.lock().remove(&id);
+            self.shard(&id).lock().remove(&id);
             return;
         };
         if cost > 1 || limits.iter().any(|limit| limit.policy().records_rejections()) {
@@ -76,11 +100,16 @@ impl BlockedCache {
         }
         let entry =
             Blocked { verdict, decided_at, until: decided_at.saturating_add(micros(wait)), seen: Instant::now() };
-        let mut entries = self.entries.lock();
-        if entries.len() >= CAPACITY {
+        let mut entries = self.shard(&id).lock();
+        // Read under the shard's lock, which `forget` takes after counting a reset: either
+        // this sees the reset, or `forget` sees this entry.
+        if self.generation.load(Ordering::Acquire) != asked.0 {
+            return;
+        }
+        if entries.len() >= SHARD_CAPACITY {
             entries.retain(|_, entry| entry.seen.elapsed() < Duration::from_micros(entry.until - entry.decided_at));
         }
-        if entries.len() < CAPACITY {
+        if entries.len() < SHARD_CAPACITY {
             entries.insert(id, entry);
         }
     }
@@ -95,9 +124,29 @@ impl BlockedCache {
         let involves = |id: &[u8], state_key: &[u8]| {
             id.chunks(state_key.len() + 1).any(|piece| piece.strip_suffix(&[0]).unwrap_or(piece) == state_key)
         };
-        let mut entries = self.entries.lock();
-        entries.retain(|id, _| !state_keys.iter().any(|state_key| involves(id, state_key)));
+        self.generation.fetch_add(1, Ordering::AcqRel);
+        for shard in &self.shards {
+            shard.lock().retain(|id, _| !state_keys.iter().any(|state_key| involves(id, state_key)));
+        }
     }
+
+    fn shard(&self, id: &[u8]) -> &Mutex<Entries> {
+        // The low bits of a 64-bit hash; SHARDS divides 2^64, so every shard is as likely.
+        &self.shards[(self.spread.hash_one(id) % SHARDS as u64) as usize]
+    }
+}
+
+/// What [`BlockedCache::remember`] is told of one check.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Remembered<'a> {
+    /// The limits checked.
+    pub(crate) limits: &'a [Limit],
+    /// The verdict, if it may be cached at all.
+    pub(crate) verdict: Option<Verdict>,
+    /// The time (µs) Redis decided at.
+    pub(crate) decided_at: u64,
+    /// The check's cost.
+    pub(crate) cost: u64,
 }
 
 impl Blocked {
@@ -115,4 +164,61 @@ impl Blocked {
 
 fn micros(duration: Duration) -> u64 {
     u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice::{Alignment, Decision, FixedWindow};
+
+    const ID: &[u8] = b"state-key";
+
+    fn rejected_until(wait: Duration) -> Verdict {
+        let decision = Decision {
+            allowed: false,
+            limit: 1,
+            remaining: 0,
+            reset_after: wait,
+            retry_after: Some(RetryAfter::After(wait)),
+            delay: Duration::ZERO,
+        };
+        Verdict { decision, limit: 0, source: Source::Store }
+    }
+
+    fn one_per_minute() -> Limit {
+        let window = FixedWindow::new(1, Duration::from_secs(60), Alignment::Aligned, Duration::ZERO);
+        Limit::new("one", window.unwrap())
+    }
+
+    fn remember(cache: &BlockedCache, limits: &[Limit], asked: Generation) {
+        let verdict = Some(rejected_until(Duration::from_secs(60)));
+        cache.remember(ID.to_vec(), asked, Remembered { limits, verdict, decided_at: 1_000, cost: 1 });
+    }
+
+    #[test]
+    fn a_rejection_is_answered_until_its_retry_time() {
+        let cache = BlockedCache::default();
+        let limits = [one_per_minute()];
+        remember(&cache, &limits, cache.generation());
+        let answer = cache.lookup(ID, Now::Caller(2_000), 1).expect("cached");
+        assert_eq!(answer.source, Source::Cache);
+        assert_eq!(answer.decision.retry_after, Some(RetryAfter::After(Duration::from_micros(60_000_000 - 1_000))));
+        assert!(cache.lookup(ID, Now::Caller(2_000), 2).is_none(), "a cost over 1 asks Redis");
+        assert!(cache.lookup(ID, Now::Caller(61_000_000), 1).is_none(), "past the retry time");
+    }
+
+    #[test]
+    fn a_verdict_asked_for_before_a_reset_is_not_remembered_after_it() {
+        let cache = BlockedCache::default();
+        let limits = [one_per_minute()];
+        let asked = cache.generation();
+        // The reset lands while the check is in flight, and its reply comes back after.
+        cache.forget(&[ID.to_vec()]);
+        remember(&cache, &limits, asked);
+        assert!(cache.lookup(ID, Now::Caller(2_000), 1).is_none(), "Redis may have decided before the reset");
+        remember(&cache, &limits, cache.generation());
+        assert!(cache.lookup(ID, Now::Caller(2_000), 1).is_some(), "a check asked after the reset is kept");
+        cache.forget(&[ID.to_vec()]);
+        assert!(cache.lookup(ID, Now::Caller(2_000), 1).is_none(), "and forgotten by the next reset");
+    }
 }

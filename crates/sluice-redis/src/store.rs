@@ -2,7 +2,7 @@
 
 mod reset;
 
-use crate::blocked::{BlockedCache, Now};
+use crate::blocked::{BlockedCache, Now, Remembered};
 use crate::keys::state_key;
 use crate::script::{Reply, Scripts, decode};
 use crate::settings::{RedisSettings, TimeSource};
@@ -138,13 +138,15 @@ impl RedisStore {
         if let Some(verdict) = cache_id.as_deref().and_then(|id| self.blocked.lookup(id, cached_now, cost)) {
             return Ok(verdict);
         }
+        let asked = self.blocked.generation();
         match self.evaluate(keys, limits, script_now, cost).await {
             Ok((reply, verdict)) => {
                 if let Some(id) = cache_id {
                     // A state whose time was later than `now` decided at that time: its
                     // answer does not age with `now`, so it is not cached.
-                    let cacheable = reply.unclamped.then_some(verdict);
-                    self.blocked.remember(id, limits, cacheable, reply.now, cost);
+                    let verdict = reply.unclamped.then_some(verdict);
+                    let remembered = Remembered { limits, verdict, decided_at: reply.now, cost };
+                    self.blocked.remember(id, asked, remembered);
                 }
                 Ok(verdict)
             }
