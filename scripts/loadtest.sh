@@ -9,7 +9,9 @@
 #   - one hot key, and 1 000 000 distinct keys (HTTP: filled first, then drawn at random);
 #   - the in-memory store, then Redis (a redis-server of its own, pinned to the client's core);
 #   - gRPC and HTTP once more with no pinning at all, to see whether they use both cores;
-#   - keys that expire (a 2 s window) arriving without end, to see whether fresh keys are freed.
+#   - keys that expire (a 2 s window) arriving without end, to see whether fresh keys are freed;
+#   - `GET /healthz`, the floor of an HTTP request on this host in this run (hyper and the
+#     loopback TCP path, no check): the host's speed drifts, a check's cost over it less.
 # Each run reports checks/s, p50/p99 latency and the server's CPU time per check (utime +
 # stime of the server process from /proc/PID/stat, before and after, divided by the completed
 # requests); memory per key is the growth of VmRSS (/proc/PID/status) divided by the growth of
@@ -114,6 +116,12 @@ end'
 cat >"$WORK/hot.lua" <<EOF
 $DONE_LUA
 wrk.body = '{"key":"hot","policies":["api"],"cost":1}'
+EOF
+# The floor of an HTTP request here (hyper and the loopback TCP path, no check): GET /healthz.
+cat >"$WORK/healthz.lua" <<EOF
+$DONE_LUA
+wrk.method = "GET"
+wrk.headers["Content-Type"] = nil
 EOF
 # Args: N PREFIX POLICY. Each request picks one of N keys at random.
 cat >"$WORK/random.lua" <<EOF
@@ -267,6 +275,7 @@ busy_threads() {
 }
 
 http_hot() { measure "$1" "${2:-pinned}" wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --timeout 5s -s "$WORK/hot.lua" "http://$HTTP/v1/check"; }
+http_floor() { measure "$1" pinned wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --timeout 5s -s "$WORK/healthz.lua" "http://$HTTP/healthz"; }
 http_random() {
   measure "$1" pinned wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --timeout 5s -s "$WORK/random.lua" \
     "http://$HTTP/v1/check" -- "$KEYS" key- api
@@ -325,6 +334,7 @@ echo "== HTTP and gRPC, in-memory store, server on core $SERVER_CPU, load on cor
 start_server memory "$SERVER_CPU"
 DURATION=2 http_hot warmup >/dev/null
 repeat http_hot "http memory hot"
+repeat http_floor "http GET /healthz (the floor)"
 rss0=$(rss_kib "$SERVER_PID")
 keys0=$(keys_held)
 fill "http memory fill" key- api
