@@ -59,8 +59,9 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "SLUICE_REDIS_TIMEOUT", value_name = "DURATION")]
     pub(crate) redis_timeout: Option<String>,
 
-    /// How long an HTTP client has to send a request's head and a check's body, such as
-    /// `30s`; an idle keep-alive connection is closed after it [default: 75s].
+    /// How long an HTTP connection may go without a request in flight or a new one (a slow
+    /// head, or an idle keep-alive connection) before it is closed, and a request's body
+    /// may take, such as `30s` [default: 75s].
     #[arg(long, env = "SLUICE_REQUEST_TIMEOUT", value_name = "DURATION")]
     pub(crate) request_timeout: Option<String>,
 

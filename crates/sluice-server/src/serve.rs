@@ -86,7 +86,7 @@ fn worker(router: Router, service: Arc<Service>, http: Queue, grpc: Queue, shutd
         Box::pin(async move {
             service.engine.backend().connect_this_thread().await;
             let api = MakeApi::new(Arc::clone(&service), router);
-            let http = http::serve(http, api, service.settings.request_timeout, shutdown.clone().wait());
+            let http = http::serve(http, api, service.settings.request_timeout, shutdown.clone());
             let grpc = tonic::transport::Server::builder()
                 .add_service(RateLimitServiceServer::new(RateLimitGrpc::new(service)))
                 .serve_with_incoming_shutdown(grpc.into_stream(), shutdown.wait());

@@ -53,9 +53,9 @@ pub(crate) struct Settings {
     pub(crate) shadow_mode: bool,
     pub(crate) failure_mode: FailureMode,
     pub(crate) redis_timeout: Duration,
-    /// How long an HTTP client has to send a request's head (counted from when its
-    /// connection is ready for one: an idle keep-alive connection is closed after it) and
-    /// a check's body.
+    /// How long an HTTP connection may go with no request in flight and no new one before
+    /// it is closed (a slow or stalled head, or an idle keep-alive connection), and how
+    /// long a request may take to arrive in full (408 after it).
     pub(crate) request_timeout: Duration,
     pub(crate) max_keys: usize,
     /// Threads serving connections, each with a runtime of its own.

@@ -339,6 +339,48 @@ async fn slow_or_silent_clients_are_cut_off_after_the_request_timeout() {
 }
 
 #[tokio::test]
+async fn shutdown_is_not_held_back_by_a_client_stuck_in_a_request_head() {
+    use tokio::io::AsyncWriteExt;
+    let mut server = Server::start(CONFIG, &[]);
+    let address = server.url("").trim_start_matches("http://").trim_end_matches('/').to_owned();
+    let mut stuck = tokio::net::TcpStream::connect(&address).await.unwrap();
+    stuck.write_all(b"POST /v1/check HTTP/1.1\r\nhost: x\r\n").await.unwrap();
+    let (status, _, _) = check(&server, "k", &["hundred"], 1).await;
+    assert_eq!(status, StatusCode::OK);
+    let started = std::time::Instant::now();
+    server.signal("TERM");
+    let exit = server.wait_exit(std::time::Duration::from_secs(20));
+    assert!(exit.success(), "{exit:?}");
+    let took = started.elapsed();
+    assert!(took < std::time::Duration::from_secs(8), "shutdown took {took:?} (request timeout: 75 s)");
+}
+
+#[tokio::test]
+async fn the_http_port_also_speaks_http2_to_clients_with_prior_knowledge() {
+    let server = Server::start(CONFIG, &[]);
+    let address = server.url("").trim_start_matches("http://").trim_end_matches('/').to_owned();
+    let tcp = tokio::net::TcpStream::connect(&address).await.unwrap();
+    let (client, connection) = h2::client::handshake(tcp).await.unwrap();
+    tokio::spawn(connection);
+    let mut client = client.ready().await.unwrap();
+    let request =
+        axum::http::Request::post(server.url("/v1/check")).header("content-type", "application/json").body(()).unwrap();
+    let (response, mut body) = client.send_request(request, false).unwrap();
+    body.send_data(bytes::Bytes::from_static(br#"{"key":"k2","policies":["hundred"]}"#), true).unwrap();
+    let response = response.await.unwrap();
+    assert_eq!(response.status().as_u16(), 200);
+    let ratelimit = response.headers()["ratelimit"].to_str().unwrap().to_owned();
+    assert!(ratelimit.starts_with("\"hundred\";r=99;t="), "{ratelimit}");
+    let mut body = response.into_body();
+    let mut bytes = Vec::new();
+    while let Some(chunk) = body.data().await {
+        bytes.extend_from_slice(&chunk.unwrap());
+    }
+    let decision: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(decision["remaining"], 99);
+}
+
+#[tokio::test]
 async fn a_huge_cost_is_a_rejection_not_an_error() {
     let server = Server::start(CONFIG, &[]);
     let (status, _, body) = check(&server, "k", &["two_per_second"], u64::MAX).await;

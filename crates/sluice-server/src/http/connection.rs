@@ -63,12 +63,22 @@ impl hyper::service::Service<Request<Incoming>> for Api {
     type Future = ResponseFuture;
 
     fn call(&self, request: Request<Incoming>) -> ResponseFuture {
-        self.activity.request();
+        let in_flight = self.activity.begin();
         if request.method() == Method::POST {
             let service = Arc::clone(&self.service);
             match request.uri().path() {
-                "/v1/check" => return Box::pin(async move { Ok(check::check_request(&service, request).await) }),
-                "/v1/peek" => return Box::pin(async move { Ok(check::peek_request(&service, request).await) }),
+                "/v1/check" => {
+                    return Box::pin(async move {
+                        let _in_flight = in_flight;
+                        Ok(check::check_request(&service, request).await)
+                    });
+                }
+                "/v1/peek" => {
+                    return Box::pin(async move {
+                        let _in_flight = in_flight;
+                        Ok(check::peek_request(&service, request).await)
+                    });
+                }
                 _ => {}
             }
         }
@@ -77,6 +87,7 @@ impl hyper::service::Service<Request<Incoming>> for Api {
         let routed = self.router.clone().oneshot(request);
         let timeout = self.service.settings.request_timeout;
         Box::pin(async move {
+            let _in_flight = in_flight;
             Ok(match within(timeout, routed).await {
                 Some(Ok(response)) => response,
                 Some(Err(never)) => match never {},

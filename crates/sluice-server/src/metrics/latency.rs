@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
-/// Upper bounds of the buckets, in nanoseconds: 5 µs doubling 18 times (up to about 0.66 s),
-/// then `+Inf`.
+/// Upper bounds of the buckets, in nanoseconds: 18 bounds from 5 µs, each twice the one
+/// before (up to about 0.66 s), then `+Inf`.
 const BOUNDS_NANOS: [u64; 18] = {
     let mut bounds = [0; 18];
     let mut index = 0;
@@ -31,9 +31,10 @@ const SHARDS: usize = 16;
 #[derive(Debug, Default)]
 #[repr(align(128))]
 struct Shard {
-    /// Per bucket (not cumulative); the last one is `+Inf`.
+    /// Per bucket (not cumulative); the last one is `+Inf`. The count is their sum, so a
+    /// scrape never shows a `_count` other than the `+Inf` bucket's.
     buckets: [AtomicU64; BOUNDS_NANOS.len() + 1],
-    count: AtomicU64,
+    /// Wraps after 584 years of summed latency in one shard.
     sum_nanos: AtomicU64,
 }
 
@@ -68,7 +69,6 @@ impl LatencyHistogram {
         let bucket = BOUNDS_NANOS.partition_point(|&bound| bound < nanos);
         let shard = &self.shards[this_thread_shard()];
         shard.buckets[bucket].fetch_add(1, Ordering::Relaxed);
-        shard.count.fetch_add(1, Ordering::Relaxed);
         shard.sum_nanos.fetch_add(nanos, Ordering::Relaxed);
     }
 
@@ -80,15 +80,18 @@ impl LatencyHistogram {
             .chain(std::iter::once(f64::INFINITY))
             .map(|bound| (bound, 0))
             .collect();
-        let (mut sum_nanos, mut count) = (0_u64, 0_u64);
+        let mut sum_nanos = 0_u128;
         for shard in self.shards.iter() {
             for (total, bucket) in buckets.iter_mut().zip(&shard.buckets) {
                 total.1 += bucket.load(Ordering::Relaxed);
             }
-            count += shard.count.load(Ordering::Relaxed);
-            sum_nanos = sum_nanos.saturating_add(shard.sum_nanos.load(Ordering::Relaxed));
+            sum_nanos += u128::from(shard.sum_nanos.load(Ordering::Relaxed));
         }
-        (Duration::from_nanos(sum_nanos).as_secs_f64(), count, buckets)
+        let count = buckets.iter().map(|&(_, count)| count).sum();
+        // Exact to the nanosecond below 2^53 ns (104 days of summed latency), close after.
+        #[allow(clippy::cast_precision_loss)]
+        let sum = sum_nanos as f64 / 1e9;
+        (sum, count, buckets)
     }
 }
 
