@@ -39,6 +39,10 @@ const SLIDING_LOG: &str =
 /// hot path too): exact division and the decision, no prelude, no tables.
 const FIXED_WINDOW: &str = concat!(include_str!("../lua/idiv.lua"), include_str!("../lua/fixed_window_single.lua"));
 
+/// The script for one token bucket, the most common policy: exact division and the
+/// decision, no prelude, no tables.
+const TOKEN_BUCKET: &str = concat!(include_str!("../lua/idiv.lua"), include_str!("../lua/token_bucket_single.lua"));
+
 /// The check scripts, loaded into Redis on first use (`EVALSHA`, reloaded on `NOSCRIPT`).
 #[derive(Debug)]
 pub(crate) struct Scripts {
@@ -54,7 +58,7 @@ impl Default for Scripts {
                 redis::Script::new(SLIDING_LOG),
                 redis::Script::new(FIXED_WINDOW),
                 redis::Script::new(single!("sliding_window.lua")),
-                redis::Script::new(single!("token_bucket.lua")),
+                redis::Script::new(TOKEN_BUCKET),
                 redis::Script::new(single!("leaky_bucket.lua")),
             ],
         }
