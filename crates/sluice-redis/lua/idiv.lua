@@ -1,5 +1,5 @@
 -- idiv.lua: exact integer division, the first part of every script that divides
--- (prelude.lua's helpers, fixed_window_single.lua and token_bucket_single.lua use it).
+-- (prelude.lua's helpers and the lean single-limit scripts use it).
 -- Every number a script handles is an integer below 2^53, so Lua's doubles are exact.
 
 -- floor(a / b) for integers 0 <= a < 2^53 and b >= 1, exactly (a double division can

@@ -43,6 +43,10 @@ const FIXED_WINDOW: &str = concat!(include_str!("../lua/idiv.lua"), include_str!
 /// decision, no prelude, no tables.
 const TOKEN_BUCKET: &str = concat!(include_str!("../lua/idiv.lua"), include_str!("../lua/token_bucket_single.lua"));
 
+/// The script for one leaky bucket (GCRA, governor's algorithm): exact division and the
+/// decision, no prelude, no tables.
+const LEAKY_BUCKET: &str = concat!(include_str!("../lua/idiv.lua"), include_str!("../lua/leaky_bucket_single.lua"));
+
 /// The check scripts, loaded into Redis on first use (`EVALSHA`, reloaded on `NOSCRIPT`).
 #[derive(Debug)]
 pub(crate) struct Scripts {
@@ -59,7 +63,7 @@ impl Default for Scripts {
                 redis::Script::new(FIXED_WINDOW),
                 redis::Script::new(single!("sliding_window.lua")),
                 redis::Script::new(TOKEN_BUCKET),
-                redis::Script::new(single!("leaky_bucket.lua")),
+                redis::Script::new(LEAKY_BUCKET),
             ],
         }
     }

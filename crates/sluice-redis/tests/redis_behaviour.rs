@@ -4,7 +4,10 @@
 
 mod support;
 
-use sluice::{Key, Limit, SlidingLog, SlidingLogVariant, Store, Timestamp, TokenBucket, Verdict};
+use sluice::{
+    Alignment, FixedWindow, Key, LeakMode, LeakyBucket, Limit, SlidingLog, SlidingLogVariant, Store, Timestamp,
+    TokenBucket, Verdict,
+};
 use sluice_redis::{RedisSettings, RedisStore, TimeSource};
 use std::time::{Duration, SystemTime};
 use support::redis::RedisServer;
@@ -83,13 +86,22 @@ async fn ttls_cover_the_window_plus_the_allowed_clock_skew() {
         ..RedisSettings::default()
     };
     let store = store(&server, settings.clone()).await;
-    let bucket = Limit::new("bucket", TokenBucket::new(10, 1, Duration::from_secs(1)).unwrap());
-    check(&store, &bucket, "k", NOW, 4).await;
-    // Full again in 4 s; the key lives 4 s plus the 2 s of skew.
-    let ttl = integer(&server, &["PTTL", &key_name(&settings.key_prefix, "k", &bucket)]).await;
-    assert!((5_900..=6_000).contains(&ttl), "TTL {ttl} ms");
+    // Each state is fresh again 4 s after a cost-4 request; its key lives 4 s plus the 2 s
+    // of skew. One limit of each algorithm whose script writes its own TTL.
+    let second = Duration::from_secs(1);
+    let limits = [
+        Limit::new("bucket", TokenBucket::new(10, 1, second).unwrap()),
+        Limit::new("gcra", LeakyBucket::new(second, 9, LeakMode::NoDelay).unwrap()),
+        Limit::new("window", FixedWindow::new(10, 4 * second, Alignment::Anchored, Duration::ZERO).unwrap()),
+        log_limit(10, 4 * second),
+    ];
+    for limit in &limits {
+        check(&store, limit, "k", NOW, 4).await;
+        let ttl = integer(&server, &["PTTL", &key_name(&settings.key_prefix, "k", limit)]).await;
+        assert!((5_900..=6_000).contains(&ttl), "{}: TTL {ttl} ms", limit.name());
+    }
     // Rejections and peeks do not write, so they do not extend the TTL either.
-    let peek = check(&store, &bucket, "k", NOW, 0).await.decision;
+    let peek = check(&store, &limits[0], "k", NOW, 0).await.decision;
     assert_eq!(peek.remaining, 6);
 }
 
