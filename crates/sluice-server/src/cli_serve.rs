@@ -65,6 +65,12 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "SLUICE_REQUEST_TIMEOUT", value_name = "DURATION")]
     pub(crate) request_timeout: Option<String>,
 
+    /// How often an idle gRPC connection is pinged, such as `60s`, or `off`; one that does
+    /// not answer within 20 s (or the interval, if shorter) is closed, so a dead peer's
+    /// connection does not linger [default: 60s].
+    #[arg(long, env = "SLUICE_GRPC_KEEPALIVE", value_name = "DURATION")]
+    pub(crate) grpc_keepalive: Option<String>,
+
     /// The most states the in-memory store holds [default: 10000000].
     #[arg(long, env = "SLUICE_MAX_KEYS", value_name = "COUNT")]
     pub(crate) max_keys: Option<usize>,

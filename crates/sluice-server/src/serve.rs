@@ -88,6 +88,8 @@ fn worker(router: Router, service: Arc<Service>, http: Queue, grpc: Queue, shutd
             let api = MakeApi::new(Arc::clone(&service), router);
             let http = http::serve(http, api, service.settings.request_timeout, shutdown.clone());
             let grpc = tonic::transport::Server::builder()
+                .http2_keepalive_interval(service.settings.grpc_keepalive)
+                .http2_keepalive_timeout(service.settings.grpc_keepalive_timeout())
                 .add_service(RateLimitServiceServer::new(RateLimitGrpc::new(service)))
                 .serve_with_incoming_shutdown(grpc.into_stream(), shutdown.wait());
             let ((), grpc) = tokio::join!(http, grpc);

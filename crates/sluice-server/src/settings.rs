@@ -23,6 +23,7 @@ pub(crate) struct ServerSection {
     pub(crate) failure_mode: Option<String>,
     pub(crate) redis_timeout: Option<String>,
     pub(crate) request_timeout: Option<String>,
+    pub(crate) grpc_keepalive: Option<String>,
     pub(crate) max_keys: Option<usize>,
     pub(crate) workers: Option<usize>,
     pub(crate) envoy_headers: Option<bool>,
@@ -57,6 +58,9 @@ pub(crate) struct Settings {
     /// it is closed (a slow or stalled head, or an idle keep-alive connection), and how
     /// long a request may take to arrive in full (408 after it).
     pub(crate) request_timeout: Duration,
+    /// How often an idle gRPC connection is pinged (`None`: never); one that does not
+    /// answer within [`Settings::grpc_keepalive_timeout`] is closed.
+    pub(crate) grpc_keepalive: Option<Duration>,
     pub(crate) max_keys: usize,
     /// Threads serving connections, each with a runtime of its own.
     pub(crate) workers: usize,
@@ -65,6 +69,11 @@ pub(crate) struct Settings {
 }
 
 impl Settings {
+    /// How long a pinged gRPC connection has to answer: 20 s, or the ping interval if shorter.
+    pub(crate) fn grpc_keepalive_timeout(&self) -> Option<Duration> {
+        self.grpc_keepalive.map(|interval| interval.min(Duration::from_secs(20)))
+    }
+
     /// Merges `args` (flags, then environment, as clap resolved them) over the file's
     /// `server:` section over the defaults. Every bad value is reported, by name.
     pub(crate) fn resolve(args: &ServeArgs, file: &ServerSection) -> Result<Settings, Vec<String>> {
@@ -84,6 +93,8 @@ impl Settings {
         let redis_timeout = problems.take("redis_timeout", positive(&timeout));
         let timeout = pick(&args.request_timeout, &file.request_timeout, "75s");
         let request_timeout = problems.take("request_timeout", positive(&timeout));
+        let keepalive = pick(&args.grpc_keepalive, &file.grpc_keepalive, "60s");
+        let grpc_keepalive = problems.take("grpc_keepalive", positive_or_off(&keepalive));
         let json_logs = problems.take("log_format", log_format(&pick(&args.log_format, &file.log_format, "text")));
         let max_keys = args.max_keys.or(file.max_keys).unwrap_or(sluice::store::memory::DEFAULT_MAX_KEYS);
         let max_keys = problems.take("max_keys", at_least_one(max_keys));
@@ -102,6 +113,7 @@ impl Settings {
                 failure_mode: failure_mode?,
                 redis_timeout: redis_timeout?,
                 request_timeout: request_timeout?,
+                grpc_keepalive: grpc_keepalive?,
                 max_keys: max_keys?,
                 workers: workers?,
                 envoy_headers: flag(args.envoy_headers, file.envoy_headers),
@@ -156,6 +168,10 @@ fn positive(text: &str) -> Result<Duration, String> {
     }
 }
 
+fn positive_or_off(text: &str) -> Result<Option<Duration>, String> {
+    if text == "off" { Ok(None) } else { positive(text).map(Some) }
+}
+
 fn failure_mode(text: &str) -> Result<FailureMode, String> {
     match text {
         "open" => Ok(FailureMode::Open),
@@ -191,6 +207,8 @@ mod tests {
         assert_eq!(settings.snapshot_interval, Duration::from_secs(5));
         assert_eq!(settings.store, StoreChoice::Memory);
         assert_eq!(settings.request_timeout, Duration::from_secs(75));
+        assert_eq!(settings.grpc_keepalive, Some(Duration::from_secs(60)));
+        assert_eq!(settings.grpc_keepalive_timeout(), Some(Duration::from_secs(20)));
     }
 
     #[test]
@@ -201,6 +219,7 @@ mod tests {
             snapshot_interval: Some("0s".into()),
             failure_mode: Some("sometimes".into()),
             request_timeout: Some("soon".into()),
+            grpc_keepalive: Some("0s".into()),
             workers: Some(0),
             ..ServeArgs::default()
         };
@@ -216,6 +235,13 @@ mod tests {
         ] {
             assert!(text.contains(name), "{name} missing from {text}");
         }
+    }
+
+    #[test]
+    fn grpc_keepalive_off_disables_it() {
+        let args = ServeArgs { grpc_keepalive: Some("off".into()), ..ServeArgs::default() };
+        let settings = Settings::resolve(&args, &ServerSection::default()).unwrap();
+        assert_eq!((settings.grpc_keepalive, settings.grpc_keepalive_timeout()), (None, None));
     }
 
     #[test]

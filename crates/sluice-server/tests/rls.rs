@@ -264,3 +264,21 @@ async fn a_descriptor_limit_override_applies_in_a_known_domain() {
         assert!(metrics.lines().any(|metric| metric == line), "{line} missing from\n{metrics}");
     }
 }
+
+#[tokio::test]
+async fn a_grpc_peer_that_stops_answering_pings_is_disconnected() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = Server::start(RATELIMIT_FILE, &["--grpc-keepalive", "200ms"]);
+    // An HTTP/2 peer that opens the connection (preface, empty SETTINGS) and then goes
+    // silent, as a crashed host behind a NAT would: it never acknowledges a ping.
+    let mut peer = tokio::net::TcpStream::connect(server.grpc).await.unwrap();
+    peer.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00").await.unwrap();
+    let mut buffer = [0; 4096];
+    let closed = async { while let Ok(1..) = peer.read(&mut buffer).await {} };
+    let waited = tokio::time::timeout(std::time::Duration::from_secs(5), closed).await;
+    assert!(waited.is_ok(), "the silent peer's connection was kept open");
+    // A live client is answered as usual.
+    let mut client = client(&server).await;
+    let response = ask(&mut client, "edge", vec![descriptor(&[("database", "users")])], 1).await;
+    assert_eq!(response.overall_code, Code::Ok as i32);
+}
