@@ -1,5 +1,5 @@
 -- fixed_window_single.lua: one decision for one key against one fixed window, the hot path:
--- appended to idiv.lua alone (no prelude, no tables), one packed reply. It decides exactly
+-- appended to idiv.lua and now.lua (no prelude, no tables), one packed reply. It decides exactly
 -- as fixed_window.lua and crates/sluice/src/algorithm/fixed_window.rs: change them together
 -- (the differential tests compare every field with the in-memory store).
 -- KEYS[1]  the state key, a string '<dd' (window start µs, used); missing = fresh
@@ -8,11 +8,7 @@
 -- returns  '<d' × 8: now_us, allowed (0|1), limit, remaining, reset_after_us, retry_after_us
 --          (-1 none, -2 never), delay_us (0), judged_at_us (integers, as doubles)
 
-local now = tonumber(ARGV[1])
-if now < 0 then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
+-- `now`: the check's time, set by now.lua.
 local cost, n, window, offset = tonumber(ARGV[2]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[8])
 local key = KEYS[1]
 local start, used = 0, 0

@@ -1,5 +1,5 @@
 -- leaky_bucket_single.lua: one decision for one key against one leaky bucket (GCRA), a hot
--- path: appended to idiv.lua alone (no prelude, no tables), one packed reply. It decides
+-- path: appended to idiv.lua and now.lua (no prelude, no tables), one packed reply. It decides
 -- exactly as leaky_bucket.lua and crates/sluice/src/algorithm/leaky_bucket.rs: change them
 -- together (the differential tests compare every field with the in-memory store).
 -- KEYS[1]  the state key, a string '<d' (the theoretical arrival time µs); missing = 0
@@ -8,11 +8,7 @@
 -- returns  '<d' × 8: now_us, allowed (0|1), limit, remaining, reset_after_us, retry_after_us
 --          (-1 none, -2 never), delay_us, judged_at_us (integers, as doubles)
 
-local now = tonumber(ARGV[1])
-if now < 0 then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
+-- `now`: the check's time, set by now.lua.
 local cost, interval, burst = tonumber(ARGV[2]), tonumber(ARGV[5]), tonumber(ARGV[6])
 local key = KEYS[1]
 local tat = 0

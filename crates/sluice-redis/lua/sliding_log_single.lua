@@ -1,5 +1,5 @@
 -- sliding_log_single.lua: one decision for one key against one sliding log, the hot path:
--- appended to sliding_log.lua alone (no prelude), no tables, one packed reply.
+-- appended to sliding_log.lua and now.lua (no prelude), no tables, one packed reply.
 -- KEYS[1]  the state key
 -- ARGV     now_us (-1: read Redis TIME), cost, ttl_ms (the key's TTL, computed by the
 --          caller: the window plus the allowed skew, at least the floor), N, window_us,
@@ -7,11 +7,7 @@
 -- returns  '<d' × 8: now_us, allowed (0|1), limit, remaining, reset_after_us, retry_after_us
 --          (-1 none, -2 never), delay_us (0), judged_at_us (integers, as doubles)
 
-local now = tonumber(ARGV[1])
-if now < 0 then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
+-- `now`: the check's time, set by now.lua.
 local cost, n, window, attempts = tonumber(ARGV[2]), tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6] == '1'
 local allowed, remaining, reset_after, retry_after, at, first, kept, len, head, cap, raw =
   sl_judge(KEYS[1], n, window, attempts, now, cost)

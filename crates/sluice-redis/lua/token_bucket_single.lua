@@ -1,5 +1,5 @@
 -- token_bucket_single.lua: one decision for one key against one token bucket, a hot path:
--- appended to idiv.lua alone (no prelude, no tables), one packed reply. It decides exactly
+-- appended to idiv.lua and now.lua (no prelude, no tables), one packed reply. It decides exactly
 -- as token_bucket.lua and crates/sluice/src/algorithm/token_bucket.rs: change them together
 -- (the differential tests compare every field with the in-memory store).
 -- KEYS[1]  the state key, a string '<dd' (tokens taken out of a full bucket, last refill
@@ -9,11 +9,7 @@
 -- returns  '<d' × 8: now_us, allowed (0|1), limit, remaining, reset_after_us, retry_after_us
 --          (-1 none, -2 never), delay_us (0), judged_at_us (integers, as doubles)
 
-local now = tonumber(ARGV[1])
-if now < 0 then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
-end
+-- `now`: the check's time, set by now.lua.
 local cost, c, amount, interval = tonumber(ARGV[2]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local key = KEYS[1]
 local taken, last = 0, 0

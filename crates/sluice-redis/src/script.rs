@@ -30,22 +30,33 @@ macro_rules! single {
     };
 }
 
+/// A lean script for one limit: the helpers it uses, the check's time (`now.lua`), then
+/// the decision, with no prelude and no tables.
+macro_rules! lean {
+    ($helpers:literal, $file:literal) => {
+        concat!(
+            include_str!(concat!("../lua/", $helpers)),
+            include_str!("../lua/now.lua"),
+            include_str!(concat!("../lua/", $file))
+        )
+    };
+}
+
 /// The script for one sliding log, the hot path: the algorithm's functions and a driver
 /// that builds no tables (no prelude).
-const SLIDING_LOG: &str =
-    concat!(include_str!("../lua/sliding_log.lua"), include_str!("../lua/sliding_log_single.lua"));
+const SLIDING_LOG: &str = lean!("sliding_log.lua", "sliding_log_single.lua");
 
 /// The script for one fixed window (limitador's and envoyproxy/ratelimit's algorithm, so a
 /// hot path too): exact division and the decision, no prelude, no tables.
-const FIXED_WINDOW: &str = concat!(include_str!("../lua/idiv.lua"), include_str!("../lua/fixed_window_single.lua"));
+const FIXED_WINDOW: &str = lean!("idiv.lua", "fixed_window_single.lua");
 
 /// The script for one token bucket, the most common policy: exact division and the
 /// decision, no prelude, no tables.
-const TOKEN_BUCKET: &str = concat!(include_str!("../lua/idiv.lua"), include_str!("../lua/token_bucket_single.lua"));
+const TOKEN_BUCKET: &str = lean!("idiv.lua", "token_bucket_single.lua");
 
 /// The script for one leaky bucket (GCRA, governor's algorithm): exact division and the
 /// decision, no prelude, no tables.
-const LEAKY_BUCKET: &str = concat!(include_str!("../lua/idiv.lua"), include_str!("../lua/leaky_bucket_single.lua"));
+const LEAKY_BUCKET: &str = lean!("idiv.lua", "leaky_bucket_single.lua");
 
 /// The check scripts, loaded into Redis on first use (`EVALSHA`, reloaded on `NOSCRIPT`).
 #[derive(Debug)]

@@ -3,7 +3,7 @@
 use crate::engine::Outcome;
 use crate::http::api::{CheckRequest, CheckResponse, ErrorResponse, PeekRequest, PolicyNames};
 use crate::http::error::ApiError;
-use crate::http::error::{json_body, read_body};
+use crate::http::error::{RequestBody, json_body, read_body};
 use crate::http::headers::{insert_rate_limit_headers, write_rate_limit_headers};
 use crate::service::Service;
 use axum::body::Body;
@@ -71,11 +71,6 @@ pub(crate) async fn peek_request<B: RequestBody>(service: &Service, request: htt
     })
     .await
 }
-
-/// A request body as the check handlers take it: axum's, or hyper's own.
-pub(crate) trait RequestBody: hyper::body::Body<Data = Bytes, Error: Into<axum::BoxError>> {}
-
-impl<B: hyper::body::Body<Data = Bytes, Error: Into<axum::BoxError>>> RequestBody for B {}
 
 /// What a check or peek body asks: the key, the policies and the cost.
 type Asked<'a> = (Cow<'a, str>, PolicyNames<'a>, u64);

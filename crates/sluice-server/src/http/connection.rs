@@ -65,21 +65,21 @@ impl hyper::service::Service<Request<Incoming>> for Api {
     fn call(&self, request: Request<Incoming>) -> ResponseFuture {
         let in_flight = self.activity.begin();
         if request.method() == Method::POST {
-            let service = Arc::clone(&self.service);
-            match request.uri().path() {
-                "/v1/check" => {
-                    return Box::pin(async move {
-                        let _in_flight = in_flight;
-                        Ok(check::check_request(&service, request).await)
-                    });
-                }
-                "/v1/peek" => {
-                    return Box::pin(async move {
-                        let _in_flight = in_flight;
-                        Ok(check::peek_request(&service, request).await)
-                    });
-                }
-                _ => {}
+            let peek = match request.uri().path() {
+                "/v1/check" => Some(false),
+                "/v1/peek" => Some(true),
+                _ => None,
+            };
+            if let Some(peek) = peek {
+                let service = Arc::clone(&self.service);
+                return Box::pin(async move {
+                    let _in_flight = in_flight;
+                    Ok(if peek {
+                        check::peek_request(&service, request).await
+                    } else {
+                        check::check_request(&service, request).await
+                    })
+                });
             }
         }
         let mut request = request.map(Body::new);

@@ -51,14 +51,15 @@ impl From<JsonRejection> for ApiError {
     }
 }
 
+/// A request body as the handlers read it: axum's, or hyper's own.
+pub(crate) trait RequestBody: hyper::body::Body<Data = Bytes, Error: Into<BoxError>> {}
+
+impl<B: hyper::body::Body<Data = Bytes, Error: Into<BoxError>>> RequestBody for B {}
+
 /// Reads a whole request body, up to [`MAX_BODY_BYTES`]: 413 beyond (refused before reading
 /// when `Content-Length` says so), 400 when the client stops sending, 408 when the body has
 /// not come in full within `timeout`.
-pub(crate) async fn read_body<B>(body: B, timeout: Duration) -> Result<Bytes, ApiError>
-where
-    B: hyper::body::Body<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
+pub(crate) async fn read_body(body: impl RequestBody, timeout: Duration) -> Result<Bytes, ApiError> {
     match within(timeout, Limited::new(body, MAX_BODY_BYTES).collect()).await {
         None => Err(ApiError::request_timeout()),
         Some(Ok(collected)) => Ok(collected.to_bytes()),
