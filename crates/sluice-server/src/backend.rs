@@ -1,6 +1,6 @@
 //! The store the service decides with: the embedded one or Redis.
 
-use crate::settings::{Settings, StoreChoice};
+use crate::settings::Settings;
 use sluice::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
 use sluice_redis::{RedisSettings, RedisStore};
 use std::cell::OnceCell;
@@ -23,16 +23,10 @@ impl Backend {
             failure_mode: settings.failure_mode,
             ..RedisSettings::default()
         };
-        let connected = match &settings.store {
-            StoreChoice::Memory => {
-                return Ok(Backend::Memory(MemoryStore::builder().max_keys(settings.max_keys).build()));
-            }
-            StoreChoice::Redis(url) => RedisStore::connect(url, redis()).await,
-            StoreChoice::Cluster(urls) => RedisStore::connect_cluster(urls, redis()).await,
-        };
-        let store =
-            connected.map_err(|error| anyhow::anyhow!("cannot connect to the store {}: {error:#}", settings.store))?;
-        Ok(Backend::Redis(store))
+        match settings.store.connect_redis(redis()).await {
+            None => Ok(Backend::Memory(MemoryStore::builder().max_keys(settings.max_keys).build())),
+            Some(connected) => Ok(Backend::Redis(connected?)),
+        }
     }
 
     /// Checks `key` against `limits`, all or nothing.
@@ -95,39 +89,4 @@ thread_local! {
 /// The calling thread's own connection to `shared`'s Redis, or `shared`.
 fn this_thread(shared: &RedisStore) -> &RedisStore {
     THIS_THREAD.with(|own| own.get().copied()).unwrap_or(shared)
-}
-
-impl std::fmt::Display for StoreChoice {
-    /// The store, with any password in its URLs hidden (this goes to logs and the console).
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            StoreChoice::Memory => f.write_str("memory"),
-            StoreChoice::Redis(url) => f.write_str(&without_password(url)),
-            StoreChoice::Cluster(urls) => {
-                let shown: Vec<String> = urls.iter().map(|url| without_password(url)).collect();
-                write!(f, "cluster {}", shown.join(","))
-            }
-        }
-    }
-}
-
-/// `redis://user:secret@host:6379` → `redis://user:***@host:6379`.
-fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let Some((userinfo, host)) = rest.rsplit_once('@') else { return url.to_owned() };
-    let user = userinfo.split_once(':').map_or("", |(user, _)| user);
-    if userinfo.contains(':') { format!("{scheme}://{user}:***@{host}") } else { format!("{scheme}://***@{host}") }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::without_password;
-
-    #[test]
-    fn passwords_are_hidden() {
-        assert_eq!(without_password("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
-        assert_eq!(without_password("redis://u:s3cret@h:1/0"), "redis://u:***@h:1/0");
-        assert_eq!(without_password("rediss://:s3cret@h:1"), "rediss://:***@h:1");
-        assert_eq!(without_password("redis://s3cret@h:1"), "redis://***@h:1");
-    }
 }

@@ -20,6 +20,7 @@ mod settings;
 mod shutdown;
 mod simulate;
 mod snapshot;
+mod store_choice;
 mod trace;
 mod workers;
 

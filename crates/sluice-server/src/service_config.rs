@@ -17,7 +17,8 @@
 use crate::envoy::Rules;
 use crate::settings::ServerSection;
 use serde_yaml_ng::{Mapping, Value};
-use sluice::config::{ConfigError, Problem};
+use sluice::config::ConfigError;
+use sluice::config::reader::{Problems, show};
 use sluice::{Limit, LimitId};
 use std::collections::HashMap;
 use std::path::Path;
@@ -48,25 +49,23 @@ pub(crate) struct PolicyEntry {
 impl ServiceConfig {
     /// Parses and validates a configuration, reporting every problem with its path.
     pub(crate) fn parse(text: &str) -> Result<ServiceConfig, ConfigError> {
-        let value: Value = serde_yaml_ng::from_str(text).map_err(|error| single("", error.to_string()))?;
+        let value: Value = serde_yaml_ng::from_str(text).map_err(|error| ConfigError::single("", error.to_string()))?;
         let Some(top) = value.as_mapping() else {
-            return Err(single("", "must be a mapping with a `policies` or `domains` section"));
+            return Err(ConfigError::single("", "must be a mapping with a `policies` or `domains` section"));
         };
-        let mut problems = Vec::new();
+        let mut problems = Problems::default();
         for key in top.keys() {
             if !matches!(key.as_str(), Some("policies" | "server" | "domains" | "domain" | "descriptors")) {
-                problems.push(problem(&show(key), "unknown section (policies, domains, server)"));
+                problems.push(&show(key), "unknown section (policies, domains, server)");
             }
         }
         let server = parse_server(top, &mut problems);
         let policies = parse_policies(top, &mut problems);
         let envoy = parse_envoy(top, &policies, &mut problems);
         if top.get("policies").is_none() && top.get("domains").is_none() && top.get("domain").is_none() {
-            problems.push(problem("", "must have a `policies` or `domains` section"));
+            problems.push("", "must have a `policies` or `domains` section");
         }
-        if !problems.is_empty() {
-            return Err(ConfigError { problems });
-        }
+        problems.into_result(())?;
         let by_name = policies.iter().enumerate().map(|(index, entry)| (name_of(&entry.limit), index)).collect();
         Ok(ServiceConfig { policies, by_name, envoy, server })
     }
@@ -111,7 +110,7 @@ fn name_of(limit: &Limit) -> Arc<str> {
 
 /// The Envoy rules: a whole envoyproxy/ratelimit file (`domain:` at the top), or Sluice's
 /// `domains:` list.
-fn parse_envoy(top: &Mapping, policies: &[PolicyEntry], problems: &mut Vec<Problem>) -> Option<Rules> {
+fn parse_envoy(top: &Mapping, policies: &[PolicyEntry], problems: &mut Problems) -> Option<Rules> {
     let limits: Vec<Limit> = policies.iter().map(|entry| entry.limit.clone()).collect();
     let parsed = if top.contains_key("domain") || top.contains_key("descriptors") {
         let mut envoy_part = top.clone();
@@ -122,27 +121,27 @@ fn parse_envoy(top: &Mapping, policies: &[PolicyEntry], problems: &mut Vec<Probl
     } else {
         return None;
     };
-    parsed.map_err(|error| problems.extend(error.problems)).ok()
+    parsed.map_err(|error| problems.extend(error)).ok()
 }
 
-fn parse_server(top: &Mapping, problems: &mut Vec<Problem>) -> ServerSection {
+fn parse_server(top: &Mapping, problems: &mut Problems) -> ServerSection {
     let Some(section) = top.get("server") else {
         return ServerSection::default();
     };
     serde_yaml_ng::from_value(section.clone()).unwrap_or_else(|error| {
-        problems.push(problem("server", error.to_string()));
+        problems.push("server", error.to_string());
         ServerSection::default()
     })
 }
 
 /// The `policies` section, with each policy's `shadow_mode` taken out before the core
 /// validates the rest.
-fn parse_policies(top: &Mapping, problems: &mut Vec<Problem>) -> Vec<PolicyEntry> {
+fn parse_policies(top: &Mapping, problems: &mut Problems) -> Vec<PolicyEntry> {
     let Some(section) = top.get("policies") else {
         return Vec::new();
     };
     let Some(section) = section.as_mapping() else {
-        problems.push(problem("policies", "must be a mapping of policy names to policies"));
+        problems.push("policies", "must be a mapping of policy names to policies");
         return Vec::new();
     };
     let mut stripped = section.clone();
@@ -152,34 +151,14 @@ fn parse_policies(top: &Mapping, problems: &mut Vec<Problem>) -> Vec<PolicyEntry
         match body.remove("shadow_mode") {
             None | Some(Value::Bool(false)) => {}
             Some(Value::Bool(true)) => shadowed.push(show(name)),
-            Some(_) => problems.push(problem(&format!("policies.{}.shadow_mode", show(name)), "must be true or false")),
+            Some(_) => problems.push(&format!("policies.{}.shadow_mode", show(name)), "must be true or false"),
         }
     }
-    match sluice::config::parse_policies_section(&stripped) {
-        Ok(limits) => limits
-            .into_iter()
-            .map(|limit| PolicyEntry { shadow: shadowed.iter().any(|name| name == limit.name()), limit })
-            .collect(),
-        Err(error) => {
-            problems.extend(error.problems);
-            Vec::new()
-        }
-    }
-}
-
-fn show(value: &Value) -> String {
-    match value {
-        Value::String(text) => text.clone(),
-        other => serde_yaml_ng::to_string(other).unwrap_or_default().trim().to_owned(),
-    }
-}
-
-fn problem(path: &str, message: impl Into<String>) -> Problem {
-    Problem { path: path.to_owned(), message: message.into() }
-}
-
-fn single(path: &str, message: impl Into<String>) -> ConfigError {
-    ConfigError { problems: vec![problem(path, message)] }
+    let limits = sluice::config::parse_policies(&stripped, problems);
+    limits
+        .into_iter()
+        .map(|limit| PolicyEntry { shadow: shadowed.iter().any(|name| name == limit.name()), limit })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The service's settings, merged from flags, environment and file, in that order.
 
 use crate::cli_serve::ServeArgs;
+pub(crate) use crate::store_choice::StoreChoice;
 use serde::Deserialize;
 use sluice::config::parse_duration;
 use sluice_redis::FailureMode;
@@ -28,17 +29,6 @@ pub(crate) struct ServerSection {
     pub(crate) workers: Option<usize>,
     pub(crate) envoy_headers: Option<bool>,
     pub(crate) log_format: Option<String>,
-}
-
-/// Where the service keeps its states.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum StoreChoice {
-    /// The embedded store.
-    Memory,
-    /// A standalone Redis.
-    Redis(String),
-    /// A Redis Cluster, through these node URLs.
-    Cluster(Vec<String>),
 }
 
 /// Every setting of a running service, resolved.
@@ -84,7 +74,7 @@ impl Settings {
         let flag = |arg: Option<bool>, file: Option<bool>| arg.or(file).unwrap_or(false);
         let http = problems.take("http", address(&pick(&args.http, &file.http, "127.0.0.1:8080")));
         let grpc = problems.take("grpc", address(&pick(&args.grpc, &file.grpc, "127.0.0.1:8081")));
-        let store = problems.take("store", store(&pick(&args.store, &file.store, "memory")));
+        let store = problems.take("store", StoreChoice::parse(&pick(&args.store, &file.store, "memory")));
         let interval = pick(&args.snapshot_interval, &file.snapshot_interval, "5s");
         let snapshot_interval = problems.take("snapshot_interval", positive(&interval));
         let mode = pick(&args.failure_mode, &file.failure_mode, "open");
@@ -143,18 +133,6 @@ fn at_least_one(count: usize) -> Result<usize, String> {
 
 fn address(text: &str) -> Result<SocketAddr, String> {
     text.parse().map_err(|_| format!("`{text}` is not an address such as 127.0.0.1:8080"))
-}
-
-fn store(text: &str) -> Result<StoreChoice, String> {
-    if text == "memory" {
-        Ok(StoreChoice::Memory)
-    } else if let Some(nodes) = text.strip_prefix("redis+cluster://") {
-        Ok(StoreChoice::Cluster(nodes.split(',').map(|node| format!("redis://{node}")).collect()))
-    } else if text.starts_with("redis://") || text.starts_with("rediss://") {
-        Ok(StoreChoice::Redis(text.to_owned()))
-    } else {
-        Err(format!("unknown store `{text}`: use memory, redis://HOST:PORT or redis+cluster://HOST:PORT[,HOST:PORT…]"))
-    }
 }
 
 fn snapshot_path(text: &str) -> Option<PathBuf> {

@@ -1,16 +1,19 @@
 //! `sluice simulate`: replays a trace through a real store with injected time.
 
 use crate::cli::SimulateArgs;
+use crate::service_config::ServiceConfig;
+use crate::store_choice::StoreChoice;
 use crate::trace::{TraceRequest, parse_line};
 use anyhow::{Context, bail};
 use serde::Serialize;
-use sluice::{Config, Key, Limit, ManualClock, MemoryStore, Store, Verdict};
+use sluice::{Key, Limit, ManualClock, MemoryStore, Store, Verdict};
 use sluice_redis::{RedisSettings, RedisStore};
 use std::io::{BufRead, BufWriter, Write};
 use std::process::ExitCode;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// One output line: the decision for one trace request.
+/// One output line: the decision for one trace request, with the HTTP API's field names
+/// (durations in whole microseconds, named `…_us`).
 #[derive(Debug, Serialize)]
 struct Line<'a> {
     t: u64,
@@ -18,71 +21,61 @@ struct Line<'a> {
     cost: u64,
     allowed: bool,
     remaining: u64,
-    reset_after: u64,
-    /// µs; `null` when allowed or when the cost can never be allowed.
-    retry_after: Option<u64>,
-    delay: u64,
+    reset_after_us: u64,
+    /// `null` when allowed or when the cost can never be allowed.
+    retry_after_us: Option<u64>,
+    delay_us: u64,
     policy: &'a str,
 }
 
 /// Runs the simulator on standard input and output.
 pub(crate) fn run(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.config)
-        .with_context(|| format!("cannot read the configuration file {}", args.config.display()))?;
-    let config = Config::from_yaml(&text).with_context(|| format!("in {}", args.config.display()))?;
+    let config = ServiceConfig::load(&args.config)?;
     let limits = select(&config, &args.policies)?;
+    let store = StoreChoice::parse(&args.store).map_err(|message| anyhow::anyhow!("--store: {message}"))?;
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     let stdin = std::io::stdin().lock();
     let mut stdout = BufWriter::new(std::io::stdout().lock());
-    let bad_lines = match args.store.as_str() {
-        "memory" => runtime.block_on(replay(stdin, &mut stdout, &limits, &memory_store()))?,
-        url => {
-            let store = runtime.block_on(redis_store(url))?;
-            runtime.block_on(replay(stdin, &mut stdout, &limits, &store))?
-        }
+    let bad_lines = match runtime.block_on(redis_store(&store)) {
+        None => runtime.block_on(replay(stdin, &mut stdout, &limits, &memory_store()))?,
+        Some(store) => runtime.block_on(replay(stdin, &mut stdout, &limits, &store?))?,
     };
     stdout.flush().context("cannot write the decisions")?;
     Ok(if bad_lines == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
 }
 
-/// The limits named on the command line, in that order.
-fn select(config: &Config, names: &[String]) -> anyhow::Result<Vec<Limit>> {
+/// The limits named on the command line, in that order: policies of the file (a policy
+/// file or the service's; Envoy rules are not named, so not chosen here).
+fn select(config: &ServiceConfig, names: &[String]) -> anyhow::Result<Vec<Limit>> {
     let mut limits: Vec<Limit> = Vec::new();
     for name in names {
-        let Some(limit) = config.limit(name) else {
-            let known: Vec<&str> = config.limits().iter().map(Limit::name).collect();
+        let Some(index) = config.policy_index(name) else {
+            let known: Vec<&str> = config.policies().iter().map(|entry| entry.limit.name()).collect();
             bail!("unknown policy `{name}`; the configuration defines: {}", known.join(", "));
         };
         if limits.iter().any(|chosen| chosen.name() == name) {
             bail!("policy `{name}` is given twice");
         }
-        limits.push(limit.clone());
+        limits.push(config.policies()[index].limit.clone());
     }
     Ok(limits)
 }
 
 /// The embedded store with a clock that never moves: a state may only be dropped by the
 /// store's own clock, so with requests carrying their own times the simulator drops
-/// nothing (SPEC.md).
+/// nothing (docs/semantics.md).
 fn memory_store() -> MemoryStore {
     MemoryStore::builder().clock(ManualClock::default()).max_keys(usize::MAX).build()
 }
 
-/// A Redis store with injected time, under a key prefix of its own so every run is fresh.
-async fn redis_store(url: &str) -> anyhow::Result<RedisStore> {
+/// The Redis store `store` names (`None` for the embedded one), with injected time, under a
+/// key prefix of its own so every run is fresh.
+async fn redis_store(store: &StoreChoice) -> Option<anyhow::Result<RedisStore>> {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
     let prefix = format!("sluice-simulate:{nanos:x}-{}:", std::process::id());
     let settings =
         RedisSettings { key_prefix: prefix, timeout: Duration::from_secs(5), ..RedisSettings::injected_time() };
-    let connected = if let Some(nodes) = url.strip_prefix("redis+cluster://") {
-        let urls: Vec<String> = nodes.split(',').map(|node| format!("redis://{node}")).collect();
-        RedisStore::connect_cluster(&urls, settings).await
-    } else if url.starts_with("redis://") || url.starts_with("rediss://") {
-        RedisStore::connect(url, settings).await
-    } else {
-        bail!("unknown store `{url}`: use memory, redis://HOST:PORT or redis+cluster://HOST:PORT[,HOST:PORT…]");
-    };
-    connected.with_context(|| format!("cannot connect to {url}"))
+    store.connect_redis(settings).await
 }
 
 /// Replays every line of `trace` through `store`, writing one JSON line per request;
@@ -130,9 +123,9 @@ fn write_decision(
         cost: request.cost,
         allowed: decision.allowed,
         remaining: decision.remaining,
-        reset_after: micros(decision.reset_after),
-        retry_after: decision.retry_after_micros(),
-        delay: micros(decision.delay),
+        reset_after_us: micros(decision.reset_after),
+        retry_after_us: decision.retry_after_micros(),
+        delay_us: micros(decision.delay),
         policy: limits[limit].name(),
     };
     serde_json::to_writer(&mut *out, &line)?;

@@ -22,6 +22,15 @@ fn check_config_lists_a_valid_file() {
     assert!(out.contains("valid, 5 policies") && out.contains("burst2 (sliding_log)"), "{out}");
 }
 
+/// An envoyproxy/ratelimit file: every domain and rule read is listed.
+#[test]
+fn check_config_lists_envoy_domains_and_rules() {
+    let (code, out, err) = check_config(include_str!("fixtures/envoy/messaging.yaml"));
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("Envoy rules in 1 domains") && out.contains("  domain messaging\n"), "{out}");
+    assert!(out.contains("    messaging.message_type_marketing.to_number: 5 per day\n"), "{out}");
+}
+
 #[test]
 fn check_config_prints_every_problem() {
     let text = "server: {http: nowhere, failure_mode: maybe}\npolicies:\n  a: {algorithm: token_bucket, capacity: 0, refill_interval: 1s}\n  b: {algorithm: leaky, limit: 1}\n";

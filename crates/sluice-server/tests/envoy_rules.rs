@@ -10,7 +10,8 @@ mod envoy_rules {
 }
 
 use serde_yaml_ng::Value;
-use sluice::config::parse_policies_section;
+use sluice::config::parse_policies;
+use sluice::config::reader::Problems;
 use sluice::{ConfigError, Limit, Policy};
 use sluice_server::envoy::{Resolution, Rule, Rules};
 
@@ -18,7 +19,11 @@ use sluice_server::envoy::{Resolution, Rule, Rules};
 pub(crate) fn load(text: &str) -> Result<Rules, ConfigError> {
     let top: Value = serde_yaml_ng::from_str(text).unwrap();
     let policies = match top.get("policies").and_then(Value::as_mapping) {
-        Some(section) => parse_policies_section(section).unwrap(),
+        Some(section) => {
+            let mut problems = Problems::default();
+            let policies = parse_policies(section, &mut problems);
+            problems.into_result(policies).unwrap()
+        }
         None => Vec::new(),
     };
     Rules::from_yaml(&top, &policies)

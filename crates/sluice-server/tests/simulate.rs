@@ -34,10 +34,10 @@ fn seed_001_prints_every_field() {
     let output = simulate(&["seed001"], "100000 alice\n400000 alice\n500000 alice\n1100000 alice\n");
     assert!(output.status.success(), "{}", stderr(&output));
     let expected = [
-        json!({"t": 100000, "key": "alice", "cost": 1, "allowed": true, "remaining": 1, "reset_after": 1000000, "retry_after": null, "delay": 0, "policy": "seed001"}),
-        json!({"t": 400000, "key": "alice", "cost": 1, "allowed": true, "remaining": 0, "reset_after": 1000000, "retry_after": null, "delay": 0, "policy": "seed001"}),
-        json!({"t": 500000, "key": "alice", "cost": 1, "allowed": false, "remaining": 0, "reset_after": 900000, "retry_after": 600000, "delay": 0, "policy": "seed001"}),
-        json!({"t": 1100000, "key": "alice", "cost": 1, "allowed": true, "remaining": 0, "reset_after": 1000000, "retry_after": null, "delay": 0, "policy": "seed001"}),
+        json!({"t": 100000, "key": "alice", "cost": 1, "allowed": true, "remaining": 1, "reset_after_us": 1000000, "retry_after_us": null, "delay_us": 0, "policy": "seed001"}),
+        json!({"t": 400000, "key": "alice", "cost": 1, "allowed": true, "remaining": 0, "reset_after_us": 1000000, "retry_after_us": null, "delay_us": 0, "policy": "seed001"}),
+        json!({"t": 500000, "key": "alice", "cost": 1, "allowed": false, "remaining": 0, "reset_after_us": 900000, "retry_after_us": 600000, "delay_us": 0, "policy": "seed001"}),
+        json!({"t": 1100000, "key": "alice", "cost": 1, "allowed": true, "remaining": 0, "reset_after_us": 1000000, "retry_after_us": null, "delay_us": 0, "policy": "seed001"}),
     ];
     assert_eq!(lines(&output), expected);
 }
@@ -62,7 +62,7 @@ fn blank_lines_comments_costs_and_never() {
     assert_eq!(lines.len(), 3);
     assert_eq!((lines[0]["cost"].clone(), lines[0]["remaining"].clone()), (json!(2), json!(1)));
     assert_eq!((lines[1]["allowed"].clone(), lines[1]["remaining"].clone()), (json!(true), json!(1)));
-    assert_eq!((lines[2]["allowed"].clone(), lines[2]["retry_after"].clone()), (json!(false), Value::Null));
+    assert_eq!((lines[2]["allowed"].clone(), lines[2]["retry_after_us"].clone()), (json!(false), Value::Null));
 }
 
 #[test]
@@ -78,7 +78,7 @@ fn several_policies_report_the_most_restrictive() {
         (json!(false), json!("bucket")),
     ];
     assert_eq!(decided, expected);
-    assert_eq!(lines(&output)[3]["retry_after"], json!(2_000_000));
+    assert_eq!(lines(&output)[3]["retry_after_us"], json!(2_000_000));
 }
 
 #[test]
@@ -111,4 +111,25 @@ fn the_shipped_example_runs() {
     let output = simulate_with("../../examples/policies.yaml", &["burst2"], &trace);
     assert!(output.status.success(), "{}", stderr(&output));
     assert_eq!(lines(&output).len(), 7);
+}
+
+/// The service's own file (with `server:` and shadow-mode policies) is a valid simulator
+/// configuration: its policies decide as in a policy file.
+#[test]
+fn the_service_configuration_file_is_accepted() {
+    let output = simulate_with("../../examples/service.yaml", &["burst2"], "0 alice\n1 alice\n2 alice\n");
+    assert!(output.status.success(), "{}", stderr(&output));
+    let allowed: Vec<Value> = lines(&output).iter().map(|line| line["allowed"].clone()).collect();
+    assert_eq!(allowed, [json!(true), json!(true), json!(false)]);
+}
+
+/// A store URL the one parser refuses is named, and nothing is decided.
+#[test]
+fn an_unknown_store_is_refused() {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_sluice"));
+    command.current_dir(env!("CARGO_MANIFEST_DIR"));
+    command.args(["simulate", "--config", "tests/fixtures/spec.yaml", "--policy", "seed001", "--store", "mem"]);
+    let output = command.stdin(Stdio::null()).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("--store: unknown store `mem`: use memory"), "{}", stderr(&output));
 }

@@ -2,11 +2,13 @@
 
 pub mod fixed_window;
 pub mod leaky_bucket;
+mod parameters;
 pub mod sliding_log;
 pub mod sliding_window;
 pub mod token_bucket;
 
 use crate::{Decision, Timestamp};
+pub use parameters::{EXACT_LIMIT, ParameterProblem, PolicyError};
 use std::fmt;
 
 /// One rate-limiting algorithm, as a pure state machine with no clock, lock or I/O.
@@ -22,6 +24,19 @@ pub trait Algorithm {
 
     /// What `record` needs to apply a judged request without computing it again.
     type Plan: Copy + fmt::Debug;
+
+    /// The algorithm's name in configuration files (`sliding_log`, `token_bucket`, …).
+    fn name(&self) -> &'static str;
+
+    /// The decision's `limit` (`N`, the capacity, or `burst + 1`): also the largest cost the
+    /// algorithm can ever allow.
+    fn limit(&self) -> u64;
+
+    /// Every parameter, in a fixed order, as `(name, value)`: durations in whole
+    /// microseconds under a name ending in `_us`, choices by their configuration word. A
+    /// limit's identity is derived from this list, so it is part of the state layout:
+    /// changing it orphans every stored state (see `docs/redis.md`).
+    fn parameters(&self) -> Vec<(&'static str, String)>;
 
     /// Judges a request of `cost` at `now` against `state`, changing nothing.
     ///

@@ -10,15 +10,16 @@
 //! ```
 //!
 //! Loading reports every problem in one go, each with its path
-//! (`policies.api.capacity: must be at least 1`). Unknown fields are errors.
+//! (`policies.api.capacity: must be a whole number ≥ 1, got 0`). Unknown fields are errors.
 
 mod duration;
-mod fields;
+mod policy;
+pub mod reader;
 
 pub use duration::parse_duration;
 
 use crate::Limit;
-use fields::{Fields, Problems};
+use reader::{Fields, Problems, show};
 use serde_yaml_ng::{Mapping, Value};
 use std::fmt;
 
@@ -40,7 +41,7 @@ impl Config {
     /// ```
     /// let config = sluice::Config::from_yaml("policies:\n  api:\n    algorithm: token_bucket\n    capacity: 0\n    refill_interval: 1s\n    burst: 3\n");
     /// let message = config.unwrap_err().to_string();
-    /// assert!(message.contains("policies.api.capacity: must be at least 1"));
+    /// assert!(message.contains("policies.api.capacity: must be a whole number ≥ 1, got 0"));
     /// assert!(message.contains("policies.api.burst: unknown field"));
     /// ```
     pub fn from_yaml(text: &str) -> Result<Config, ConfigError> {
@@ -68,20 +69,17 @@ impl Config {
 }
 
 fn parse_top(top: &Mapping, problems: &mut Problems) -> Vec<Limit> {
-    let mut fields = Fields::new(top, "", problems);
-    let policies = fields.required_mapping("policies");
-    fields.finish(&["policies"]);
+    let fields = Fields::new(top, "");
+    fields.finish(&["policies"], &[], problems);
+    let policies = fields.require("policies", problems, |value| {
+        value.as_mapping().cloned().ok_or_else(|| "must be a mapping of policy names to policies".to_owned())
+    });
     policies.map(|policies| parse_policies(&policies, problems)).unwrap_or_default()
 }
 
-/// Parses the `policies` section; shared with configurations that have more sections.
-pub fn parse_policies_section(policies: &Mapping) -> Result<Vec<Limit>, ConfigError> {
-    let mut problems = Problems::default();
-    let limits = parse_policies(policies, &mut problems);
-    problems.into_result(limits)
-}
-
-fn parse_policies(policies: &Mapping, problems: &mut Problems) -> Vec<Limit> {
+/// Parses a `policies` section, recording every problem; shared with configuration files
+/// that have more sections (the service's).
+pub fn parse_policies(policies: &Mapping, problems: &mut Problems) -> Vec<Limit> {
     if policies.is_empty() {
         problems.push("policies", "must define at least one policy");
     }
@@ -89,7 +87,7 @@ fn parse_policies(policies: &Mapping, problems: &mut Problems) -> Vec<Limit> {
     for (name, body) in policies {
         let Some(name) = name.as_str().filter(|name| valid_name(name)) else {
             let message = "policy names must be 1 to 128 letters, digits, `_`, `-` or `.`";
-            problems.push(&format!("policies.{}", fields::show(name)), message);
+            problems.push(&format!("policies.{}", show(name)), message);
             continue;
         };
         let path = format!("policies.{name}");
@@ -97,7 +95,7 @@ fn parse_policies(policies: &Mapping, problems: &mut Problems) -> Vec<Limit> {
             problems.push(&path, "must be a mapping with an `algorithm` field");
             continue;
         };
-        if let Some(policy) = fields::parse_policy(body, &path, problems) {
+        if let Some(policy) = policy::parse_policy(body, &path, problems) {
             limits.push(Limit::new(name, policy));
         }
     }
@@ -117,7 +115,8 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    fn single(path: &str, message: impl Into<String>) -> Self {
+    /// A configuration with one problem, at `path` (empty for the whole file).
+    pub fn single(path: &str, message: impl Into<String>) -> Self {
         ConfigError { problems: vec![Problem { path: path.to_owned(), message: message.into() }] }
     }
 }

@@ -89,8 +89,9 @@ extra: true
     let error = Config::from_yaml(text).unwrap_err();
     let messages: Vec<String> = error.problems.iter().map(ToString::to_string).collect();
     let expected = [
+        "policies.api.capacity: must be a whole number ≥ 1, got 0",
         "policies.api.refill_interval: must be a duration with a unit",
-        "policies.login.limit: must be a whole number ≥ 0, got -3",
+        "policies.login.limit: must be a whole number ≥ 1, got -3",
         "policies.login.window: unknown unit ` minutes`",
         "policies.login.varient: unknown field, expected one of: algorithm, limit, window, variant",
         "policies.odd.buckets: must divide the window (60000000 µs) exactly",
@@ -103,14 +104,48 @@ extra: true
     assert_eq!(messages.len(), expected.len(), "{messages:#?}");
 }
 
+/// One policy with several wrong fields: each is reported, those the reader refuses and
+/// those the algorithm's constructor refuses, in one go.
+#[test]
+fn every_problem_of_one_policy_is_reported() {
+    let cases = [
+        (
+            "algorithm: sliding_log\n    limit: -2\n    window: 0s",
+            &["policies.p.limit: must be a whole number ≥ 1, got -2", "policies.p.window: must be at least 1us"][..],
+        ),
+        (
+            "algorithm: token_bucket\n    capacity: 9007199254740992\n    refill_amount: 0\n    refill_interval: 0ms",
+            &[
+                "policies.p.refill_amount: must be a whole number ≥ 1, got 0",
+                "policies.p.capacity: must be below 2^53 to be computed exactly",
+                "policies.p.refill_interval: must be at least 1us",
+            ],
+        ),
+        (
+            "algorithm: sliding_window\n    window: 1s\n    buckets: 20000",
+            &["policies.p.limit: is required", "policies.p.buckets: must be between 1 and 10000"],
+        ),
+    ];
+    for (body, wants) in cases {
+        let text = format!("policies:\n  p:\n    {body}\n");
+        let messages: Vec<String> =
+            Config::from_yaml(&text).unwrap_err().problems.iter().map(ToString::to_string).collect();
+        assert_eq!(messages, wants, "{body}");
+    }
+}
+
 #[test]
 fn constructor_limits_name_the_field() {
     let cases = [
         (
             "algorithm: token_bucket\n    capacity: 0\n    refill_interval: 1s",
-            "policies.p.capacity: must be at least 1",
+            "policies.p.capacity: must be a whole number ≥ 1, got 0",
         ),
-        ("algorithm: sliding_log\n    limit: 0\n    window: 1s", "policies.p.limit: must be at least 1"),
+        ("algorithm: sliding_log\n    limit: 0\n    window: 1s", "policies.p.limit: must be a whole number ≥ 1, got 0"),
+        (
+            "algorithm: leaky_bucket\n    interval: 1s\n    burst: -2",
+            "policies.p.burst: must be a whole number ≥ 0, got -2",
+        ),
         (
             "algorithm: sliding_log\n    limit: 5000000000\n    window: 1s",
             "policies.p.limit: must be at most 4294967295",

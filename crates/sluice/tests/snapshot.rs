@@ -194,10 +194,10 @@ fn restore_keeps_within_max_keys_and_keeps_the_longest_lived_states() {
 
 const MAGIC: &[u8; 8] = b"SLUICEMS";
 
-/// A version-1 snapshot around `tables`, with its end tag and a valid checksum.
+/// A snapshot (format version 2) around `tables`, with its end tag and a valid checksum.
 fn forge(tables: &[u8]) -> Vec<u8> {
     let mut bytes = MAGIC.to_vec();
-    bytes.extend_from_slice(&1u16.to_le_bytes());
+    bytes.extend_from_slice(&2u16.to_le_bytes());
     bytes.extend_from_slice(&5u64.to_le_bytes());
     bytes.extend_from_slice(tables);
     bytes.push(0);
@@ -245,10 +245,10 @@ fn the_envelope_is_checked_first() {
     assert_eq!(refusal(b"", &limits), SnapshotError::Truncated { offset: 0 });
     assert_eq!(refusal(b"SLUICE", &limits), SnapshotError::Truncated { offset: 6 });
     let mut future = forge(&[]);
-    future[8] = 2;
+    future[8] = 3;
     let error = refusal(&future, &limits);
-    assert_eq!(error, SnapshotError::UnsupportedVersion { found: 2 });
-    assert!(error.to_string().contains("version 2"), "{error}");
+    assert_eq!(error, SnapshotError::UnsupportedVersion { found: 3 });
+    assert!(error.to_string().contains("version 3"), "{error}");
     let mut corrupted = forge(&[]);
     corrupted[12] ^= 1;
     assert_eq!(refusal(&corrupted, &limits), SnapshotError::Checksum);

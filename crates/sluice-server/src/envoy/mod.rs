@@ -60,7 +60,6 @@
 //! `key: a, value: b_c` are different descriptors (ratelimit joins them with `_`). Wildcards
 //! work at every level of nesting.
 
-mod fields;
 mod parse;
 mod resolve;
 mod rules;

@@ -2,9 +2,9 @@
 
 mod spec;
 
-use super::fields::{Fields, Problems, join, text};
 use super::rules::{Level, Node, Quota, Rule, Rules};
 use serde_yaml_ng::{Mapping, Value};
+use sluice::config::reader::{Fields, Problems, join, text};
 use sluice::{ConfigError, Limit};
 use spec::{Kind, Spec};
 use std::collections::HashMap;

@@ -12,8 +12,8 @@
 //! `anchored` windows start at a key's first admitted request. The cheapest state (two
 //! integers), but up to twice the limit can pass across a window edge.
 
+use super::parameters::{PolicyError, Validation};
 use super::{Algorithm, Replacement, replace_if_admitted};
-use crate::policy::{PolicyError, check_exact, duration_micros};
 use crate::{Decision, Timestamp};
 use std::time::Duration;
 
@@ -25,6 +25,19 @@ pub enum Alignment {
     Aligned,
     /// A window starts at a key's first admitted request at or after the previous one's end.
     Anchored,
+}
+
+impl Alignment {
+    /// Every choice, in the order configuration messages list them.
+    pub const ALL: [Alignment; 2] = [Alignment::Aligned, Alignment::Anchored];
+
+    /// The word that names this choice in configuration files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Alignment::Aligned => "aligned",
+            Alignment::Anchored => "anchored",
+        }
+    }
 }
 
 /// The fixed window counter: at most `limit` cost per window.
@@ -44,20 +57,16 @@ impl FixedWindow {
     /// When `limit` or `window` is zero or too large to compute exactly, or `offset` is not
     /// shorter than `window` or is set on an anchored window.
     pub fn new(limit: u64, window: Duration, alignment: Alignment, offset: Duration) -> Result<Self, PolicyError> {
-        if limit == 0 {
-            return Err(PolicyError::new("limit", "must be at least 1"));
-        }
-        check_exact("limit", u128::from(limit))?;
-        let window = duration_micros("window", window)?;
-        check_exact("window", u128::from(window))?;
+        let mut checks = Validation::default();
+        checks.positive("limit", limit);
+        let window = checks.micros("window", window);
         let offset = u64::try_from(offset.as_micros()).unwrap_or(u64::MAX);
         if alignment == Alignment::Anchored && offset != 0 {
-            return Err(PolicyError::new("offset", "applies only to aligned windows"));
+            checks.fail("offset", "applies only to aligned windows");
+        } else if !checks.failed("window") {
+            checks.require(offset < window, "offset", "must be shorter than the window");
         }
-        if offset >= window {
-            return Err(PolicyError::new("offset", "must be shorter than the window"));
-        }
-        Ok(FixedWindow { limit, window, alignment, offset })
+        checks.finish(|| FixedWindow { limit, window, alignment, offset })
     }
 
     /// The limit `N` per window.
@@ -109,6 +118,23 @@ impl FixedWindow {
 impl Algorithm for FixedWindow {
     type State = WindowCount;
     type Plan = Replacement<WindowCount>;
+
+    fn name(&self) -> &'static str {
+        "fixed_window"
+    }
+
+    fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    fn parameters(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("limit", self.limit.to_string()),
+            ("window_us", self.window.to_string()),
+            ("alignment", self.alignment.name().to_owned()),
+            ("offset_us", self.offset.to_string()),
+        ]
+    }
 
     fn decide(&self, state: &WindowCount, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
         let (current, end, now) = self.current(state, now.as_micros());

@@ -12,8 +12,8 @@
 //! long to wait for its turn. The state is a single timestamp: the theoretical arrival time.
 //! A leaky bucket as a meter is a token bucket of `burst + 1` refilled one per `interval`.
 
+use super::parameters::{PolicyError, Validation};
 use super::{Algorithm, Replacement, replace_if_admitted};
-use crate::policy::{PolicyError, check_exact, duration_micros};
 use crate::{Decision, Timestamp};
 use std::time::Duration;
 
@@ -25,6 +25,19 @@ pub enum LeakMode {
     NoDelay,
     /// A shaper: admitted requests wait `delay` for their turn.
     Delay,
+}
+
+impl LeakMode {
+    /// Every choice, in the order configuration messages list them.
+    pub const ALL: [LeakMode; 2] = [LeakMode::NoDelay, LeakMode::Delay];
+
+    /// The word that names this choice in configuration files.
+    pub fn name(self) -> &'static str {
+        match self {
+            LeakMode::NoDelay => "nodelay",
+            LeakMode::Delay => "delay",
+        }
+    }
 }
 
 /// The leaky bucket (GCRA): one request per `interval`, `burst` more may queue.
@@ -42,11 +55,11 @@ impl LeakyBucket {
     ///
     /// When `interval` is zero, or `(burst + 1) × interval` is not below 2^53.
     pub fn new(interval: Duration, burst: u64, mode: LeakMode) -> Result<Self, PolicyError> {
-        let interval = duration_micros("interval", interval)?;
-        check_exact("interval", u128::from(interval))?;
-        check_exact("burst", (u128::from(burst) + 1) * u128::from(interval))
-            .map_err(|_| PolicyError::new("burst", "(burst + 1) × interval (µs) must be below 2^53"))?;
-        Ok(LeakyBucket { interval, burst, mode })
+        let mut checks = Validation::default();
+        let interval = checks.micros("interval", interval);
+        let span = (u128::from(burst) + 1) * u128::from(interval);
+        checks.exact_with("burst", span, "(burst + 1) × interval (µs) must be below 2^53");
+        checks.finish(|| LeakyBucket { interval, burst, mode })
     }
 
     /// Time between two leaks.
@@ -82,6 +95,22 @@ impl LeakyBucket {
 impl Algorithm for LeakyBucket {
     type State = Tat;
     type Plan = Replacement<Tat>;
+
+    fn name(&self) -> &'static str {
+        "leaky_bucket"
+    }
+
+    fn limit(&self) -> u64 {
+        self.burst + 1
+    }
+
+    fn parameters(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("interval_us", self.interval.to_string()),
+            ("burst", self.burst.to_string()),
+            ("mode", self.mode.name().to_owned()),
+        ]
+    }
 
     fn decide(&self, state: &Tat, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
         let now = now.as_micros();

@@ -16,7 +16,7 @@
 //! window (doubling and halving, amortized O(1)), plus a 32-byte header.
 
 use super::Algorithm;
-use crate::policy::{PolicyError, check_exact, duration_micros};
+use super::parameters::{PolicyError, Validation};
 use crate::{Decision, Timestamp};
 use std::time::Duration;
 
@@ -29,6 +29,19 @@ pub enum SlidingLogVariant {
     /// Every attempt is logged, allowed or not (seeds 000 and 002, the book's variant):
     /// a client that keeps hammering stays blocked.
     Attempts,
+}
+
+impl SlidingLogVariant {
+    /// Every choice, in the order configuration messages list them.
+    pub const ALL: [SlidingLogVariant; 2] = [SlidingLogVariant::Accepted, SlidingLogVariant::Attempts];
+
+    /// The word that names this choice in configuration files.
+    pub fn name(self) -> &'static str {
+        match self {
+            SlidingLogVariant::Accepted => "accepted",
+            SlidingLogVariant::Attempts => "attempts",
+        }
+    }
 }
 
 /// The sliding window log: at most `limit` requests in any window of length `window`.
@@ -50,15 +63,11 @@ impl SlidingLog {
     /// When `limit` is 0 or above [`MAX_LIMIT`](Self::MAX_LIMIT), or `window` is shorter than
     /// one microsecond or too long to compute exactly.
     pub fn new(limit: u64, window: Duration, variant: SlidingLogVariant) -> Result<Self, PolicyError> {
-        if limit == 0 {
-            return Err(PolicyError::new("limit", "must be at least 1"));
-        }
-        if limit > Self::MAX_LIMIT {
-            return Err(PolicyError::new("limit", format!("must be at most {}", Self::MAX_LIMIT)));
-        }
-        let window = duration_micros("window", window)?;
-        check_exact("window", u128::from(window))?;
-        Ok(SlidingLog { limit, window, variant })
+        let mut checks = Validation::default();
+        checks.require(limit >= 1, "limit", "must be at least 1");
+        checks.require(limit <= Self::MAX_LIMIT, "limit", format!("must be at most {}", Self::MAX_LIMIT));
+        let window = checks.micros("window", window);
+        checks.finish(|| SlidingLog { limit, window, variant })
     }
 
     /// The limit `N`.
@@ -154,6 +163,22 @@ pub struct SlidingLogPlan {
 impl Algorithm for SlidingLog {
     type State = SlidingLogState;
     type Plan = SlidingLogPlan;
+
+    fn name(&self) -> &'static str {
+        "sliding_log"
+    }
+
+    fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    fn parameters(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("limit", self.limit.to_string()),
+            ("window_us", self.window.to_string()),
+            ("variant", self.variant.name().to_owned()),
+        ]
+    }
 
     fn decide(&self, state: &SlidingLogState, now: Timestamp, cost: u64) -> (Decision, SlidingLogPlan) {
         // Time never runs backwards inside a state: decide at the newest entry at the earliest.

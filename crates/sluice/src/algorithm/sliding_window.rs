@@ -17,7 +17,7 @@
 //! integers (`c[j−B]·(w − e) + (sum + cost)·w ≤ N·w`), so every store agrees exactly.
 
 use super::Algorithm;
-use crate::policy::{PolicyError, check_exact, duration_micros};
+use super::parameters::{PolicyError, Validation};
 use crate::{Decision, Timestamp};
 use smallvec::SmallVec;
 use std::time::Duration;
@@ -43,22 +43,19 @@ impl SlidingWindow {
     /// When a parameter is zero, `buckets` exceeds [`MAX_BUCKETS`](Self::MAX_BUCKETS),
     /// `window` is not divisible by `buckets`, or `limit × window / buckets` is not below 2^53.
     pub fn new(limit: u64, window: Duration, buckets: u64) -> Result<Self, PolicyError> {
-        if limit == 0 {
-            return Err(PolicyError::new("limit", "must be at least 1"));
-        }
-        let window = duration_micros("window", window)?;
-        if buckets == 0 || buckets > Self::MAX_BUCKETS {
-            let message = format!("must be between 1 and {}", Self::MAX_BUCKETS);
-            return Err(PolicyError::new("buckets", message));
-        }
-        if window % buckets != 0 {
+        let mut checks = Validation::default();
+        checks.require(limit >= 1, "limit", "must be at least 1");
+        let window = checks.micros("window", window);
+        let in_range = (1..=Self::MAX_BUCKETS).contains(&buckets);
+        checks.require(in_range, "buckets", format!("must be between 1 and {}", Self::MAX_BUCKETS));
+        let width = if in_range { window / buckets } else { 0 };
+        if in_range && !checks.failed("window") {
             let message = format!("must divide the window ({window} µs) exactly");
-            return Err(PolicyError::new("buckets", message));
+            checks.require(window % buckets == 0, "buckets", message);
+            let message = "limit × bucket width (µs) must be below 2^53";
+            checks.exact_with("limit", u128::from(limit) * u128::from(width), message);
         }
-        let width = window / buckets;
-        check_exact("limit", u128::from(limit) * u128::from(width))
-            .map_err(|_| PolicyError::new("limit", "limit × bucket width (µs) must be below 2^53"))?;
-        Ok(SlidingWindow { limit, window, buckets, width })
+        checks.finish(|| SlidingWindow { limit, window, buckets, width })
     }
 
     /// The limit `N`.
@@ -154,6 +151,22 @@ pub struct BucketAdd {
 impl Algorithm for SlidingWindow {
     type State = BucketCounts;
     type Plan = Option<BucketAdd>;
+
+    fn name(&self) -> &'static str {
+        "sliding_window"
+    }
+
+    fn limit(&self) -> u64 {
+        self.limit
+    }
+
+    fn parameters(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("limit", self.limit.to_string()),
+            ("window_us", self.window.to_string()),
+            ("buckets", self.buckets.to_string()),
+        ]
+    }
 
     fn decide(&self, state: &BucketCounts, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
         let newest = (!state.counts.is_empty()).then_some(state.newest);

@@ -11,8 +11,8 @@
 //! (Stripe: 500 with one token every 10 ms). The refill clock keeps its remainder, so the
 //! rate never drifts; a full bucket has no refill phase.
 
+use super::parameters::{PolicyError, Validation};
 use super::{Algorithm, Replacement, replace_if_admitted};
-use crate::policy::{PolicyError, check_exact, duration_micros};
 use crate::{Decision, Timestamp};
 use std::time::Duration;
 
@@ -32,23 +32,17 @@ impl TokenBucket {
     /// When a parameter is zero or too large to compute exactly (2^53), including the time to
     /// refill from empty.
     pub fn new(capacity: u64, refill_amount: u64, refill_interval: Duration) -> Result<Self, PolicyError> {
-        if capacity == 0 {
-            return Err(PolicyError::new("capacity", "must be at least 1"));
-        }
-        check_exact("capacity", u128::from(capacity))?;
-        if refill_amount == 0 {
-            return Err(PolicyError::new("refill_amount", "must be at least 1"));
-        }
-        check_exact("refill_amount", u128::from(refill_amount))?;
-        let refill_interval = duration_micros("refill_interval", refill_interval)?;
-        check_exact("refill_interval", u128::from(refill_interval))?;
-        // The time to refill from empty is a `reset_after`: it must be exact too.
-        let refill_ticks = u128::from(capacity.div_ceil(refill_amount));
-        check_exact("refill_interval", refill_ticks * u128::from(refill_interval)).map_err(|_| {
+        let mut checks = Validation::default();
+        checks.positive("capacity", capacity);
+        checks.positive("refill_amount", refill_amount);
+        let refill_interval = checks.micros("refill_interval", refill_interval);
+        if !checks.failed("capacity") && !checks.failed("refill_amount") && !checks.failed("refill_interval") {
+            // The time to refill from empty is a `reset_after`: it must be exact too.
+            let refill_ticks = u128::from(capacity.div_ceil(refill_amount));
             let message = "capacity / refill_amount × refill_interval (µs to refill from empty) must be below 2^53";
-            PolicyError::new("refill_interval", message)
-        })?;
-        Ok(TokenBucket { capacity, refill_amount, refill_interval })
+            checks.exact_with("refill_interval", refill_ticks * u128::from(refill_interval), message);
+        }
+        checks.finish(|| TokenBucket { capacity, refill_amount, refill_interval })
     }
 
     /// The capacity `C`.
@@ -96,6 +90,22 @@ impl TokenBucket {
 impl Algorithm for TokenBucket {
     type State = Tokens;
     type Plan = Replacement<Tokens>;
+
+    fn name(&self) -> &'static str {
+        "token_bucket"
+    }
+
+    fn limit(&self) -> u64 {
+        self.capacity
+    }
+
+    fn parameters(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("capacity", self.capacity.to_string()),
+            ("refill_amount", self.refill_amount.to_string()),
+            ("refill_interval_us", self.refill_interval.to_string()),
+        ]
+    }
 
     fn decide(&self, state: &Tokens, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
         let c = self.capacity;

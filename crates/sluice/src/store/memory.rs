@@ -19,9 +19,10 @@ mod keyed;
 mod snapshot;
 
 pub use builder::MemoryStoreBuilder;
-pub(crate) use keyed::{Keyed, KeyedStates};
+use keyed::{Keyed, KeyedStates};
 pub use snapshot::{RestoreReport, SnapshotError};
 
+use crate::policy::with_algorithm;
 use crate::store::{Store, StoreError, Verdict};
 use crate::{Clock, Decision, Key, Limit, LimitId, Timestamp};
 use ahash::RandomState;
@@ -229,7 +230,9 @@ impl Shard {
         let index = match self.tables.iter().position(|(id, _)| *id == limit.id()) {
             Some(index) => index,
             None => {
-                self.tables.push((limit.id(), limit.policy().new_table()));
+                let table: Box<dyn KeyedStates> =
+                    with_algorithm!(limit.policy(), algorithm => Box::new(Keyed::new(algorithm.clone())));
+                self.tables.push((limit.id(), table));
                 self.tables.len() - 1
             }
         };

@@ -2,8 +2,8 @@
 
 use super::{Parser, name_text};
 use crate::envoy::Unit;
-use crate::envoy::fields::{Fields, show, text};
 use serde_yaml_ng::Value;
+use sluice::config::reader::{Fields, show, text};
 use sluice::{Alignment, FixedWindow, Limit, Policy};
 use std::time::Duration;
 
@@ -76,7 +76,7 @@ impl Parser<'_> {
         match FixedWindow::new(u64::from(requests), unit.duration(), Alignment::Aligned, Duration::ZERO) {
             Ok(window) => Some((Kind::Count(window.into()), Some(unit))),
             Err(error) => {
-                self.problems.push(&fields.path("requests_per_unit"), error.message);
+                self.problems.push(&fields.path("requests_per_unit"), error.to_string());
                 None
             }
         }

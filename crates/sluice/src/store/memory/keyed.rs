@@ -149,7 +149,7 @@ where
     }
 
     fn restore(&mut self, hash: u64, key: &[u8], state: AnyState, now: Timestamp, hasher: &RandomState) -> Restored {
-        let Some(state) = A::unwrap(state).filter(|state| self.algorithm.expires_at(state) > now) else {
+        let Some(state) = A::of(&state).cloned().filter(|state| self.algorithm.expires_at(state) > now) else {
             return Restored::Fresh;
         };
         if self.entries.find(hash, |(k, _)| k.as_slice() == key).is_some() {

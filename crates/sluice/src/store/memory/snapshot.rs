@@ -5,12 +5,12 @@
 //! Timestamps in states are µs since the Unix epoch (the [`SystemClock`](crate::SystemClock)
 //! is anchored on the wall clock), so they keep their meaning in the next process.
 //!
-//! # Format, version 1
+//! # Format, version 2
 //!
 //! Integers are little-endian and fixed-width.
 //!
 //! ```text
-//! snapshot = magic "SLUICEMS" (8 bytes) | version: u16 = 1 | taken_at: u64 (µs, store clock)
+//! snapshot = magic "SLUICEMS" (8 bytes) | version: u16 = 2 | taken_at: u64 (µs, store clock)
 //!            | table* | 0: u8 (end of tables) | crc32: u32 (CRC-32 of every byte before it)
 //! table    = tag: u8 | limit id: u64 | count: u64 | entry{count}
 //! entry    = key length: u16 (1..=1024) | key bytes | state (by tag)
@@ -23,6 +23,12 @@
 //!
 //! Each shard writes its own tables, so a limit may have one table per shard. A changed
 //! limit has another [`LimitId`](crate::LimitId) and starts fresh.
+//!
+//! Version 1 had the same layout, with limit ids of the first identity scheme (a hash of
+//! the policy's `Debug` text). It is still read, matching each table to the limits given
+//! by that scheme, so the first restart after an upgrade keeps every state; a table that
+//! matches no limit is skipped and counted in [`RestoreReport::skipped_limits`], never
+//! read as another limit's.
 
 mod format;
 pub(crate) mod states;
@@ -42,7 +48,10 @@ pub enum SnapshotError {
     #[error("not a Sluice snapshot")]
     NotASnapshot,
     /// A snapshot in a format this version of Sluice does not read.
-    #[error("unsupported snapshot format version {found} (this version of Sluice reads version {})", format::VERSION)]
+    #[error(
+        "unsupported snapshot format version {found} (this version of Sluice reads versions 1 and {})",
+        format::VERSION
+    )]
     UnsupportedVersion {
         /// The version found.
         found: u16,

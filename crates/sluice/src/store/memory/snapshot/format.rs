@@ -8,8 +8,10 @@ use std::collections::BTreeSet;
 
 /// The first bytes of every snapshot.
 pub(super) const MAGIC: [u8; 8] = *b"SLUICEMS";
-/// The format this build writes and reads.
-pub(super) const VERSION: u16 = 1;
+/// The format this build writes.
+pub(super) const VERSION: u16 = 2;
+/// The first format: the same layout, but its limit ids are [`LimitId::legacy`] ones.
+const VERSION_LEGACY_IDS: u16 = 1;
 /// The tag that ends the tables.
 pub(super) const END: u8 = 0;
 /// Magic, version and the time the snapshot was taken.
@@ -47,7 +49,11 @@ pub(super) struct Entry<'a> {
 /// Reads and checks the whole snapshot, keeping the states of `limits` (same id, same
 /// algorithm). Nothing is returned unless everything is valid.
 pub(super) fn parse<'a>(bytes: &'a [u8], limits: &[Limit]) -> Result<Parsed<'a>, SnapshotError> {
-    let (taken_at, mut input) = open(bytes)?;
+    let (version, taken_at, mut input) = open(bytes)?;
+    let id_of = |limit: &Limit| match version {
+        VERSION_LEGACY_IDS => LimitId::legacy(limit.name(), limit.policy()),
+        _ => limit.id(),
+    };
     let mut parsed = Parsed { taken_at, entries: Vec::new(), skipped_limits: 0, skipped_states: 0 };
     let mut skipped = BTreeSet::new();
     loop {
@@ -57,7 +63,7 @@ pub(super) fn parse<'a>(bytes: &'a [u8], limits: &[Limit]) -> Result<Parsed<'a>,
         }
         let id = LimitId(input.u64()?);
         let count = input.u64()?;
-        let limit = limits.iter().position(|limit| limit.id() == id && tag_of(limit.policy()) == tag);
+        let limit = limits.iter().position(|limit| id_of(limit) == id && tag_of(limit.policy()) == tag);
         for _ in 0..count {
             let entry = read_entry(&mut input, tag, id, limit.map(|index| &limits[index]))?;
             match limit {
@@ -76,9 +82,9 @@ pub(super) fn parse<'a>(bytes: &'a [u8], limits: &[Limit]) -> Result<Parsed<'a>,
     Ok(parsed)
 }
 
-/// Checks the magic, the version and the checksum; returns the time the snapshot was
-/// taken and a reader at the first table.
-fn open(bytes: &[u8]) -> Result<(Timestamp, Reader<'_>), SnapshotError> {
+/// Checks the magic, the version and the checksum; returns the version, the time the
+/// snapshot was taken and a reader at the first table.
+fn open(bytes: &[u8]) -> Result<(u16, Timestamp, Reader<'_>), SnapshotError> {
     if !bytes.starts_with(&MAGIC) {
         if MAGIC.starts_with(bytes) {
             return Err(SnapshotError::Truncated { offset: bytes.len() });
@@ -87,7 +93,7 @@ fn open(bytes: &[u8]) -> Result<(Timestamp, Reader<'_>), SnapshotError> {
     }
     let mut input = Reader { bytes, at: MAGIC.len() };
     let found = input.u16()?;
-    if found != VERSION {
+    if found != VERSION && found != VERSION_LEGACY_IDS {
         return Err(SnapshotError::UnsupportedVersion { found });
     }
     let Some(body) = bytes.len().checked_sub(TRAILER).filter(|&body| body >= HEADER) else {
@@ -99,7 +105,7 @@ fn open(bytes: &[u8]) -> Result<(Timestamp, Reader<'_>), SnapshotError> {
     }
     let mut input = Reader { bytes: body, at: input.at };
     let taken_at = Timestamp::from_micros(input.u64()?);
-    Ok((taken_at, input))
+    Ok((found, taken_at, input))
 }
 
 /// Reads one key and its state, checked against `limit` when it is restored.

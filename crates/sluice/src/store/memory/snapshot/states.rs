@@ -9,6 +9,7 @@ use crate::algorithm::leaky_bucket::{LeakyBucket, Tat};
 use crate::algorithm::sliding_log::{SlidingLog, SlidingLogState};
 use crate::algorithm::sliding_window::{BucketCounts, SlidingWindow};
 use crate::algorithm::token_bucket::{TokenBucket, Tokens};
+use crate::policy::with_algorithm;
 
 /// A state of any algorithm, read from a snapshot, on its way into its limit's table.
 #[derive(Debug)]
@@ -46,7 +47,7 @@ pub(crate) trait Persist: Algorithm {
     fn impossible(&self, state: &Self::State) -> Option<String>;
 
     /// The state if it is this algorithm's (a state of another one is treated as fresh).
-    fn unwrap(state: AnyState) -> Option<Self::State>;
+    fn of(state: &AnyState) -> Option<&Self::State>;
 }
 
 impl AnyState {
@@ -65,25 +66,21 @@ impl AnyState {
 
 /// The tag of `policy`'s algorithm.
 pub(crate) fn tag_of(policy: &Policy) -> u8 {
-    match policy {
-        Policy::SlidingLog(_) => SlidingLog::TAG,
-        Policy::FixedWindow(_) => FixedWindow::TAG,
-        Policy::SlidingWindow(_) => SlidingWindow::TAG,
-        Policy::TokenBucket(_) => TokenBucket::TAG,
-        Policy::LeakyBucket(_) => LeakyBucket::TAG,
+    fn tag<A: Persist>(_: &A) -> u8 {
+        A::TAG
     }
+    with_algorithm!(policy, algorithm => tag(algorithm))
 }
 
 /// Why `state` cannot have been produced by `policy`, if it cannot.
 pub(crate) fn impossible(policy: &Policy, state: &AnyState) -> Option<String> {
-    match (policy, state) {
-        (Policy::SlidingLog(p), AnyState::SlidingLog(s)) => p.impossible(s),
-        (Policy::FixedWindow(p), AnyState::FixedWindow(s)) => p.impossible(s),
-        (Policy::SlidingWindow(p), AnyState::SlidingWindow(s)) => p.impossible(s),
-        (Policy::TokenBucket(p), AnyState::TokenBucket(s)) => p.impossible(s),
-        (Policy::LeakyBucket(p), AnyState::LeakyBucket(s)) => p.impossible(s),
-        _ => Some(format!("a state of another algorithm than the limit's {}", policy.algorithm_name())),
+    fn check<A: Persist>(algorithm: &A, state: &AnyState) -> Option<String> {
+        match A::of(state) {
+            Some(state) => algorithm.impossible(state),
+            None => Some(format!("a state of another algorithm than the limit's {}", algorithm.name())),
+        }
     }
+    with_algorithm!(policy, algorithm => check(algorithm, state))
 }
 
 fn put(out: &mut Vec<u8>, value: u64) {
@@ -123,7 +120,7 @@ impl Persist for SlidingLog {
         over("a sliding log holding", state.len() as u64, self.limit())
     }
 
-    fn unwrap(state: AnyState) -> Option<SlidingLogState> {
+    fn of(state: &AnyState) -> Option<&SlidingLogState> {
         if let AnyState::SlidingLog(state) = state { Some(state) } else { None }
     }
 }
@@ -145,7 +142,7 @@ impl Persist for FixedWindow {
         over("a fixed window counting", state.used, self.limit())
     }
 
-    fn unwrap(state: AnyState) -> Option<WindowCount> {
+    fn of(state: &AnyState) -> Option<&WindowCount> {
         if let AnyState::FixedWindow(state) = state { Some(state) } else { None }
     }
 }
@@ -179,7 +176,7 @@ impl Persist for SlidingWindow {
         state.counts.iter().find_map(|&count| over("a sliding window bucket counting", count, self.limit()))
     }
 
-    fn unwrap(state: AnyState) -> Option<BucketCounts> {
+    fn of(state: &AnyState) -> Option<&BucketCounts> {
         if let AnyState::SlidingWindow(state) = state { Some(state) } else { None }
     }
 }
@@ -201,7 +198,7 @@ impl Persist for TokenBucket {
         over("a token bucket missing", state.taken, self.capacity())
     }
 
-    fn unwrap(state: AnyState) -> Option<Tokens> {
+    fn of(state: &AnyState) -> Option<&Tokens> {
         if let AnyState::TokenBucket(state) = state { Some(state) } else { None }
     }
 }
@@ -223,7 +220,7 @@ impl Persist for LeakyBucket {
         None
     }
 
-    fn unwrap(state: AnyState) -> Option<Tat> {
+    fn of(state: &AnyState) -> Option<&Tat> {
         if let AnyState::LeakyBucket(state) = state { Some(state) } else { None }
     }
 }

@@ -1,0 +1,96 @@
+//! The one parser of store URLs (`--store`, `SLUICE_STORE`, `server.store`, and
+//! `sluice simulate --store`), and the connection to the store it names.
+
+use sluice_redis::{RedisSettings, RedisStore};
+use std::fmt;
+
+/// Where the service keeps its states.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum StoreChoice {
+    /// The embedded store.
+    Memory,
+    /// A standalone Redis.
+    Redis(String),
+    /// A Redis Cluster, through these node URLs.
+    Cluster(Vec<String>),
+}
+
+impl StoreChoice {
+    /// `memory`, `redis://…` / `rediss://…`, or `redis+cluster://HOST:PORT[,HOST:PORT…]`.
+    pub(crate) fn parse(text: &str) -> Result<StoreChoice, String> {
+        let unknown = || {
+            format!("unknown store `{text}`: use memory, redis://HOST:PORT or redis+cluster://HOST:PORT[,HOST:PORT…]")
+        };
+        if text == "memory" {
+            Ok(StoreChoice::Memory)
+        } else if let Some(nodes) = text.strip_prefix("redis+cluster://") {
+            let nodes: Vec<&str> = nodes.split(',').collect();
+            if nodes.iter().any(|node| node.trim().is_empty()) {
+                return Err(format!("{}: a cluster node is empty", unknown()));
+            }
+            Ok(StoreChoice::Cluster(nodes.iter().map(|node| format!("redis://{}", node.trim())).collect()))
+        } else if text.starts_with("redis://") || text.starts_with("rediss://") {
+            Ok(StoreChoice::Redis(text.to_owned()))
+        } else {
+            Err(unknown())
+        }
+    }
+
+    /// Connects to the Redis store this choice names; `None` for the embedded store.
+    pub(crate) async fn connect_redis(&self, settings: RedisSettings) -> Option<anyhow::Result<RedisStore>> {
+        let connected = match self {
+            StoreChoice::Memory => return None,
+            StoreChoice::Redis(url) => RedisStore::connect(url, settings).await,
+            StoreChoice::Cluster(urls) => RedisStore::connect_cluster(urls, settings).await,
+        };
+        Some(connected.map_err(|error| anyhow::anyhow!("cannot connect to the store {self}: {error:#}")))
+    }
+}
+
+impl fmt::Display for StoreChoice {
+    /// The store, with any password in its URLs hidden (this goes to logs and the console).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreChoice::Memory => f.write_str("memory"),
+            StoreChoice::Redis(url) => f.write_str(&without_password(url)),
+            StoreChoice::Cluster(urls) => {
+                let shown: Vec<String> = urls.iter().map(|url| without_password(url)).collect();
+                write!(f, "cluster {}", shown.join(","))
+            }
+        }
+    }
+}
+
+/// `redis://user:secret@host:6379` → `redis://user:***@host:6379`.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else { return url.to_owned() };
+    let user = userinfo.split_once(':').map_or("", |(user, _)| user);
+    if userinfo.contains(':') { format!("{scheme}://{user}:***@{host}") } else { format!("{scheme}://***@{host}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{StoreChoice, without_password};
+
+    #[test]
+    fn passwords_are_hidden() {
+        assert_eq!(without_password("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
+        assert_eq!(without_password("redis://u:s3cret@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(without_password("rediss://:s3cret@h:1"), "rediss://:***@h:1");
+        assert_eq!(without_password("redis://s3cret@h:1"), "redis://***@h:1");
+    }
+
+    #[test]
+    fn every_store_url_form_is_read() {
+        assert_eq!(StoreChoice::parse("memory"), Ok(StoreChoice::Memory));
+        assert_eq!(StoreChoice::parse("redis://h:1"), Ok(StoreChoice::Redis("redis://h:1".to_owned())));
+        assert_eq!(StoreChoice::parse("rediss://h:1"), Ok(StoreChoice::Redis("rediss://h:1".to_owned())));
+        let cluster = StoreChoice::parse("redis+cluster://a:1, b:2").map(|choice| choice.to_string());
+        assert_eq!(cluster, Ok("cluster redis://a:1,redis://b:2".to_owned()));
+        for bad in ["", "mem", "http://h:1", "redis+cluster://", "redis+cluster://a:1,,b:2"] {
+            let error = StoreChoice::parse(bad).unwrap_err();
+            assert!(error.contains("use memory, redis://HOST:PORT"), "{bad}: {error}");
+        }
+    }
+}

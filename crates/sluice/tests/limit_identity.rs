@@ -1,0 +1,142 @@
+//! Limit identities are stable: pinned values for every algorithm, a definition that names
+//! every parameter, and snapshots of the first identity scheme restored by matching.
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
+
+mod support;
+
+use sluice::{
+    Alignment, Clock, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, Policy, SlidingLog,
+    SlidingLogVariant, Timestamp, TokenBucket,
+};
+use std::time::Duration;
+use support::{ms, policies};
+
+/// The nine policies of `support::policies`, named `limit-0` to `limit-8`.
+fn limits() -> Vec<Limit> {
+    policies().into_iter().enumerate().map(|(index, policy)| Limit::new(format!("limit-{index}"), policy)).collect()
+}
+
+/// Identities as the `sluice.limit.v2` scheme gives them. A change here orphans every Redis
+/// key and snapshot table of every user: it needs a new scheme and a note in docs/redis.md.
+#[test]
+fn identities_are_pinned() {
+    let pinned = [
+        "3c76a35186644610",
+        "9bf9e7ec0b22ecc2",
+        "74fe4a192e7e34ae",
+        "449a330d6050e2ed",
+        "b97e8755e610b83d",
+        "f1f73a06a58d441a",
+        "dc7926c7df83e048",
+        "23822fa49ec21ad9",
+        "a7ca01d2270eb4b7",
+    ];
+    let ids: Vec<String> = limits().iter().map(|limit| limit.id().to_string()).collect();
+    assert_eq!(ids, pinned);
+}
+
+/// The identity is FNV-1a of the definition, as docs/redis.md describes it: recomputed
+/// here from the text alone.
+#[test]
+fn identity_is_the_hash_of_the_definition() {
+    for limit in limits() {
+        let hash = limit
+            .definition()
+            .bytes()
+            .fold(0xcbf2_9ce4_8422_2325_u64, |hash, byte| (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3));
+        assert_eq!(format!("{hash:016x}"), limit.id().to_string(), "{}", limit.definition());
+    }
+}
+
+/// Every parameter is part of the identity: changing any one of them gives another.
+#[test]
+fn every_parameter_changes_the_identity() {
+    let variants: Vec<Policy> = vec![
+        FixedWindow::new(3, ms(10), Alignment::Aligned, ms(4)).unwrap().into(),
+        FixedWindow::new(4, ms(10), Alignment::Aligned, ms(4)).unwrap().into(),
+        FixedWindow::new(3, ms(11), Alignment::Aligned, ms(4)).unwrap().into(),
+        FixedWindow::new(3, ms(10), Alignment::Aligned, ms(5)).unwrap().into(),
+        FixedWindow::new(3, ms(10), Alignment::Anchored, Duration::ZERO).unwrap().into(),
+        FixedWindow::new(3, ms(10), Alignment::Aligned, Duration::ZERO).unwrap().into(),
+        SlidingLog::new(3, ms(10), SlidingLogVariant::Accepted).unwrap().into(),
+        SlidingLog::new(3, ms(10), SlidingLogVariant::Attempts).unwrap().into(),
+        TokenBucket::new(3, 1, ms(10)).unwrap().into(),
+        TokenBucket::new(3, 2, ms(10)).unwrap().into(),
+        LeakyBucket::new(ms(10), 2, LeakMode::NoDelay).unwrap().into(),
+        LeakyBucket::new(ms(10), 2, LeakMode::Delay).unwrap().into(),
+        LeakyBucket::new(ms(10), 3, LeakMode::Delay).unwrap().into(),
+    ];
+    let mut ids: Vec<_> = variants.into_iter().map(|policy| Limit::new("same", policy).id()).collect();
+    ids.push(Limit::new("other", SlidingLog::new(3, ms(10), SlidingLogVariant::Accepted).unwrap()).id());
+    let count = ids.len();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), count, "two definitions share an identity");
+}
+
+/// A name that holds a line of the encoding cannot pass for another definition.
+#[test]
+fn names_cannot_forge_a_definition() {
+    let policy = || TokenBucket::new(3, 2, ms(4)).unwrap();
+    let plain = Limit::new("a", policy());
+    let forged = Limit::new("a\nalgorithm=token_bucket", policy());
+    assert_ne!(plain.definition(), forged.definition());
+    assert_ne!(plain.id(), forged.id());
+}
+
+/// `tests/fixtures/snapshot-v1.bin` was written by the release before the identity scheme
+/// changed (format version 1, ids hashed from `Debug` text): keys `alice` and `bob` each
+/// checked once against all nine limits at 1 700 000 000 s. Restoring it keeps every state.
+#[test]
+fn version_1_snapshots_are_restored_by_their_old_identities() {
+    let start = Timestamp::from_micros(1_700_000_000_000_000);
+    let clock = ManualClock::at(start);
+    let restored = MemoryStore::builder().clock(clock.clone()).build();
+    let report = restored.restore(include_bytes!("fixtures/snapshot-v1.bin"), &limits()).unwrap();
+    assert_eq!((report.restored, report.skipped_limits, report.skipped_states), (18, 0, 0));
+
+    // The restored store decides as the one that made the same two checks.
+    let live = MemoryStore::builder().clock(clock.clone()).build();
+    for key in ["alice", "bob"] {
+        live.check_now(Key::new(key.as_bytes()).unwrap(), &limits(), start, 1).unwrap();
+    }
+    for step in 0..40 {
+        clock.advance(Duration::from_micros(700));
+        for key in ["alice", "bob", "carol"] {
+            let key = Key::new(key.as_bytes()).unwrap();
+            for limit in limits() {
+                let limits = std::slice::from_ref(&limit);
+                let expected = live.check_now(key, limits, clock.now(), 1).unwrap();
+                let got = restored.check_now(key, limits, clock.now(), 1).unwrap();
+                assert_eq!(got, expected, "step {step}, {}", limit.name());
+            }
+        }
+    }
+}
+
+/// A version-1 table whose limit is not among those given (renamed, or changed) is skipped
+/// and counted, never read as the state of another limit.
+#[test]
+fn version_1_tables_of_unknown_limits_are_skipped() {
+    let clock = ManualClock::at(Timestamp::from_micros(1_700_000_000_000_000));
+    let renamed: Vec<Limit> = policies()
+        .into_iter()
+        .enumerate()
+        .map(|(index, policy)| Limit::new(format!("renamed-{index}"), policy))
+        .collect();
+    let store = MemoryStore::builder().clock(clock).build();
+    let report = store.restore(include_bytes!("fixtures/snapshot-v1.bin"), &renamed).unwrap();
+    assert_eq!((report.restored, report.skipped_limits, report.skipped_states), (0, 9, 18));
+}
+
+/// Snapshots written now carry the new identities and format version 2.
+#[test]
+fn new_snapshots_are_version_2() {
+    let clock = ManualClock::at(Timestamp::from_micros(1_700_000_000_000_000));
+    let store = MemoryStore::builder().clock(clock.clone()).build();
+    store.check_now(Key::new(b"alice").unwrap(), &limits(), clock.now(), 1).unwrap();
+    let snapshot = store.snapshot();
+    assert_eq!(&snapshot[8..10], &2u16.to_le_bytes());
+    let report = MemoryStore::builder().clock(clock).build().restore(&snapshot, &limits()).unwrap();
+    assert_eq!(report.restored, 9);
+}
