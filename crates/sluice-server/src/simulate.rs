@@ -63,7 +63,7 @@ fn select(config: &Config, names: &[String]) -> anyhow::Result<Vec<Limit>> {
 
 /// The embedded store with a clock that never moves: a state may only be dropped by the
 /// store's own clock, so with requests carrying their own times the simulator drops
-/// nothing (SPEC.md).
+/// nothing (docs/semantics.md).
 fn memory_store() -> MemoryStore {
     MemoryStore::builder().clock(ManualClock::default()).max_keys(usize::MAX).build()
 }
