@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// The seed's sliding log (shared/seeds/001), exactly as it describes it, flaws included:
+/// The textbook sorted-set sliding log, exactly as it is usually written, flaws included:
 /// `ZREMRANGEBYSCORE` also removes an entry exactly one window old, two requests in the same
 /// millisecond are one member, `EXPIRE` takes whole seconds. Times in milliseconds.
 pub(crate) const SORTED_SET_SCRIPT: &str = r"

@@ -26,7 +26,7 @@ pub enum SlidingLogVariant {
     /// Only allowed requests are logged: a rejected request changes nothing.
     #[default]
     Accepted,
-    /// Every attempt is logged, allowed or not (seeds 000 and 002, the book's variant):
+    /// Every attempt is logged, allowed or not (the textbook variant):
     /// a client that keeps hammering stays blocked.
     Attempts,
 }
