@@ -1,7 +1,7 @@
 //! Bytes per logged request: one key's log filled to N entries (N = 10, 1 000, 100 000), N
 //! allowed checks 1 ms apart (distinct timestamps, a one-hour window, limit N), then
 //! `MEMORY USAGE key SAMPLES 0` divided by N, for Sluice's sliding log (through
-//! `RedisStore::check`) and the seed's sorted-set script. Both keys' names have the same
+//! `RedisStore::check`) and the textbook sorted-set script. Both keys' names have the same
 //! length. The INCR+PEXPIRE counter's whole key is shown for reference.
 //!
 //! Also prints `MEMORY USAGE` as the log grows (and, for Sluice's string, its length and

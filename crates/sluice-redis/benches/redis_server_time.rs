@@ -1,5 +1,5 @@
 //! Redis server time per check, from Redis's own accounting: for each peer (Sluice's sliding
-//! log, the seed's sorted-set script, INCR+PEXPIRE) `CONFIG RESETSTAT`, M checks (64 in
+//! log, the textbook sorted-set script, INCR+PEXPIRE) `CONFIG RESETSTAT`, M checks (64 in
 //! flight, the same workload as `redis_throughput`), then `INFO commandstats`: the `usec` of
 //! `evalsha` divided by its `calls`. Also shows what one check calls inside its script
 //! (`redis.call`s per check, by command) and how much of the time those calls take (the rest

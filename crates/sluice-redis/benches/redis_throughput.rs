@@ -1,5 +1,5 @@
 //! Checks per second on one Redis: Sluice's sliding log (`RedisStore::check`) against the
-//! seed's textbook sorted-set script, with an INCR+PEXPIRE fixed window as the floor, at
+//! textbook sorted-set script, with an INCR+PEXPIRE fixed window as the floor, at
 //! N = 10, 1 000 and 100 000, over 1 000 keys, 64 checks in flight on one multiplexed
 //! connection per peer (tokio tasks on a two-thread runtime).
 //!

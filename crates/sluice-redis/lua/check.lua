@@ -1,4 +1,4 @@
--- check.lua: one decision for one key against L limits, all or nothing (SPEC.md), in one
+-- check.lua: one decision for one key against L limits, all or nothing (docs/semantics.md), in one
 -- round trip. Mirror of crates/sluice/src/store/memory.rs (MemoryStore::check_now).
 -- KEYS[i]  the state key of limit i, all sharing one hash tag (one Cluster slot)
 -- ARGV     now_us (-1: read Redis TIME), cost, extra_ms (added to every TTL), min_ttl_ms,

@@ -1,5 +1,5 @@
-//! A local cache of keys Redis rejected until a known time (seed 004: "an ephemeral
-//! in-memory cache to block requests without hitting Redis while the limiter is hot").
+//! A local cache of keys Redis rejected until a known time: an ephemeral in-memory cache
+//! that blocks requests without a round trip to Redis while the limiter is hot.
 //!
 //! It answers only what Redis would answer. It keeps rejections of cost-1 requests (and of
 //! peeks that say no): while a cost-1 request is rejected, nothing at all can be admitted

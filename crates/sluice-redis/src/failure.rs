@@ -6,7 +6,7 @@ use std::time::Duration;
 /// What to decide while Redis is unreachable or too slow.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum FailureMode {
-    /// Allow (the seeds' advice, and the default): a limiter outage must not become an
+    /// Allow (the usual advice, and the default): a limiter outage must not become an
     /// outage of the service it protects. Decided as if every state were fresh, so a cost
     /// above the limit is still refused.
     #[default]

@@ -1,4 +1,4 @@
-//! What the Redis store does that the seed's sorted-set script gets wrong, and what only a
+//! What the Redis store does that the textbook sorted-set script gets wrong, and what only a
 //! real Redis can show: TTLs, Redis TIME, memory per logged request.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
@@ -51,7 +51,7 @@ fn key_name(prefix: &str, key: &str, limit: &Limit) -> String {
 
 #[tokio::test]
 async fn requests_in_the_same_millisecond_all_count() {
-    // The seed's `ZADD key now now` (milliseconds) collapses these into one member.
+    // The textbook's `ZADD key now now` (milliseconds) collapses these into one member.
     let server = RedisServer::start();
     let store = store(&server, RedisSettings::injected_time()).await;
     let limit = log_limit(2, Duration::from_secs(1));
@@ -64,7 +64,7 @@ async fn requests_in_the_same_millisecond_all_count() {
 
 #[tokio::test]
 async fn a_sub_second_window_keeps_its_key_with_a_ttl() {
-    // The seed's `EXPIRE key window/1000` is `EXPIRE key 0` for 500 ms: the key vanishes.
+    // The textbook's `EXPIRE key window/1000` is `EXPIRE key 0` for 500 ms: the key vanishes.
     let server = RedisServer::start();
     let settings = RedisSettings { min_ttl: Duration::from_millis(1), ..RedisSettings::injected_time() };
     let store = store(&server, settings.clone()).await;
@@ -133,7 +133,7 @@ async fn a_full_log_costs_about_8_bytes_per_request() {
     let name = key_name(&settings.key_prefix, "k", &limit);
     let bytes = integer(&server, &["MEMORY", "USAGE", &name, "SAMPLES", "0"]).await;
     let per_request = bytes as f64 / n as f64;
-    // The sorted set of the seed costs about 104 bytes per logged request.
+    // The textbook sorted set costs about 104 bytes per logged request.
     assert!(per_request <= 10.4, "{bytes} bytes for {n} requests: {per_request:.1} per request");
     // Once full, the ring overwrites in place: the string does not grow.
     for i in 0..n {

@@ -14,7 +14,7 @@ pub(crate) struct Cli {
 /// What to do.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Replays a trace from standard input through the in-memory store with injected time,
+    /// Replays a trace from standard input through a store (`--store`) with injected time,
     /// printing one JSON decision per request.
     ///
     /// A trace line is `<time in µs since the Unix epoch> <key> [cost]`; blank lines and

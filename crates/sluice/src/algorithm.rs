@@ -14,7 +14,7 @@ use std::fmt;
 /// One rate-limiting algorithm, as a pure state machine with no clock, lock or I/O.
 ///
 /// A decision happens in two steps so that a check against several policies can be
-/// all-or-nothing (SPEC.md): [`decide`](Algorithm::decide) judges the request without
+/// all-or-nothing (docs/semantics.md): [`decide`](Algorithm::decide) judges the request without
 /// touching the state, and once every policy has answered,
 /// [`record`](Algorithm::record) applies the outcome. [`step`](Algorithm::step) chains the two
 /// for a single policy, in the `decide(state, now, cost) -> (Decision, State)` form.

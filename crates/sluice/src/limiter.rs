@@ -8,7 +8,7 @@ use std::time::Duration;
 /// Checks requests against one or several limits, reading time from a clock.
 ///
 /// The only layer that reads a [`Clock`]; everything below it takes `now` as a parameter.
-/// With several limits, a request is allowed only if every limit allows it (SPEC.md).
+/// With several limits, a request is allowed only if every limit allows it (docs/semantics.md).
 ///
 /// # Examples
 ///

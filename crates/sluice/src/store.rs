@@ -10,7 +10,7 @@ use std::future::Future;
 /// One async API for every store: the in-memory store's future is ready at once.
 pub trait Store: Send + Sync + 'static {
     /// Checks a request of `cost` for `key` against every limit in `limits` at `now`,
-    /// all or nothing (SPEC.md): it is allowed only if every limit allows it, and a limit's
+    /// all or nothing (docs/semantics.md): it is allowed only if every limit allows it, and a limit's
     /// state changes only if it is allowed (or the limit records rejected attempts).
     ///
     /// `limits` must not be empty.
@@ -58,7 +58,7 @@ pub struct Verdict {
 
 impl Verdict {
     /// Combines per-limit decisions made by the store into the most restrictive one, as
-    /// it is (SPEC.md: "the combined decision reports the most restrictive policy"):
+    /// it is (docs/semantics.md: "the reported decision is the most restrictive one"):
     /// rejections first, then the longest `retry_after`, then the fewest `remaining`; the
     /// first listed on ties.
     pub fn combine(decisions: &[Decision]) -> Option<Verdict> {

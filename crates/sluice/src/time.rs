@@ -62,7 +62,7 @@ pub trait Clock: Send + Sync + 'static {
 ///
 /// It captures the wall-clock time once, at construction, and adds the time elapsed on a
 /// monotonic clock (TSC-based where available, via `quanta`): reading it costs a few
-/// nanoseconds and no shared atomic, and `now` never decreases, as SPEC.md requires of the
+/// nanoseconds and no shared atomic, and `now` never decreases, as docs/semantics.md requires of the
 /// in-memory store's clock.
 #[derive(Clone, Debug)]
 pub struct SystemClock {

@@ -1,4 +1,4 @@
-//! Property tests: every algorithm against a brute-force oracle written from SPEC.md.
+//! Property tests: every algorithm against a brute-force oracle written from docs/semantics.md.
 //!
 //! Random small parameters (limits of a few requests, windows of a few µs, so that entries
 //! expire, windows roll and buckets refill within a trace) and random traces with equal
@@ -208,7 +208,7 @@ fn check_store(specs: &[Spec], trace: &[(u64, u64)]) -> Result<(), TestCaseError
                 chosen = i;
             }
         }
-        // Reported as it is, its own delay included (SPEC.md).
+        // Reported as it is, its own delay included (docs/semantics.md).
         let expected = decisions[chosen];
         let verdict = store.check_now(key, &limits, Timestamp::from_micros(now), cost).unwrap();
         prop_assert_eq!(
@@ -414,7 +414,7 @@ proptest! {
     }
 }
 
-/// The oracles themselves reproduce SPEC.md's worked examples for the sliding log.
+/// The oracles themselves reproduce docs/semantics.md's worked examples for the sliding log.
 #[test]
 fn sliding_log_oracle_reproduces_spec_examples() {
     let ms = 1_000;

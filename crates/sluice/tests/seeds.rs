@@ -1,4 +1,4 @@
-//! Every worked example of SPEC.md and the seeds, as table tests.
+//! Every worked example of docs/semantics.md, as table tests.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 mod support;
@@ -29,7 +29,7 @@ const MS: u64 = 1_000;
 
 #[test]
 fn seed_001_sliding_log_two_per_second() {
-    // SPEC.md, seed 001: N=2, W=1000 ms, accepted: 100, 400, 500, 1100 ms.
+    // Worked example from docs/semantics.md: N=2, W=1000 ms, accepted: 100, 400, 500, 1100 ms.
     let policy = SlidingLog::new(2, ms(1000), SlidingLogVariant::Accepted).unwrap();
     run(
         policy,
@@ -44,7 +44,7 @@ fn seed_001_sliding_log_two_per_second() {
 
 #[test]
 fn seed_002_sliding_log_two_per_minute_both_variants() {
-    // SPEC.md, seed 002: N=2, W=60 s: 1:00:01, 1:00:30, 1:00:50, 1:01:40.
+    // Worked example from docs/semantics.md: N=2, W=60 s: 1:00:01, 1:00:30, 1:00:50, 1:01:40.
     let hour = 3600 * S;
     for variant in [SlidingLogVariant::Accepted, SlidingLogVariant::Attempts] {
         let (limiter, clock) = limiter(SlidingLog::new(2, Duration::from_secs(60), variant).unwrap());
@@ -56,7 +56,7 @@ fn seed_002_sliding_log_two_per_minute_both_variants() {
 
 #[test]
 fn attempts_variant_keeps_a_hammering_client_blocked() {
-    // SPEC.md: N=2, W=1000 ms, attempts: the 500 ms attempt is still in the window at 1100.
+    // docs/semantics.md: N=2, W=1000 ms, attempts: the 500 ms attempt is still in the window at 1100.
     let policy = SlidingLog::new(2, ms(1000), SlidingLogVariant::Attempts).unwrap();
     run(
         policy,
@@ -95,7 +95,7 @@ fn costs_zero_and_beyond_the_limit() {
 
 #[test]
 fn fixed_window_github_hourly() {
-    // Seed 004: GitHub, 5000 per clock hour (here 3 per hour for brevity).
+    // Worked example from docs/semantics.md: GitHub, 5000 per clock hour (here 3 per hour for brevity).
     let policy = FixedWindow::new(3, Duration::from_secs(3600), Alignment::Aligned, Duration::ZERO).unwrap();
     let hour = 3600 * S;
     run(
@@ -120,7 +120,7 @@ fn fixed_window_offset_starts_days_at_local_midnight() {
 
 #[test]
 fn fixed_window_anchored_starts_at_the_first_request() {
-    // Seed 004: a window with a user-defined start, here 2 per minute from the first request.
+    // docs/semantics.md: a window with a user-defined start, here 2 per minute from the first request.
     let policy = FixedWindow::new(2, Duration::from_secs(60), Alignment::Anchored, Duration::ZERO).unwrap();
     run(
         policy,
@@ -137,7 +137,7 @@ fn fixed_window_anchored_starts_at_the_first_request() {
 
 #[test]
 fn sliding_window_counter_weights_the_previous_window() {
-    // Seed 004 / Cloudflare: limit 10 per minute, B = 1.
+    // Worked example from docs/semantics.md (Cloudflare): limit 10 per minute, B = 1.
     let policy = SlidingWindow::new(10, Duration::from_secs(60), 1).unwrap();
     let (limiter, clock) = limiter(policy);
     for _ in 0..8 {
@@ -154,7 +154,7 @@ fn sliding_window_counter_weights_the_previous_window() {
 
 #[test]
 fn token_bucket_chat_demo() {
-    // Seed 004: the chat demo, capacity 3 with one token every 4 s.
+    // Worked example from docs/semantics.md: the chat demo, capacity 3 with one token every 4 s.
     let policy = TokenBucket::new(3, 1, Duration::from_secs(4)).unwrap();
     run(
         policy,
@@ -172,7 +172,7 @@ fn token_bucket_chat_demo() {
 
 #[test]
 fn token_bucket_stripe_carries_the_refill_remainder() {
-    // Seed 004: Stripe, 500 with one token every 10 ms; no drift across partial ticks.
+    // Worked example from docs/semantics.md: Stripe, 500 with one token every 10 ms; no drift across partial ticks.
     let policy = TokenBucket::new(500, 1, ms(10)).unwrap();
     let (limiter, clock) = limiter(policy);
     assert!(check_at(&limiter, &clock, 0, 500).allowed);

@@ -1,9 +1,9 @@
 //! Shared by the Redis benches: the three peers (Sluice's sliding log through `RedisStore`,
-//! the seed's textbook sorted-set script, an INCR+PEXPIRE fixed window), their keys, and the
+//! the textbook sorted-set script, an INCR+PEXPIRE fixed window), their keys, and the
 //! virtual-time workload that keeps every peer's logs in the same steady state.
 //!
 //! Time is injected (`RedisSettings::injected_time()` for Sluice, `now` in `ARGV` for the
-//! two scripts, as the seed passes it): check number `t` of a peer happens at
+//! two scripts, as the textbook script takes it): check number `t` of a peer happens at
 //! `BASE + t · step` µs on a pseudo-random key among [`KEYS`]. `step` is chosen per limit `N`
 //! so that, once the window has elapsed, a key holds about `N / 2` live entries: nearly every
 //! check is allowed, yet the logs are half full and expire about one entry per check, whatever
@@ -18,7 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// The seed's sliding log (shared/seeds/001), exactly as it describes it, flaws included:
+/// The textbook sorted-set sliding log, exactly as it is usually written, flaws included:
 /// `ZREMRANGEBYSCORE` also removes an entry exactly one window old, two requests in the same
 /// millisecond are one member, `EXPIRE` takes whole seconds. Times in milliseconds.
 pub(crate) const SORTED_SET_SCRIPT: &str = r"
@@ -80,7 +80,7 @@ const TIMEOUT: Duration = Duration::from_secs(10);
 pub(crate) enum Kind {
     /// Sluice's sliding log (`accepted` variant) through `RedisStore::check`.
     SlidingLog,
-    /// The seed's sorted-set script.
+    /// The textbook sorted-set script (`ZREMRANGEBYSCORE`, `ZCARD`, `ZADD`, `EXPIRE`).
     SortedSet,
     /// INCR+PEXPIRE fixed window.
     FixedWindow,
@@ -103,7 +103,7 @@ impl Kind {
 pub(crate) struct Workload {
     /// `N`.
     pub(crate) limit: u64,
-    /// The window, a whole number of seconds (the seed's `EXPIRE window/1000` needs one).
+    /// The window, a whole number of seconds (the textbook's `EXPIRE window/1000` needs one).
     pub(crate) window: Duration,
     /// Virtual µs between two consecutive checks of a peer (over all keys).
     pub(crate) step_us: u64,

@@ -4,7 +4,7 @@
 //! handlers; every other request goes through axum's router, which also knows them (so it
 //! stays a complete description of the API). Skipping the router's layers (routing, path
 //! parameters, extensions, body-limit and response-mapping wrappers) saves about a sixth of
-//! the user-space instructions of a check (callgrind; `docs/benchmarks.md`, "Service").
+//! the user-space instructions of a check (callgrind; `docs/benchmarks.md`, "History").
 //! [`Api`] is a hyper service itself, so a check's body is read as hyper hands it over,
 //! neither boxed into axum's `Body` nor passed through a tower adapter that clones the
 //! service per request.

@@ -23,10 +23,10 @@ use std::time::Duration;
 /// Which requests the log records.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SlidingLogVariant {
-    /// Only allowed requests are logged (seed 001): a rejected request changes nothing.
+    /// Only allowed requests are logged: a rejected request changes nothing.
     #[default]
     Accepted,
-    /// Every attempt is logged, allowed or not (seeds 000 and 002, the book's variant):
+    /// Every attempt is logged, allowed or not (the textbook variant):
     /// a client that keeps hammering stays blocked.
     Attempts,
 }

@@ -1,4 +1,4 @@
-//! Leaky bucket as GCRA, exactly as SPEC.md writes it.
+//! Leaky bucket as GCRA, exactly as docs/semantics.md writes it.
 
 use super::{Oracle, Retry, decision, peek, to_u64};
 use sluice::Decision;

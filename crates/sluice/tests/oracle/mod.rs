@@ -1,6 +1,6 @@
-//! Brute-force oracles written directly from SPEC.md (and the project's decisions for the
-//! cases SPEC leaves open), independent of the implementation: no ring buffers, no
-//! galloping, no closed forms where a scan will do.
+//! Brute-force oracles written directly from docs/semantics.md (its rules, and Sluice's
+//! choices for the cases the textbooks leave open), independent of the implementation: no
+//! ring buffers, no galloping, no closed forms where a scan will do.
 //!
 //! Every oracle answers in two steps, like the algorithms, so that several oracles can be
 //! checked together all or nothing: [`Oracle::decide`] judges a request without changing

@@ -1,4 +1,4 @@
-//! Sliding window counter: SPEC's integer formula over every bucket ever counted, and a
+//! Sliding window counter: docs/semantics.md's integer formula over every bucket ever counted, and a
 //! per-µs scan for `retry_after`.
 
 use super::{Oracle, Retry, decision, peek, to_u64};
@@ -44,7 +44,7 @@ impl SlidingWindowOracle {
         (j, e, prev, sum)
     }
 
-    /// SPEC: `c[j−B]·(w − e) + (c[j−B+1] + … + c[j] + cost)·w ≤ N·w`.
+    /// docs/semantics.md: `c[j−B]·(w − e) + (c[j−B+1] + … + c[j] + cost)·w ≤ N·w`.
     fn fits(&self, counts: &BTreeMap<u64, u64>, now: u64, cost: u64) -> bool {
         let (_, e, prev, sum) = self.terms(counts, now);
         let w = u128::from(self.width);

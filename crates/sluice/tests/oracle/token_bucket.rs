@@ -1,4 +1,4 @@
-//! Token bucket with discrete refill, exactly as SPEC.md writes it.
+//! Token bucket with discrete refill, exactly as docs/semantics.md writes it.
 
 use super::{Oracle, Retry, decision, peek};
 use sluice::Decision;
@@ -18,7 +18,7 @@ impl TokenBucketOracle {
         TokenBucketOracle { capacity, amount, interval, stored: None }
     }
 
-    /// `(tokens, last, now)` after the refill SPEC describes, at the effective `now`.
+    /// `(tokens, last, now)` after the refill docs/semantics.md describes, at the effective `now`.
     fn refilled(&self, now: u64) -> (u64, u64, u64) {
         let Some((tokens, last)) = self.stored else {
             // A new key starts full, its refill clock starting at its first request.
