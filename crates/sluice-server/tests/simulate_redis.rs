@@ -77,5 +77,5 @@ fn an_unreachable_redis_is_a_clear_error() {
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert_eq!(status.code(), Some(2));
-    assert!(stderr.contains(&format!("cannot connect to redis://127.0.0.1:{port}/")), "{stderr}");
+    assert!(stderr.contains(&format!("cannot connect to the store redis://127.0.0.1:{port}/")), "{stderr}");
 }
