@@ -6,7 +6,7 @@ use std::io::Write;
 use std::process::{Command, Output, Stdio};
 
 fn simulate(policies: &[&str], trace: &str) -> Output {
-    simulate_with("tests/fixtures/spec.yaml", policies, trace)
+    simulate_with("tests/fixtures/worked_examples.yaml", policies, trace)
 }
 
 fn simulate_with(config: &str, policies: &[&str], trace: &str) -> Output {
@@ -30,20 +30,20 @@ fn stderr(output: &Output) -> String {
 }
 
 #[test]
-fn seed_001_prints_every_field() {
-    let output = simulate(&["seed001"], "100000 alice\n400000 alice\n500000 alice\n1100000 alice\n");
+fn two_per_second_prints_every_field() {
+    let output = simulate(&["two_per_second"], "100000 alice\n400000 alice\n500000 alice\n1100000 alice\n");
     assert!(output.status.success(), "{}", stderr(&output));
     let expected = [
-        json!({"t": 100000, "key": "alice", "cost": 1, "allowed": true, "remaining": 1, "reset_after_us": 1000000, "retry_after_us": null, "delay_us": 0, "policy": "seed001"}),
-        json!({"t": 400000, "key": "alice", "cost": 1, "allowed": true, "remaining": 0, "reset_after_us": 1000000, "retry_after_us": null, "delay_us": 0, "policy": "seed001"}),
-        json!({"t": 500000, "key": "alice", "cost": 1, "allowed": false, "remaining": 0, "reset_after_us": 900000, "retry_after_us": 600000, "delay_us": 0, "policy": "seed001"}),
-        json!({"t": 1100000, "key": "alice", "cost": 1, "allowed": true, "remaining": 0, "reset_after_us": 1000000, "retry_after_us": null, "delay_us": 0, "policy": "seed001"}),
+        json!({"t": 100000, "key": "alice", "cost": 1, "allowed": true, "remaining": 1, "reset_after_us": 1000000, "retry_after_us": null, "delay_us": 0, "policy": "two_per_second"}),
+        json!({"t": 400000, "key": "alice", "cost": 1, "allowed": true, "remaining": 0, "reset_after_us": 1000000, "retry_after_us": null, "delay_us": 0, "policy": "two_per_second"}),
+        json!({"t": 500000, "key": "alice", "cost": 1, "allowed": false, "remaining": 0, "reset_after_us": 900000, "retry_after_us": 600000, "delay_us": 0, "policy": "two_per_second"}),
+        json!({"t": 1100000, "key": "alice", "cost": 1, "allowed": true, "remaining": 0, "reset_after_us": 1000000, "retry_after_us": null, "delay_us": 0, "policy": "two_per_second"}),
     ];
     assert_eq!(lines(&output), expected);
 }
 
 #[test]
-fn seed_002_and_the_attempts_example() {
+fn two_per_minute_and_the_attempts_example() {
     let hour = 3_600_000_000u64;
     let trace: String = [1u64, 30, 50, 100].iter().map(|s| format!("{} k\n", hour + s * 1_000_000)).collect();
     for policy in ["minute_accepted", "minute_attempts"] {
@@ -68,11 +68,11 @@ fn blank_lines_comments_costs_and_never() {
 #[test]
 fn several_policies_report_the_most_restrictive() {
     // At 2 s: equal remaining goes to the first listed; then the longer retry_after wins.
-    let output = simulate(&["bucket", "seed001"], "0 k\n2000000 k\n2000000 k\n2000000 k\n");
+    let output = simulate(&["bucket", "two_per_second"], "0 k\n2000000 k\n2000000 k\n2000000 k\n");
     let decided: Vec<(Value, Value)> =
         lines(&output).iter().map(|l| (l["allowed"].clone(), l["policy"].clone())).collect();
     let expected = [
-        (json!(true), json!("seed001")),
+        (json!(true), json!("two_per_second")),
         (json!(true), json!("bucket")),
         (json!(true), json!("bucket")),
         (json!(false), json!("bucket")),
@@ -83,7 +83,7 @@ fn several_policies_report_the_most_restrictive() {
 
 #[test]
 fn bad_lines_are_reported_with_their_number_and_skipped() {
-    let output = simulate(&["seed001"], "1 a\nnot a line\n2 a\n3 a x\n");
+    let output = simulate(&["two_per_second"], "1 a\nnot a line\n2 a\n3 a x\n");
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(lines(&output).len(), 2, "good lines are still decided");
     let errors = stderr(&output);
@@ -95,8 +95,8 @@ fn bad_lines_are_reported_with_their_number_and_skipped() {
 fn unknown_policies_and_bad_configs_are_refused() {
     let output = simulate(&["nope"], "");
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("unknown policy `nope`; the configuration defines: seed001"));
-    let output = simulate(&["seed001", "seed001"], "");
+    assert!(stderr(&output).contains("unknown policy `nope`; the configuration defines: two_per_second"));
+    let output = simulate(&["two_per_second", "two_per_second"], "");
     assert!(stderr(&output).contains("given twice"));
     let output = simulate_with("tests/fixtures/missing.yaml", &["p"], "");
     assert!(stderr(&output).contains("cannot read the configuration file"));
@@ -128,7 +128,8 @@ fn the_service_configuration_file_is_accepted() {
 fn an_unknown_store_is_refused() {
     let mut command = Command::new(env!("CARGO_BIN_EXE_sluice"));
     command.current_dir(env!("CARGO_MANIFEST_DIR"));
-    command.args(["simulate", "--config", "tests/fixtures/spec.yaml", "--policy", "seed001", "--store", "mem"]);
+    command.args(["simulate", "--config", "tests/fixtures/worked_examples.yaml", "--policy", "two_per_second"]);
+    command.args(["--store", "mem"]);
     let output = command.stdin(Stdio::null()).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("--store: unknown store `mem`: use memory"), "{}", stderr(&output));

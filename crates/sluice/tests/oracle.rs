@@ -422,10 +422,10 @@ fn sliding_log_oracle_reproduces_spec_examples() {
         let mut oracle = SlidingLogOracle::new(limit, window, attempts);
         times.iter().map(|&t| oracle.step(t, 1)).collect()
     };
-    let seed_001 = run(2, 1000 * ms, false, &[100 * ms, 400 * ms, 500 * ms, 1100 * ms]);
-    let allowed: Vec<bool> = seed_001.iter().map(|d| d.allowed).collect();
+    let two_per_second = run(2, 1000 * ms, false, &[100 * ms, 400 * ms, 500 * ms, 1100 * ms]);
+    let allowed: Vec<bool> = two_per_second.iter().map(|d| d.allowed).collect();
     assert_eq!(allowed, [true, true, false, true]);
-    assert_eq!(seed_001[2].retry_after, Some(RetryAfter::After(Duration::from_millis(600))));
+    assert_eq!(two_per_second[2].retry_after, Some(RetryAfter::After(Duration::from_millis(600))));
     let attempts = run(2, 1000 * ms, true, &[100 * ms, 400 * ms, 500 * ms, 1100 * ms]);
     let allowed: Vec<bool> = attempts.iter().map(|d| d.allowed).collect();
     assert_eq!(allowed, [true, true, false, false]);
@@ -433,7 +433,7 @@ fn sliding_log_oracle_reproduces_spec_examples() {
     let times = [3601 * s, 3630 * s, 3650 * s, 3700 * s];
     for attempts in [false, true] {
         let allowed: Vec<bool> = run(2, 60 * s, attempts, &times).iter().map(|d| d.allowed).collect();
-        assert_eq!(allowed, [true, true, false, true], "seed 002, attempts = {attempts}");
+        assert_eq!(allowed, [true, true, false, true], "two per minute, attempts = {attempts}");
     }
 }
 

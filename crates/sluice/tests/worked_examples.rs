@@ -28,7 +28,7 @@ const S: u64 = 1_000_000;
 const MS: u64 = 1_000;
 
 #[test]
-fn seed_001_sliding_log_two_per_second() {
+fn sliding_log_two_per_second() {
     // Worked example from docs/semantics.md: N=2, W=1000 ms, accepted: 100, 400, 500, 1100 ms.
     let policy = SlidingLog::new(2, ms(1000), SlidingLogVariant::Accepted).unwrap();
     run(
@@ -43,7 +43,7 @@ fn seed_001_sliding_log_two_per_second() {
 }
 
 #[test]
-fn seed_002_sliding_log_two_per_minute_both_variants() {
+fn sliding_log_two_per_minute_both_variants() {
     // Worked example from docs/semantics.md: N=2, W=60 s: 1:00:01, 1:00:30, 1:00:50, 1:01:40.
     let hour = 3600 * S;
     for variant in [SlidingLogVariant::Accepted, SlidingLogVariant::Attempts] {
