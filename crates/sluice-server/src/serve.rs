@@ -75,13 +75,7 @@ async fn serve_connections(
     let count = service.settings.workers;
     let (http_handoff, http_queues) = Handoff::new(count);
     let (grpc_handoff, grpc_queues) = Handoff::new(count);
-    let mut ready = Vec::with_capacity(count);
-    let jobs = http_queues.into_iter().zip(grpc_queues).map(|(http, grpc)| {
-        let (sender, receiver) = oneshot::channel();
-        ready.push(receiver);
-        worker(Arc::clone(service), http, grpc, shutdown.clone(), sender)
-    });
-    let workers = Workers::start(jobs.collect())?;
+    let (workers, ready) = start_workers(service, http_queues.into_iter().zip(grpc_queues), shutdown)?;
     // Nothing is accepted, nor announced, before every worker can serve: a request must
     // never wait for a worker's store connection (`/readyz` and the "listening" lines
     // mean it).
@@ -90,16 +84,31 @@ async fn serve_connections(
     }
     announce(service, &http, &grpc)?;
     service.set_ready(true);
-    let not_ready = shutdown.clone().wait();
     tokio::join!(
         async {
-            not_ready.await;
+            shutdown.clone().wait().await;
             service.set_ready(false);
         },
         http_handoff.accept(http, shutdown.clone().wait()),
         grpc_handoff.accept(grpc, shutdown.clone().wait()),
     );
     wait_for(workers, shutdown).await
+}
+
+/// Starts one worker per pair of queues; each tells on its receiver when it can serve.
+fn start_workers(
+    service: &Arc<Service>,
+    queues: impl Iterator<Item = (Queue, Queue)>,
+    shutdown: &Shutdown,
+) -> anyhow::Result<(Workers, Vec<oneshot::Receiver<()>>)> {
+    let mut ready = Vec::new();
+    let mut jobs = Vec::new();
+    for (http, grpc) in queues {
+        let (sender, receiver) = oneshot::channel();
+        ready.push(receiver);
+        jobs.push(worker(Arc::clone(service), http, grpc, shutdown.clone(), sender));
+    }
+    Ok((Workers::start(jobs)?, ready))
 }
 
 /// Waits for the workers; they stop at the latest when the grace period is over. Should
