@@ -3,7 +3,6 @@
 use crate::settings::Settings;
 use sluice::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
 use sluice_redis::{RedisSettings, RedisStore};
-use std::cell::OnceCell;
 
 /// The service's store. An enum, since [`Store`] is not object safe (its futures are
 /// `impl Future`), and there are only two.
@@ -41,7 +40,7 @@ impl Backend {
             Backend::Memory(store) => store.check_now(key, limits, now, cost),
             // Boxed: a Redis call's future is over 1 KB, and every check's future would
             // otherwise be that large, moved and copied on the in-memory path too.
-            Backend::Redis(store) => Box::pin(this_thread(store).check(key, limits, now, cost)).await,
+            Backend::Redis(store) => Box::pin(store.check(key, limits, now, cost)).await,
         }
     }
 
@@ -49,25 +48,23 @@ impl Backend {
     pub(crate) async fn reset(&self, key: Key<'_>, limits: &[Limit]) -> Result<(), StoreError> {
         match self {
             Backend::Memory(store) => store.reset(key, limits).await,
-            Backend::Redis(store) => this_thread(store).reset(key, limits).await,
+            Backend::Redis(store) => store.reset(key, limits).await,
         }
     }
 
-    /// Gives the calling thread a Redis connection of its own, driven by its runtime (each
-    /// worker calls this once). Without it, every Redis call of a worker would wait for the
-    /// main runtime's thread to run the shared connection: with both on one core, that
-    /// cost two context switches per call. Nothing to do in memory; when Redis cannot be
-    /// reached now, the thread keeps using the shared connection.
-    pub(crate) async fn connect_this_thread(&self) {
-        let Backend::Redis(store) = self else { return };
+    /// The store for the calling thread, as each worker opens at start: on Redis, a
+    /// connection of its own, driven by the thread's runtime. Without it, every Redis call
+    /// of a worker would wait for the main runtime's thread to run the shared connection:
+    /// with both on one core, that cost two context switches per call. The embedded store
+    /// is shared as it is. When Redis cannot be reached now (connecting is bounded by the
+    /// Redis client's connect timeout), the thread keeps using the shared connection.
+    pub(crate) async fn for_this_thread(&self) -> Backend {
+        let Backend::Redis(store) = self else { return self.clone() };
         match store.connect_again().await {
-            // Leaked: a worker thread lives as long as the process, and a `&'static` lets
-            // every check borrow it instead of cloning a store per call.
-            Ok(own) => THIS_THREAD.with(|cell| {
-                let _ = cell.set(Box::leak(Box::new(own)));
-            }),
+            Ok(own) => Backend::Redis(own),
             Err(error) => {
-                tracing::warn!(%error, "cannot open a Redis connection for this worker; using the shared one")
+                tracing::warn!(%error, "cannot open a Redis connection for this worker; using the shared one");
+                self.clone()
             }
         }
     }
@@ -79,14 +76,4 @@ impl Backend {
             Backend::Redis(_) => None,
         }
     }
-}
-
-thread_local! {
-    /// This thread's own Redis connection ([`Backend::connect_this_thread`]).
-    static THIS_THREAD: OnceCell<&'static RedisStore> = const { OnceCell::new() };
-}
-
-/// The calling thread's own connection to `shared`'s Redis, or `shared`.
-fn this_thread(shared: &RedisStore) -> &RedisStore {
-    THIS_THREAD.with(|own| own.get().copied()).unwrap_or(shared)
 }

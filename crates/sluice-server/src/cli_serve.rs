@@ -71,6 +71,12 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "SLUICE_GRPC_KEEPALIVE", value_name = "DURATION")]
     pub(crate) grpc_keepalive: Option<String>,
 
+    /// After SIGTERM or SIGINT, how long requests in flight and open connections may take
+    /// to finish before they are dropped and the service exits, such as `5s`; a second
+    /// signal exits at once [default: 5s].
+    #[arg(long, env = "SLUICE_SHUTDOWN_GRACE", value_name = "DURATION")]
+    pub(crate) shutdown_grace: Option<String>,
+
     /// The most states the in-memory store holds [default: 10000000].
     #[arg(long, env = "SLUICE_MAX_KEYS", value_name = "COUNT")]
     pub(crate) max_keys: Option<usize>,

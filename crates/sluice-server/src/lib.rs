@@ -8,6 +8,7 @@ mod cli;
 mod cli_serve;
 mod engine;
 pub mod envoy;
+mod front;
 mod handoff;
 mod http;
 mod metrics;

@@ -8,9 +8,8 @@
 
 use crate::engine::{CheckError, Loaded, Outcome};
 use crate::envoy::{Resolution, Rule, StateKey, Unit};
+use crate::front::Front;
 use crate::http::headers::{quota_window, structured_item, whole_seconds};
-use crate::metrics::PolicyCounters;
-use crate::service::Service;
 use envoy_types::pb::envoy::config::core::v3::HeaderValue;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::rate_limit::Unit as ProtoUnit;
@@ -20,7 +19,6 @@ use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimit
 use envoy_types::pb::envoy::r#type::v3::RateLimitUnit;
 use envoy_types::pb::google::protobuf::Duration as ProtoDuration;
 use futures_util::future::join_all;
-use sluice::Limit;
 use sluice::{Key, Source, StoreError};
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,15 +26,16 @@ use tonic::{Request, Response, Status};
 
 pub(crate) use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
 
-/// The gRPC service, sharing the engine with the HTTP API.
+/// The gRPC service of one worker, sharing its engine with the worker's HTTP API.
 #[derive(Debug)]
 pub(crate) struct RateLimitGrpc {
-    service: Arc<Service>,
+    front: Arc<Front>,
 }
 
 impl RateLimitGrpc {
-    pub(crate) fn new(service: Arc<Service>) -> RateLimitGrpc {
-        RateLimitGrpc { service }
+    /// The service, checking with `front`'s engine.
+    pub(crate) fn new(front: Arc<Front>) -> RateLimitGrpc {
+        RateLimitGrpc { front }
     }
 }
 
@@ -53,7 +52,7 @@ impl RateLimitService for RateLimitGrpc {
         if request.descriptors.is_empty() {
             return Err(Status::invalid_argument("rate limit descriptor list must not be empty"));
         }
-        let loaded = self.service.engine.loaded();
+        let loaded = self.front.engine.loaded();
         // Every descriptor is resolved before any is counted: an invalid request counts nothing.
         let resolutions = resolve_all(&loaded, &request)?;
         let checks = resolutions.into_iter().zip(&request.descriptors).map(|(resolution, descriptor)| {
@@ -73,7 +72,7 @@ impl RateLimitService for RateLimitGrpc {
             statuses.push(status);
         }
         let over = statuses.iter().any(|status| status.code == Code::OverLimit as i32);
-        let response_headers_to_add = match (&tightest, self.service.settings.envoy_headers) {
+        let response_headers_to_add = match (&tightest, self.front.service.settings.envoy_headers) {
             (Some(outcome), true) => headers(outcome),
             _ => Vec::new(),
         };
@@ -88,65 +87,59 @@ impl RateLimitService for RateLimitGrpc {
 
 impl RateLimitGrpc {
     /// The status of one resolved descriptor, and the outcome when a limit was checked.
+    /// The engine counts every outcome, as it does for the HTTP API.
     async fn check_descriptor(
         &self,
         loaded: &Loaded,
         resolution: Resolution<'_>,
         hits: u64,
     ) -> Result<(DescriptorStatus, Option<Outcome>), Status> {
-        let shadow = resolution.shadow_mode() || self.service.settings.shadow_mode;
+        let engine = &self.front.engine;
         match resolution {
             Resolution::NoRule => Ok((status(Code::Ok, None, 0, None), None)),
             Resolution::Unlimited(rule) => Ok((status(Code::Ok, Some(rule), u32::MAX, None), None)),
             Resolution::Blocked(rule) => {
-                if let Some(counters) = loaded.rule_counters(rule) {
-                    counters.count(false, shadow);
-                }
+                let shadow = engine.refuse_rule(loaded, rule, rule.shadow_mode());
                 let code = if shadow { Code::Ok } else { Code::OverLimit };
                 Ok((status(code, Some(rule), 0, None), None))
             }
             Resolution::KeyTooLong { len, .. } => Err(key_too_long(len)),
             Resolution::Overridden { limit, requests_per_unit, unit, key } => {
                 let current = RateLimit { name: String::new(), requests_per_unit, unit: proto_unit(unit) as i32 };
-                let counters = loaded.override_counters();
                 let Some(limit) = limit else {
-                    let shadow = self.service.settings.shadow_mode;
-                    if let Some(counters) = counters {
-                        counters.count(false, shadow);
-                    }
-                    let code = if shadow { Code::Ok } else { Code::OverLimit };
+                    let code = if engine.refuse_override(loaded) { Code::Ok } else { Code::OverLimit };
                     return Ok((descriptor_status(code, Some(current), 0, None), None));
                 };
-                let (code, remaining, reset, outcome) = self.check(key, &limit, false, counters, hits).await?;
+                let key = state_key(&key)?;
+                let outcome = engine.check_override(loaded, key, &limit, hits).await.map_err(grpc_error)?;
+                let (code, remaining, reset) = answer(&outcome)?;
                 Ok((descriptor_status(code, Some(current), remaining, Some(reset)), Some(outcome)))
             }
             Resolution::Limited { rule, limit, key } => {
-                let counters = loaded.rule_counters(rule);
-                let (code, remaining, reset, outcome) = self.check(key, limit, shadow, counters, hits).await?;
+                let key = state_key(&key)?;
+                let checked = engine.check_rule(loaded, key, rule, limit, rule.shadow_mode(), hits).await;
+                let outcome = checked.map_err(grpc_error)?;
+                let (code, remaining, reset) = answer(&outcome)?;
                 Ok((status(code, Some(rule), remaining, Some(reset)), Some(outcome)))
             }
         }
     }
+}
 
-    /// Checks `limit` at `key`: the status code, remaining, time to reset, and the outcome.
-    async fn check(
-        &self,
-        key: StateKey,
-        limit: &Limit,
-        shadow: bool,
-        counters: Option<&PolicyCounters>,
-        hits: u64,
-    ) -> Result<(Code, u32, ProtoDuration, Outcome), Status> {
-        let key = Key::new(key.as_bytes()).map_err(|error| Status::invalid_argument(error.to_string()))?;
-        let engine = &self.service.engine;
-        let outcome = engine.check_limit(key, limit, shadow, counters, hits).await.map_err(grpc_error)?;
-        if outcome.source == Source::FailedClosed {
-            return Err(Status::unavailable("the store cannot answer and the failure mode is closed"));
-        }
-        let code = if outcome.decision.allowed { Code::Ok } else { Code::OverLimit };
-        let remaining = u32::try_from(outcome.decision.remaining).unwrap_or(u32::MAX);
-        Ok((code, remaining, proto_duration(outcome.decision.reset_after), outcome))
+/// A descriptor's state key as the store takes it.
+fn state_key(key: &StateKey) -> Result<Key<'_>, Status> {
+    Key::new(key.as_bytes()).map_err(|error| Status::invalid_argument(error.to_string()))
+}
+
+/// A checked descriptor's status code, remaining and time to reset; `UNAVAILABLE` when the
+/// `closed` failure mode decided, so that Envoy's own failure mode applies.
+fn answer(outcome: &Outcome) -> Result<(Code, u32, ProtoDuration), Status> {
+    if outcome.source == Source::FailedClosed {
+        return Err(Status::unavailable("the store cannot answer and the failure mode is closed"));
     }
+    let code = if outcome.decision.allowed { Code::Ok } else { Code::OverLimit };
+    let remaining = u32::try_from(outcome.decision.remaining).unwrap_or(u32::MAX);
+    Ok((code, remaining, proto_duration(outcome.decision.reset_after)))
 }
 
 /// The rule of each descriptor of `request`; `INVALID_ARGUMENT` when one cannot be checked.

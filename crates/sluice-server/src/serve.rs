@@ -3,6 +3,7 @@
 use crate::backend::Backend;
 use crate::cli_serve::ServeArgs;
 use crate::engine::Engine;
+use crate::front::Front;
 use crate::handoff::{Handoff, Queue};
 use crate::http::MakeApi;
 use crate::metrics::Metrics;
@@ -14,11 +15,13 @@ use crate::shutdown::Shutdown;
 use crate::workers::{Job, Workers};
 use crate::{http, reload, snapshot};
 use anyhow::Context;
-use axum::Router;
+use futures_util::future::join_all;
 use sluice::Limit;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio::sync::oneshot;
 
 /// Runs the service until SIGTERM or SIGINT.
 pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
@@ -30,7 +33,11 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         .map_err(|problems| anyhow::anyhow!("invalid settings:\n  {}", problems.join("\n  ")))?;
     init_logs(settings.json_logs);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    runtime.block_on(serve(settings, config, args))
+    let served = runtime.block_on(serve(settings, config, args));
+    // Not an unbounded wait for the background tasks' blocking work (a file read for the
+    // reload watch): the exit is bounded.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    served
 }
 
 async fn serve(settings: Settings, config: ServiceConfig, args: &ServeArgs) -> anyhow::Result<()> {
@@ -44,9 +51,8 @@ async fn serve(settings: Settings, config: ServiceConfig, args: &ServeArgs) -> a
     let http_listener = bind(service.settings.http, "HTTP").await?;
     let grpc_listener = bind(service.settings.grpc, "gRPC").await?;
     // Signal handlers first: once the addresses are printed, signals must find them.
-    let shutdown = Shutdown::on_signals();
+    let shutdown = Shutdown::on_signals(service.settings.shutdown_grace);
     reload::on_sighup(Arc::clone(&service));
-    announce(&service, &http_listener, &grpc_listener)?;
     tokio::spawn(reload::on_file_change(Arc::clone(&service)));
     if service.settings.snapshot.is_some() && service.engine.backend().memory().is_some() {
         tokio::spawn(snapshot::run_periodically(Arc::clone(&service)));
@@ -58,8 +64,9 @@ async fn serve(settings: Settings, config: ServiceConfig, args: &ServeArgs) -> a
     Ok(())
 }
 
-/// Accepts on `[http, grpc]` and serves on the workers until shutdown; waits for the
-/// requests in flight.
+/// Starts the workers and, once every one can serve, announces the service and accepts on
+/// `[http, grpc]` until shutdown; then waits for the workers, which finish the requests in
+/// flight within the shutdown grace period and drop what is left after it.
 async fn serve_connections(
     service: &Arc<Service>,
     [http, grpc]: [TcpListener; 2],
@@ -68,34 +75,87 @@ async fn serve_connections(
     let count = service.settings.workers;
     let (http_handoff, http_queues) = Handoff::new(count);
     let (grpc_handoff, grpc_queues) = Handoff::new(count);
-    let router = http::router(Arc::clone(service));
-    let jobs = http_queues.into_iter().zip(grpc_queues);
-    let jobs = jobs.map(|(http, grpc)| worker(router.clone(), Arc::clone(service), http, grpc, shutdown.clone()));
-    let workers = Workers::start(jobs.collect())?;
+    let (workers, ready) = start_workers(service, http_queues.into_iter().zip(grpc_queues), shutdown)?;
+    // Nothing is accepted, nor announced, before every worker can serve: a request must
+    // never wait for a worker's store connection (`/readyz` and the "listening" lines
+    // mean it).
+    if join_all(ready).await.iter().any(Result::is_err) {
+        return workers.wait().await.and(Err(anyhow::anyhow!("a worker stopped before it could serve")));
+    }
+    announce(service, &http, &grpc)?;
+    service.set_ready(true);
     tokio::join!(
+        async {
+            shutdown.clone().wait().await;
+            service.set_ready(false);
+        },
         http_handoff.accept(http, shutdown.clone().wait()),
         grpc_handoff.accept(grpc, shutdown.clone().wait()),
     );
-    workers.wait().await
+    wait_for(workers, shutdown).await
 }
 
-/// One worker's job: serve the HTTP and gRPC connections it is handed until shutdown,
-/// letting requests in flight finish.
-fn worker(router: Router, service: Arc<Service>, http: Queue, grpc: Queue, shutdown: Shutdown) -> Job {
+/// Starts one worker per pair of queues; each tells on its receiver when it can serve.
+fn start_workers(
+    service: &Arc<Service>,
+    queues: impl Iterator<Item = (Queue, Queue)>,
+    shutdown: &Shutdown,
+) -> anyhow::Result<(Workers, Vec<oneshot::Receiver<()>>)> {
+    let mut ready = Vec::new();
+    let mut jobs = Vec::new();
+    for (http, grpc) in queues {
+        let (sender, receiver) = oneshot::channel();
+        ready.push(receiver);
+        jobs.push(worker(Arc::clone(service), http, grpc, shutdown.clone(), sender));
+    }
+    Ok((Workers::start(jobs)?, ready))
+}
+
+/// Waits for the workers; they stop at the latest when the grace period is over. Should
+/// one not (a thread stuck outside its runtime), the exit goes on a second later anyway.
+async fn wait_for(workers: Workers, shutdown: &Shutdown) -> anyhow::Result<()> {
+    let overdue = async {
+        shutdown.clone().forced().await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    tokio::select! {
+        result = workers.wait() => result,
+        () = overdue => {
+            tracing::error!("a worker did not stop after the shutdown grace period; exiting without it");
+            Ok(())
+        }
+    }
+}
+
+/// One worker's job: open its engine's store connection, say it is ready, then serve the
+/// HTTP and gRPC connections it is handed until shutdown, letting requests in flight
+/// finish, and dropping whatever is still open once the grace period is over (the
+/// connections' tasks go with the worker's runtime).
+fn worker(service: Arc<Service>, http: Queue, grpc: Queue, shutdown: Shutdown, ready: oneshot::Sender<()>) -> Job {
     Box::new(move || {
         Box::pin(async move {
-            service.engine.backend().connect_this_thread().await;
-            let api = MakeApi::new(Arc::clone(&service), router);
-            let http = http::serve(http, api, service.settings.request_timeout, shutdown.clone());
-            let grpc = tonic::transport::Server::builder()
-                .http2_keepalive_interval(service.settings.grpc_keepalive)
-                .http2_keepalive_timeout(service.settings.grpc_keepalive_timeout())
-                .add_service(RateLimitServiceServer::new(RateLimitGrpc::new(service)))
-                .serve_with_incoming_shutdown(grpc.into_stream(), shutdown.wait());
-            let ((), grpc) = tokio::join!(http, grpc);
-            grpc.context("gRPC server")
+            let front = Arc::new(Front::for_this_worker(service).await);
+            let _ = ready.send(());
+            tokio::select! {
+                served = serve_front(front, http, grpc, shutdown.clone()) => served,
+                () = shutdown.forced() => Ok(()),
+            }
         })
     })
+}
+
+/// Serves `front` on the HTTP and gRPC connections of `http` and `grpc` until shutdown.
+async fn serve_front(front: Arc<Front>, http: Queue, grpc: Queue, shutdown: Shutdown) -> anyhow::Result<()> {
+    let settings = &front.service.settings;
+    let api = MakeApi::new(Arc::clone(&front), http::router(Arc::clone(&front)));
+    let served_http = http::serve(http, api, settings.request_timeout, shutdown.clone());
+    let served_grpc = tonic::transport::Server::builder()
+        .http2_keepalive_interval(settings.grpc_keepalive)
+        .http2_keepalive_timeout(settings.grpc_keepalive_timeout())
+        .add_service(RateLimitServiceServer::new(RateLimitGrpc::new(Arc::clone(&front))))
+        .serve_with_incoming_shutdown(grpc.into_stream(), shutdown.wait());
+    let ((), served_grpc) = tokio::join!(served_http, served_grpc);
+    served_grpc.context("gRPC server")
 }
 
 async fn bind(address: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {

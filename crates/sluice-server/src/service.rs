@@ -5,6 +5,7 @@ use crate::service_config::ServiceConfig;
 use crate::settings::Settings;
 use parking_lot::Mutex;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 /// Everything the front ends and background tasks share.
@@ -16,6 +17,8 @@ pub(crate) struct Service {
     pub(crate) config_path: Option<PathBuf>,
     /// When the last snapshot was written.
     pub(crate) last_snapshot: Mutex<Option<Instant>>,
+    /// Every worker can serve, and shutdown has not begun (`/readyz`).
+    ready: AtomicBool,
     /// Serialises reloads (SIGHUP, file watch and the admin endpoint may race).
     reload_lock: tokio::sync::Mutex<()>,
 }
@@ -37,8 +40,20 @@ impl Service {
             settings,
             config_path,
             last_snapshot: Mutex::new(None),
+            ready: AtomicBool::new(false),
             reload_lock: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Whether the service takes traffic: every worker has its store connection, and
+    /// shutdown has not begun.
+    pub(crate) fn is_ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    /// Marks the service ready, or no longer ready (shutdown).
+    pub(crate) fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::Release);
     }
 
     /// Reads the configuration file again and, when valid, puts it in force atomically.

@@ -25,6 +25,7 @@ pub(crate) struct ServerSection {
     pub(crate) redis_timeout: Option<String>,
     pub(crate) request_timeout: Option<String>,
     pub(crate) grpc_keepalive: Option<String>,
+    pub(crate) shutdown_grace: Option<String>,
     pub(crate) max_keys: Option<usize>,
     pub(crate) workers: Option<usize>,
     pub(crate) envoy_headers: Option<bool>,
@@ -51,6 +52,9 @@ pub(crate) struct Settings {
     /// How often an idle gRPC connection is pinged (`None`: never); one that does not
     /// answer within [`Settings::grpc_keepalive_timeout`] is closed.
     pub(crate) grpc_keepalive: Option<Duration>,
+    /// Once SIGTERM or SIGINT has come, how long connections may take to finish before
+    /// they are dropped (0: at once).
+    pub(crate) shutdown_grace: Duration,
     pub(crate) max_keys: usize,
     /// Threads serving connections, each with a runtime of its own.
     pub(crate) workers: usize,
@@ -85,6 +89,8 @@ impl Settings {
         let request_timeout = problems.take("request_timeout", positive(&timeout));
         let keepalive = pick(&args.grpc_keepalive, &file.grpc_keepalive, "60s");
         let grpc_keepalive = problems.take("grpc_keepalive", positive_or_off(&keepalive));
+        let grace = pick(&args.shutdown_grace, &file.shutdown_grace, "5s");
+        let shutdown_grace = problems.take("shutdown_grace", parse_duration(&grace));
         let json_logs = problems.take("log_format", log_format(&pick(&args.log_format, &file.log_format, "text")));
         let max_keys = args.max_keys.or(file.max_keys).unwrap_or(sluice::store::memory::DEFAULT_MAX_KEYS);
         let max_keys = problems.take("max_keys", at_least_one(max_keys));
@@ -104,6 +110,7 @@ impl Settings {
                 redis_timeout: redis_timeout?,
                 request_timeout: request_timeout?,
                 grpc_keepalive: grpc_keepalive?,
+                shutdown_grace: shutdown_grace?,
                 max_keys: max_keys?,
                 workers: workers?,
                 envoy_headers: flag(args.envoy_headers, file.envoy_headers),
@@ -187,6 +194,19 @@ mod tests {
         assert_eq!(settings.request_timeout, Duration::from_secs(75));
         assert_eq!(settings.grpc_keepalive, Some(Duration::from_secs(60)));
         assert_eq!(settings.grpc_keepalive_timeout(), Some(Duration::from_secs(20)));
+        assert_eq!(settings.shutdown_grace, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn the_shutdown_grace_comes_from_the_flag_or_the_file_and_may_be_zero() {
+        let file = ServerSection { shutdown_grace: Some("2s".into()), ..ServerSection::default() };
+        let from_file = Settings::resolve(&ServeArgs::default(), &file).unwrap();
+        assert_eq!(from_file.shutdown_grace, Duration::from_secs(2));
+        let args = ServeArgs { shutdown_grace: Some("0s".into()), ..ServeArgs::default() };
+        assert_eq!(Settings::resolve(&args, &file).unwrap().shutdown_grace, Duration::ZERO);
+        let bad = ServeArgs { shutdown_grace: Some("soon".into()), ..ServeArgs::default() };
+        let problems = Settings::resolve(&bad, &file).unwrap_err().join("\n");
+        assert!(problems.contains("shutdown_grace:"), "{problems}");
     }
 
     #[test]

@@ -1,31 +1,96 @@
-//! Graceful shutdown: SIGTERM or SIGINT stops accepting, lets requests in flight finish,
-//! writes a last snapshot and exits.
+//! Shutdown, bounded whatever clients do: the first SIGTERM or SIGINT stops accepting and
+//! lets requests in flight finish; once the grace period is over, the connections left
+//! are dropped; the service then writes its last snapshot and exits 0. A second signal
+//! exits at once, with status 128 + its number (143 for SIGTERM, 130 for SIGINT).
 
+use std::time::Duration;
 use tokio::sync::watch;
+
+/// Where the service is in its shutdown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Stage {
+    Running,
+    /// Not accepting any more; connections are finishing.
+    Draining,
+    /// The grace period is over: the connections left are dropped.
+    Forced,
+}
 
 /// Tells every server to stop; clones wait for the same signal.
 #[derive(Clone, Debug)]
 pub(crate) struct Shutdown {
-    receiver: watch::Receiver<bool>,
+    receiver: watch::Receiver<Stage>,
 }
 
 impl Shutdown {
-    /// A shutdown triggered by SIGTERM or SIGINT (Ctrl-C). The handlers are installed before
-    /// this returns, so a signal arriving any time after it is never the default "die now".
-    pub(crate) fn on_signals() -> Shutdown {
-        let (sender, receiver) = watch::channel(false);
-        let signals = Signals::install();
+    /// A shutdown triggered by SIGTERM or SIGINT (Ctrl-C), forced `grace` after it began.
+    /// The handlers are installed before this returns, so a signal arriving any time after
+    /// it is never the default "die now".
+    pub(crate) fn on_signals(grace: Duration) -> Shutdown {
+        let (sender, receiver) = watch::channel(Stage::Running);
+        let mut signals = Signals::install();
         tokio::spawn(async move {
-            signals.wait().await;
-            tracing::info!("shutting down: draining requests in flight");
-            let _ = sender.send(true);
+            signals.next().await;
+            tracing::info!(?grace, "shutting down: draining requests in flight (a second signal exits at once)");
+            run_stages(&sender, grace, signals.next()).await;
         });
         Shutdown { receiver }
     }
 
+    /// A shutdown started by hand, with [`Trigger::begin`] (tests).
+    #[cfg(test)]
+    fn manual(grace: Duration) -> (Shutdown, Trigger) {
+        let (sender, receiver) = watch::channel(Stage::Running);
+        (Shutdown { receiver }, Trigger { sender, grace })
+    }
+
     /// Completes once shutdown has begun.
-    pub(crate) async fn wait(mut self) {
-        let _ = self.receiver.wait_for(|stopping| *stopping).await;
+    pub(crate) async fn wait(self) {
+        self.reach(Stage::Draining).await;
+    }
+
+    /// Completes once the grace period is over: whatever is still open is to be dropped.
+    pub(crate) async fn forced(self) {
+        self.reach(Stage::Forced).await;
+    }
+
+    async fn reach(mut self, stage: Stage) {
+        // An error means the sender is gone: the process is ending anyway.
+        let _ = self.receiver.wait_for(|now| *now >= stage).await;
+    }
+}
+
+/// Drains, then forces after `grace`; `again` (the next signal) exits the process at once.
+async fn run_stages(sender: &watch::Sender<Stage>, grace: Duration, again: impl Future<Output = i32>) {
+    let _ = sender.send(Stage::Draining);
+    let mut again = std::pin::pin!(again);
+    tokio::select! {
+        () = tokio::time::sleep(grace) => {}
+        signal = &mut again => exit_now(signal),
+    }
+    tracing::warn!(?grace, "the shutdown grace period is over: dropping the connections still open");
+    let _ = sender.send(Stage::Forced);
+    exit_now(again.await);
+}
+
+/// Exits at once on a second signal: the operator asked twice, nothing slow is tried.
+fn exit_now(signal: i32) -> ! {
+    eprintln!("sluice: second signal: exiting now");
+    std::process::exit(128 + signal)
+}
+
+/// Starts a shutdown by hand.
+#[cfg(test)]
+struct Trigger {
+    sender: watch::Sender<Stage>,
+    grace: Duration,
+}
+
+#[cfg(test)]
+impl Trigger {
+    /// Begins draining; forced after the grace (a second signal is never sent here).
+    fn begin(self) {
+        tokio::spawn(async move { run_stages(&self.sender, self.grace, std::future::pending()).await });
     }
 }
 
@@ -36,6 +101,10 @@ struct Signals {
     #[cfg(unix)]
     interrupt: Option<tokio::signal::unix::Signal>,
 }
+
+/// SIGINT's and SIGTERM's numbers, for the exit status.
+const SIGINT: i32 = 2;
+const SIGTERM: i32 = 15;
 
 impl Signals {
     fn install() -> Signals {
@@ -48,19 +117,42 @@ impl Signals {
         Signals {}
     }
 
-    async fn wait(self) {
+    /// The number of the next signal.
+    async fn next(&mut self) -> i32 {
         #[cfg(unix)]
         {
-            let (Some(mut terminate), Some(mut interrupt)) = (self.terminate, self.interrupt) else {
+            let (Some(terminate), Some(interrupt)) = (&mut self.terminate, &mut self.interrupt) else {
                 let _ = tokio::signal::ctrl_c().await;
-                return;
+                return SIGINT;
             };
             tokio::select! {
-                _ = terminate.recv() => {}
-                _ = interrupt.recv() => {}
+                _ = terminate.recv() => SIGTERM,
+                _ = interrupt.recv() => SIGINT,
             }
         }
         #[cfg(not(unix))]
-        let _ = tokio::signal::ctrl_c().await;
+        {
+            let _ = tokio::signal::ctrl_c().await;
+            SIGINT
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::time::Instant;
+
+    #[tokio::test]
+    async fn draining_comes_first_and_forcing_a_grace_later() {
+        let grace = Duration::from_millis(200);
+        let (shutdown, trigger) = Shutdown::manual(grace);
+        assert_eq!(*shutdown.receiver.borrow(), Stage::Running);
+        let started = Instant::now();
+        trigger.begin();
+        shutdown.clone().wait().await;
+        assert!(started.elapsed() < grace, "draining begins at once");
+        shutdown.forced().await;
+        assert!(started.elapsed() >= grace, "forced only after the grace");
     }
 }

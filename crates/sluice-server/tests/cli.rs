@@ -4,7 +4,7 @@
 mod support;
 
 use std::process::Command;
-use support::server::{Server, fresh_dir};
+use support::server::{Server, TempDir, fresh_dir};
 
 fn check_config(text: &str) -> (i32, String, String) {
     let dir = fresh_dir("check-config");
@@ -74,6 +74,6 @@ fn the_environment_beats_the_file_and_flags_beat_the_environment() {
     assert!(dir.join("from-flag.snapshot").exists());
 }
 
-fn with_env(dir: &std::path::Path, vars: &[(&str, &str)], args: &[&str]) -> Server {
-    Server::try_start_with_env(dir.to_path_buf(), args, vars).unwrap()
+fn with_env(dir: &TempDir, vars: &[(&str, &str)], args: &[&str]) -> Server {
+    Server::try_start_with_env(dir.clone(), args, vars).unwrap()
 }

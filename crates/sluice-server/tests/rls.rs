@@ -105,13 +105,27 @@ async fn unlimited_unknown_and_nested_rules() {
     assert!(too_deep.statuses[0].current_limit.is_none(), "a request deeper than the tree has no limit");
 }
 
+/// A rule on a token bucket that gets one token back an hour: unlike a per-second window, its
+/// quota does not come back at the turn of a clock second, so what a test consumes is
+/// what it sees remain, however the test's requests fall around a second's turn.
+const HOURLY_BUCKET: &str = r#"
+policies:
+  bucket: {algorithm: token_bucket, capacity: 500, refill_amount: 1, refill_interval: 1h}
+domains:
+  - domain: edge
+    descriptors:
+      - key: database
+        value: users
+        policy: bucket
+"#;
+
 #[tokio::test]
 async fn hits_addend_zero_means_one_and_descriptors_can_override_it() {
-    let server = Server::start(RATELIMIT_FILE, &[]);
+    let server = Server::start(HOURLY_BUCKET, &[]);
     let mut client = client(&server).await;
     let database = || descriptor(&[("database", "users")]);
     let zero = ask(&mut client, "edge", vec![database()], 0).await;
-    assert_eq!(zero.statuses[0].limit_remaining, 499);
+    assert_eq!(zero.statuses[0].limit_remaining, 499, "a hits_addend of 0 counts as 1");
     let ten = ask(&mut client, "edge", vec![database()], 10).await;
     assert_eq!(ten.statuses[0].limit_remaining, 489);
     let mut own = database();

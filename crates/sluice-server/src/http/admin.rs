@@ -3,6 +3,7 @@
 //! With an admin token configured they require `Authorization: Bearer <token>`; without
 //! one they answer loopback clients only.
 
+use crate::front::Front;
 use crate::handoff::Client;
 use crate::http::api::{ErrorResponse, ResetRequest};
 use crate::http::error::ApiError;
@@ -30,14 +31,14 @@ use std::sync::Arc;
     security(("admin_token" = [])),
 )]
 pub(crate) async fn reset(
-    State(service): State<Arc<Service>>,
+    State(front): State<Arc<Front>>,
     ConnectInfo(Client(peer)): ConnectInfo<Client>,
     headers: HeaderMap,
     body: Result<Json<ResetRequest>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    authorize(&service, peer, &headers)?;
+    authorize(&front.service, peer, &headers)?;
     let Json(request) = body?;
-    service.engine.reset(request.key.as_bytes(), &request.policies).await?;
+    front.engine.reset(request.key.as_bytes(), &request.policies).await?;
     tracing::info!(key = request.key, policies = ?request.policies, "key reset");
     Ok(StatusCode::NO_CONTENT.into_response())
 }
@@ -54,12 +55,12 @@ pub(crate) async fn reset(
     security(("admin_token" = [])),
 )]
 pub(crate) async fn reload(
-    State(service): State<Arc<Service>>,
+    State(front): State<Arc<Front>>,
     ConnectInfo(Client(peer)): ConnectInfo<Client>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    authorize(&service, peer, &headers)?;
-    match service.reload().await {
+    authorize(&front.service, peer, &headers)?;
+    match front.service.reload().await {
         Ok(_) => Ok(StatusCode::NO_CONTENT.into_response()),
         Err(error) => Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_config", format!("{error:#}"))),
     }

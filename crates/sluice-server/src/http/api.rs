@@ -59,7 +59,8 @@ pub(crate) struct ResetRequest {
     pub(crate) policies: Vec<String>,
 }
 
-/// The decision (docs/semantics.md's fields; durations in whole microseconds).
+/// The decision (the fields of `docs/semantics.md`, "A decision"; durations in whole
+/// microseconds).
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct CheckResponse<'a> {
     /// The request may proceed (also when only a shadow-mode policy rejected it).

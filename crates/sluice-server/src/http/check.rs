@@ -1,11 +1,11 @@
 //! `POST /v1/check` and `POST /v1/peek`.
 
 use crate::engine::Outcome;
+use crate::front::Front;
 use crate::http::api::{CheckRequest, CheckResponse, ErrorResponse, PeekRequest, PolicyNames};
 use crate::http::error::ApiError;
 use crate::http::error::{RequestBody, json_body, read_body};
 use crate::http::headers::{insert_rate_limit_headers, write_rate_limit_headers};
-use crate::service::Service;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::CONTENT_TYPE;
@@ -32,13 +32,13 @@ use std::sync::Arc;
         (status = 503, description = "The store cannot answer and the failure mode is `closed`", body = ErrorResponse),
     ),
 )]
-pub(crate) async fn check(State(service): State<Arc<Service>>, request: Request) -> Response {
-    check_request(&service, request).await
+pub(crate) async fn check(State(front): State<Arc<Front>>, request: Request) -> Response {
+    check_request(&front, request).await
 }
 
 /// [`check`], for any request body (the connection's fast path hands hyper's own).
-pub(crate) async fn check_request<B: RequestBody>(service: &Service, request: http::Request<B>) -> Response {
-    answer(service, request, |headers, body| {
+pub(crate) async fn check_request<B: RequestBody>(front: &Front, request: http::Request<B>) -> Response {
+    answer(front, request, |headers, body| {
         let request: CheckRequest<'_> = json_body(headers, body)?;
         Ok((request.key, request.policies, request.cost))
     })
@@ -59,13 +59,13 @@ pub(crate) async fn check_request<B: RequestBody>(service: &Service, request: ht
         (status = 503, description = "The store cannot answer", body = ErrorResponse),
     ),
 )]
-pub(crate) async fn peek(State(service): State<Arc<Service>>, request: Request) -> Response {
-    peek_request(&service, request).await
+pub(crate) async fn peek(State(front): State<Arc<Front>>, request: Request) -> Response {
+    peek_request(&front, request).await
 }
 
 /// [`peek`], for any request body.
-pub(crate) async fn peek_request<B: RequestBody>(service: &Service, request: http::Request<B>) -> Response {
-    answer(service, request, |headers, body| {
+pub(crate) async fn peek_request<B: RequestBody>(front: &Front, request: http::Request<B>) -> Response {
+    answer(front, request, |headers, body| {
         let request: PeekRequest<'_> = json_body(headers, body)?;
         Ok((request.key, request.policies, 0))
     })
@@ -77,15 +77,15 @@ type Asked<'a> = (Cow<'a, str>, PolicyNames<'a>, u64);
 
 /// Reads the body, parses it with `parse`, checks and answers.
 async fn answer<B: RequestBody>(
-    service: &Service,
+    front: &Front,
     request: http::Request<B>,
     parse: for<'a> fn(&HeaderMap, &'a [u8]) -> Result<Asked<'a>, ApiError>,
 ) -> Response {
     let checked = async {
         let (parts, body) = request.into_parts();
-        let body = read_body(body, service.settings.request_timeout).await?;
+        let body = read_body(body, front.service.settings.request_timeout).await?;
         let (key, policies, cost) = parse(&parts.headers, &body)?;
-        Ok::<_, ApiError>(service.engine.check(key.as_bytes(), &policies, cost).await?)
+        Ok::<_, ApiError>(front.engine.check(key.as_bytes(), &policies, cost).await?)
     };
     checked.await.map_or_else(IntoResponse::into_response, |outcome| respond(&outcome))
 }

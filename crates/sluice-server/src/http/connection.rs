@@ -9,12 +9,12 @@
 //! neither boxed into axum's `Body` nor passed through a tower adapter that clones the
 //! service per request.
 
+use crate::front::Front;
 use crate::handoff::Client;
 use crate::http::check;
 use crate::http::deadline::within;
 use crate::http::error::ApiError;
 use crate::http::idle::Activity;
-use crate::service::Service;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
@@ -30,26 +30,26 @@ use tower::ServiceExt;
 /// What every HTTP connection of a worker is served with; makes one [`Api`] per connection.
 #[derive(Clone, Debug)]
 pub(crate) struct MakeApi {
-    service: Arc<Service>,
+    front: Arc<Front>,
     router: Router,
 }
 
 impl MakeApi {
-    /// Serves `service` with `router` for everything but checks and peeks.
-    pub(crate) fn new(service: Arc<Service>, router: Router) -> MakeApi {
-        MakeApi { service, router }
+    /// Serves `front` with `router` for everything but checks and peeks.
+    pub(crate) fn new(front: Arc<Front>, router: Router) -> MakeApi {
+        MakeApi { front, router }
     }
 
     /// The API as served to one connection, from `client`, counting its requests in `activity`.
     pub(crate) fn for_client(&self, client: Client, activity: Arc<Activity>) -> Api {
-        Api { service: Arc::clone(&self.service), router: self.router.clone(), client, activity }
+        Api { front: Arc::clone(&self.front), router: self.router.clone(), client, activity }
     }
 }
 
 /// The API, as served to one connection.
 #[derive(Clone, Debug)]
 pub(crate) struct Api {
-    service: Arc<Service>,
+    front: Arc<Front>,
     router: Router,
     client: Client,
     activity: Arc<Activity>,
@@ -71,13 +71,13 @@ impl hyper::service::Service<Request<Incoming>> for Api {
                 _ => None,
             };
             if let Some(peek) = peek {
-                let service = Arc::clone(&self.service);
+                let front = Arc::clone(&self.front);
                 return Box::pin(async move {
                     let _in_flight = in_flight;
                     Ok(if peek {
-                        check::peek_request(&service, request).await
+                        check::peek_request(&front, request).await
                     } else {
-                        check::check_request(&service, request).await
+                        check::check_request(&front, request).await
                     })
                 });
             }
@@ -85,7 +85,7 @@ impl hyper::service::Service<Request<Incoming>> for Api {
         let mut request = request.map(Body::new);
         request.extensions_mut().insert(ConnectInfo(self.client));
         let routed = self.router.clone().oneshot(request);
-        let timeout = self.service.settings.request_timeout;
+        let timeout = self.front.service.settings.request_timeout;
         Box::pin(async move {
             let _in_flight = in_flight;
             Ok(match within(timeout, routed).await {

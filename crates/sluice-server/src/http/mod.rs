@@ -23,7 +23,7 @@ mod server;
 pub(crate) use connection::MakeApi;
 pub(crate) use server::serve;
 
-use crate::service::Service;
+use crate::front::Front;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
@@ -57,8 +57,8 @@ pub(crate) fn openapi_json() -> String {
     ApiDoc::openapi().to_pretty_json().unwrap_or_default()
 }
 
-/// The API's routes.
-pub(crate) fn router(service: Arc<Service>) -> Router {
+/// The API's routes, as one worker serves them.
+pub(crate) fn router(front: Arc<Front>) -> Router {
     let openapi = openapi_json();
     Router::new()
         .route("/v1/check", post(check::check))
@@ -71,5 +71,5 @@ pub(crate) fn router(service: Arc<Service>) -> Router {
         .route("/metrics", get(ops::metrics))
         .route("/openapi.json", get(move || async move { ([("content-type", "application/json")], openapi) }))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .with_state(service)
+        .with_state(front)
 }

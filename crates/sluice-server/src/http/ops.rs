@@ -1,7 +1,7 @@
 //! Operations endpoints: health, readiness, metrics, the policy list and the OpenAPI document.
 
+use crate::front::Front;
 use crate::http::api::PolicyInfo;
-use crate::service::Service;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -15,34 +15,39 @@ pub(crate) async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// The store answers: ready to decide.
+/// Ready to decide: every worker has its store connection, the store answers, and
+/// shutdown has not begun.
 #[utoipa::path(
     get,
     path = "/readyz",
-    responses((status = 200, description = "The store answers", body = String), (status = 503, description = "The store does not answer", body = String)),
+    responses((status = 200, description = "Ready: the store answers", body = String), (status = 503, description = "The store does not answer, or the service is shutting down", body = String)),
 )]
-pub(crate) async fn readyz(State(service): State<Arc<Service>>) -> Response {
-    if store_answers(&service).await {
+pub(crate) async fn readyz(State(front): State<Arc<Front>>) -> Response {
+    if !front.service.is_ready() {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready: starting or shutting down\n").into_response()
+    } else if store_answers(&front).await {
         (StatusCode::OK, "ready\n").into_response()
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "store unavailable\n").into_response()
     }
 }
 
-/// Peeks (cost 0, nothing written) at a probe key: only the store itself counts as an answer.
-async fn store_answers(service: &Service) -> bool {
-    let Some(limit) = service.engine.loaded().config.limits().next().cloned() else {
+/// Peeks (cost 0, nothing written) at a probe key through this worker's own store
+/// connection: only the store itself counts as an answer.
+async fn store_answers(front: &Front) -> bool {
+    let Some(limit) = front.engine.loaded().config.limits().next().cloned() else {
         return true;
     };
     let Ok(key) = Key::new(b"sluice:readiness-probe") else { return false };
     let now = sluice::Clock::now(&sluice::SystemClock::new());
-    let verdict = service.engine.backend().check(key, std::slice::from_ref(&limit), now, 0).await;
+    let verdict = front.engine.backend().check(key, std::slice::from_ref(&limit), now, 0).await;
     matches!(verdict, Ok(verdict) if verdict.source == Source::Store || verdict.source == Source::Cache)
 }
 
 /// Prometheus metrics, text format.
 #[utoipa::path(get, path = "/metrics", responses((status = 200, description = "Prometheus text exposition", body = String)))]
-pub(crate) async fn metrics(State(service): State<Arc<Service>>) -> Response {
+pub(crate) async fn metrics(State(front): State<Arc<Front>>) -> Response {
+    let service = &front.service;
     let keys = service.engine.backend().memory().map(sluice::MemoryStore::len);
     let age = service.last_snapshot.lock().map(|at| at.elapsed());
     let text = service.engine.metrics().render(keys, age);
@@ -51,8 +56,8 @@ pub(crate) async fn metrics(State(service): State<Arc<Service>>) -> Response {
 
 /// The policies in force.
 #[utoipa::path(get, path = "/v1/policies", responses((status = 200, description = "Every policy", body = [PolicyInfo])))]
-pub(crate) async fn policies(State(service): State<Arc<Service>>) -> Json<Vec<PolicyInfo>> {
-    let loaded = service.engine.loaded();
+pub(crate) async fn policies(State(front): State<Arc<Front>>) -> Json<Vec<PolicyInfo>> {
+    let loaded = front.engine.loaded();
     let list = loaded.config.policies().iter().map(|entry| PolicyInfo {
         name: entry.limit.name().to_owned(),
         algorithm: entry.limit.policy().algorithm_name(),

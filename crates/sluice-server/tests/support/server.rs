@@ -4,8 +4,10 @@
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::ops::Deref;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -13,7 +15,7 @@ use std::time::{Duration, Instant};
 /// A running `sluice serve`.
 pub struct Server {
     child: Child,
-    dir: PathBuf,
+    dir: TempDir,
     pub http: SocketAddr,
     pub grpc: SocketAddr,
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
@@ -22,13 +24,42 @@ pub struct Server {
 
 static STARTED: AtomicUsize = AtomicUsize::new(0);
 
-/// A fresh folder under the system's temporary folder.
-pub fn fresh_dir(name: &str) -> PathBuf {
+/// A folder of a test's own, removed with everything in it once the last clone is
+/// dropped (a server keeps a clone of its folder, so the folder outlives a restart).
+#[derive(Clone, Debug)]
+pub struct TempDir(Arc<Removed>);
+
+/// A folder removed when dropped.
+#[derive(Debug)]
+struct Removed(PathBuf);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Deref for TempDir {
+    type Target = Path;
+
+    fn deref(&self) -> &Path {
+        &self.0.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0.0
+    }
+}
+
+/// A fresh folder under the system's temporary folder, removed when dropped.
+pub fn fresh_dir(name: &str) -> TempDir {
     let count = STARTED.fetch_add(1, Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("sluice-test-{name}-{}-{count}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    dir
+    TempDir(Arc::new(Removed(dir)))
 }
 
 impl Server {
@@ -40,17 +71,17 @@ impl Server {
     }
 
     /// Starts a server in `dir` (holding `config.yaml`) with `args`.
-    pub fn start_in(dir: PathBuf, args: &[&str]) -> Server {
+    pub fn start_in(dir: TempDir, args: &[&str]) -> Server {
         Server::try_start_in(dir, args).unwrap_or_else(|error| panic!("{error}"))
     }
 
     /// Starts a server, or says why it stopped before listening.
-    pub fn try_start_in(dir: PathBuf, args: &[&str]) -> Result<Server, String> {
+    pub fn try_start_in(dir: TempDir, args: &[&str]) -> Result<Server, String> {
         Server::try_start_with_env(dir, args, &[])
     }
 
     /// Starts a server with environment variables set for it.
-    pub fn try_start_with_env(dir: PathBuf, args: &[&str], envs: &[(&str, &str)]) -> Result<Server, String> {
+    pub fn try_start_with_env(dir: TempDir, args: &[&str], envs: &[(&str, &str)]) -> Result<Server, String> {
         let args: Vec<String> = args.iter().map(|arg| (*arg).to_owned()).collect();
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .envs(envs.iter().copied())
@@ -111,6 +142,20 @@ impl Server {
     /// `http://host:port` + `path`.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.http)
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Waits (at most `limit`) until the server's log has a line containing `text`.
+    pub fn wait_for_log(&self, text: &str, limit: Duration) {
+        let deadline = Instant::now() + limit;
+        while !self.log().contains(text) {
+            assert!(Instant::now() < deadline, "`{text}` not logged within {limit:?}; log:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// What the server logged so far.

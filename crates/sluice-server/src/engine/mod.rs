@@ -1,45 +1,19 @@
 //! The decision path shared by the HTTP and gRPC front ends: resolve policies, apply
 //! shadow mode, ask the store, count.
 
+mod envoy;
+mod loaded;
+
+pub(crate) use loaded::Loaded;
+
 use crate::backend::Backend;
-use crate::envoy::{OVERRIDE_NAME, Rule, Rules};
 use crate::metrics::{Metrics, PolicyCounters};
 use crate::service_config::ServiceConfig;
 use arc_swap::ArcSwap;
 use sluice::{Clock, Decision, Key, Limit, Source, StoreError, SystemClock, Verdict};
 use smallvec::SmallVec;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
-
-/// A configuration in force, with its counters resolved.
-#[derive(Debug)]
-pub(crate) struct Loaded {
-    pub(crate) config: ServiceConfig,
-    counters: Vec<PolicyCounters>,
-    rule_counters: HashMap<String, PolicyCounters>,
-}
-
-impl Loaded {
-    /// Resolves the counters of every policy and Envoy rule of `config`.
-    pub(crate) fn new(config: ServiceConfig, metrics: &Metrics) -> Loaded {
-        let counters = config.policies().iter().map(|entry| metrics.policy(entry.limit.name())).collect();
-        let rules = config.envoy().into_iter().flat_map(Rules::rules);
-        let names = rules.map(Rule::name).chain(config.envoy().map(|_| OVERRIDE_NAME));
-        let rule_counters = names.map(|name| (name.to_owned(), metrics.policy(name))).collect();
-        Loaded { config, counters, rule_counters }
-    }
-
-    /// The counters of an Envoy rule of this configuration.
-    pub(crate) fn rule_counters(&self, rule: &Rule) -> Option<&PolicyCounters> {
-        self.rule_counters.get(rule.name())
-    }
-
-    /// The counters of the checks of Envoy descriptors' own limit overrides.
-    pub(crate) fn override_counters(&self) -> Option<&PolicyCounters> {
-        self.rule_counters.get(OVERRIDE_NAME)
-    }
-}
 
 /// What the service answers for one checked request.
 #[derive(Clone, Debug)]
@@ -70,13 +44,22 @@ pub(crate) enum CheckError {
     Store(#[from] StoreError),
 }
 
-/// The shared decision path.
+/// The decision path, as one thread uses it: a store of its own (on Redis, a connection
+/// driven by that thread's runtime), and the configuration and metrics every engine of the
+/// process shares, so that a reload reaches every worker at once.
 #[derive(Debug)]
 pub(crate) struct Engine {
     backend: Backend,
+    shared: Arc<Shared>,
+    clock: SystemClock,
+}
+
+/// What every engine of the process shares.
+#[derive(Debug)]
+struct Shared {
     loaded: ArcSwap<Loaded>,
     metrics: Metrics,
-    clock: SystemClock,
+    /// Every policy is in shadow mode (`--shadow-mode`).
     shadow_all: bool,
 }
 
@@ -87,27 +70,39 @@ impl Engine {
     /// An engine serving `config` with `backend`; `shadow_all` puts every policy in shadow mode.
     pub(crate) fn new(backend: Backend, config: ServiceConfig, metrics: Metrics, shadow_all: bool) -> Engine {
         let loaded = ArcSwap::from_pointee(Loaded::new(config, &metrics));
-        Engine { backend, loaded, metrics, clock: SystemClock::new(), shadow_all }
+        let shared = Arc::new(Shared { loaded, metrics, shadow_all });
+        Engine { backend, shared, clock: SystemClock::new() }
+    }
+
+    /// An engine for the calling thread: the same configuration and metrics, and a store
+    /// connection driven by this thread's runtime ([`Backend::for_this_thread`]).
+    pub(crate) async fn for_this_thread(&self) -> Engine {
+        let backend = self.backend.for_this_thread().await;
+        Engine { backend, shared: Arc::clone(&self.shared), clock: SystemClock::new() }
     }
 
     /// The configuration in force.
     pub(crate) fn loaded(&self) -> arc_swap::Guard<Arc<Loaded>> {
-        self.loaded.load()
+        self.shared.loaded.load()
     }
 
-    /// Replaces the configuration in force, atomically.
+    /// Replaces the configuration in force, atomically, for every engine sharing it.
     pub(crate) fn replace(&self, config: ServiceConfig) {
-        self.loaded.store(Arc::new(Loaded::new(config, &self.metrics)));
+        self.shared.loaded.store(Arc::new(Loaded::new(config, &self.shared.metrics)));
     }
 
     /// The metrics.
     pub(crate) fn metrics(&self) -> &Metrics {
-        &self.metrics
+        &self.shared.metrics
     }
 
     /// The store.
     pub(crate) fn backend(&self) -> &Backend {
         &self.backend
+    }
+
+    fn shadow_all(&self) -> bool {
+        self.shared.shadow_all
     }
 
     /// Checks `key` against the named policies with `cost` (0 peeks), all or nothing.
@@ -117,11 +112,11 @@ impl Engine {
     /// configuration serves the whole check, even if a reload lands meanwhile.
     pub(crate) async fn check(&self, key: &[u8], names: &[impl AsRef<str>], cost: u64) -> Result<Outcome, CheckError> {
         let key = Key::new(key).map_err(|error| CheckError::InvalidKey(error.to_string()))?;
-        let loaded = self.loaded.load();
+        let loaded = self.loaded();
         let chosen = choose(&loaded, names)?;
         let policies = loaded.config.policies();
         let (shadowed, enforced): (Chosen, Chosen) =
-            chosen.into_iter().partition(|&index| self.shadow_all || policies[index].shadow);
+            chosen.into_iter().partition(|&index| self.shadow_all() || policies[index].shadow);
         let enforced = self.check_group(&loaded, key, &enforced, cost, false).await?;
         let shadowed = self.check_group(&loaded, key, &shadowed, cost, true).await?;
         Ok(match (enforced, shadowed) {
@@ -136,23 +131,10 @@ impl Engine {
         })
     }
 
-    /// Checks one key against one limit chosen elsewhere (an Envoy descriptor's rule).
-    pub(crate) async fn check_limit(
-        &self,
-        key: Key<'_>,
-        limit: &Limit,
-        shadow: bool,
-        counters: Option<&PolicyCounters>,
-        cost: u64,
-    ) -> Result<Outcome, CheckError> {
-        let verdict = self.decide(key, std::slice::from_ref(limit), cost).await?;
-        Ok(self.report(verdict, limit, counters, shadow || self.shadow_all))
-    }
-
     /// Forgets `key`'s states under the named policies (every policy when none is named).
     pub(crate) async fn reset(&self, key: &[u8], names: &[impl AsRef<str>]) -> Result<(), CheckError> {
         let key = Key::new(key).map_err(|error| CheckError::InvalidKey(error.to_string()))?;
-        let loaded = self.loaded.load();
+        let loaded = self.loaded();
         let limits: Vec<Limit> = if names.is_empty() {
             loaded.config.limits().cloned().collect()
         } else {
@@ -197,9 +179,9 @@ impl Engine {
     async fn decide(&self, key: Key<'_>, limits: &[Limit], cost: u64) -> Result<Verdict, CheckError> {
         let started = Instant::now();
         let verdict = self.backend.check(key, limits, self.clock.now(), cost).await;
-        self.metrics.observe_store(started.elapsed());
-        let verdict = verdict.inspect_err(|error| self.metrics.count_store_error(error))?;
-        self.metrics.count_source(verdict.source);
+        self.shared.metrics.observe_store(started.elapsed());
+        let verdict = verdict.inspect_err(|error| self.shared.metrics.count_store_error(error))?;
+        self.shared.metrics.count_source(verdict.source);
         Ok(verdict)
     }
 
