@@ -29,8 +29,8 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         Some(path) => ServiceConfig::load(path)?,
         None => ServiceConfig::parse(BUILTIN).context("the built-in configuration")?,
     };
-    let settings = Settings::resolve(args, &config.server)
-        .map_err(|problems| anyhow::anyhow!("invalid settings:\n  {}", problems.join("\n  ")))?;
+    let settings =
+        Settings::resolve(args, &config.server).map_err(|error| anyhow::anyhow!("invalid settings: {error}"))?;
     init_logs(settings.json_logs);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let served = runtime.block_on(serve(settings, config, args));

@@ -14,8 +14,9 @@
 //!
 //! A plain envoyproxy/ratelimit file (`domain:` and `descriptors:` at the top) loads too.
 
+use crate::cli_serve::ServeArgs;
 use crate::envoy::Rules;
-use crate::settings::ServerSection;
+use crate::settings::{ServerSection, Settings};
 use serde_yaml_ng::{Mapping, Value};
 use sluice::config::ConfigError;
 use sluice::config::reader::{Problems, show};
@@ -124,14 +125,22 @@ fn parse_envoy(top: &Mapping, policies: &[PolicyEntry], problems: &mut Problems)
     parsed.map_err(|error| problems.extend(error)).ok()
 }
 
+/// The `server:` section, its values checked as `sluice serve` will resolve them (flags and
+/// environment variables may still override them then).
 fn parse_server(top: &Mapping, problems: &mut Problems) -> ServerSection {
     let Some(section) = top.get("server") else {
         return ServerSection::default();
     };
-    serde_yaml_ng::from_value(section.clone()).unwrap_or_else(|error| {
+    let section: ServerSection = serde_yaml_ng::from_value(section.clone()).unwrap_or_else(|error| {
         problems.push("server", error.to_string());
         ServerSection::default()
-    })
+    });
+    if let Err(error) = Settings::resolve(&ServeArgs::default(), &section) {
+        for problem in error.problems {
+            problems.push(&format!("server.{}", problem.path), problem.message);
+        }
+    }
+    section
 }
 
 /// The `policies` section, with each policy's `shadow_mode` taken out before the core

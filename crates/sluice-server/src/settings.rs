@@ -3,7 +3,8 @@
 use crate::cli_serve::ServeArgs;
 pub(crate) use crate::store_choice::StoreChoice;
 use serde::Deserialize;
-use sluice::config::parse_duration;
+use sluice::config::reader::Problems;
+use sluice::config::{ConfigError, parse_duration};
 use sluice_redis::FailureMode;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -70,7 +71,11 @@ impl Settings {
 
     /// Merges `args` (flags, then environment, as clap resolved them) over the file's
     /// `server:` section over the defaults. Every bad value is reported, by name.
-    pub(crate) fn resolve(args: &ServeArgs, file: &ServerSection) -> Result<Settings, Vec<String>> {
+    ///
+    /// # Errors
+    ///
+    /// Every bad value, each at the setting's name (`http`, `redis_timeout`, …).
+    pub(crate) fn resolve(args: &ServeArgs, file: &ServerSection) -> Result<Settings, ConfigError> {
         let mut problems = Problems::default();
         let pick = |flag: &Option<String>, file: &Option<String>, default: &str| {
             flag.clone().or_else(|| file.clone()).unwrap_or_else(|| default.to_owned())
@@ -117,20 +122,9 @@ impl Settings {
                 json_logs: json_logs?,
             })
         })();
-        match settings {
-            Some(settings) if problems.0.is_empty() => Ok(settings),
-            _ => Err(problems.0),
-        }
-    }
-}
-
-/// Bad settings found so far, each naming its setting.
-#[derive(Default)]
-struct Problems(Vec<String>);
-
-impl Problems {
-    fn take<T>(&mut self, name: &str, result: Result<T, String>) -> Option<T> {
-        result.map_err(|message| self.0.push(format!("{name}: {message}"))).ok()
+        let settings = problems.into_result(settings)?;
+        // Every field is `Some` once no problem was found.
+        settings.ok_or_else(|| ConfigError::single("", "incomplete settings"))
     }
 }
 
@@ -205,7 +199,7 @@ mod tests {
         let args = ServeArgs { shutdown_grace: Some("0s".into()), ..ServeArgs::default() };
         assert_eq!(Settings::resolve(&args, &file).unwrap().shutdown_grace, Duration::ZERO);
         let bad = ServeArgs { shutdown_grace: Some("soon".into()), ..ServeArgs::default() };
-        let problems = Settings::resolve(&bad, &file).unwrap_err().join("\n");
+        let problems = Settings::resolve(&bad, &file).unwrap_err().to_string();
         assert!(problems.contains("shutdown_grace:"), "{problems}");
     }
 
@@ -221,8 +215,7 @@ mod tests {
             workers: Some(0),
             ..ServeArgs::default()
         };
-        let problems = Settings::resolve(&args, &ServerSection::default()).unwrap_err();
-        let text = problems.join("\n");
+        let text = Settings::resolve(&args, &ServerSection::default()).unwrap_err().to_string();
         for name in [
             "http:",
             "store:",

@@ -37,6 +37,8 @@ fn check_config_prints_every_problem() {
     let (code, _, err) = check_config(text);
     assert_eq!(code, 1);
     assert!(err.contains("policies.a.capacity") && err.contains("policies.b.algorithm"), "{err}");
+    // The `server:` section's values are checked in the same pass, with their paths.
+    assert!(err.contains("server.http: `nowhere`") && err.contains("server.failure_mode:"), "{err}");
     let (code, _, err) = check_config(
         "server: {http: nowhere, failure_mode: maybe}\npolicies:\n  a: {algorithm: fixed_window, limit: 1, window: 1s}\n",
     );

@@ -15,6 +15,11 @@ impl Problems {
         self.0.push(Problem { path: path.to_owned(), message: message.into() });
     }
 
+    /// The value of `result`, or `None` with its error recorded at `path`.
+    pub fn take<T>(&mut self, path: &str, result: Result<T, String>) -> Option<T> {
+        result.map_err(|message| self.push(path, message)).ok()
+    }
+
     /// Records every problem of `error`.
     pub fn extend(&mut self, error: ConfigError) {
         self.0.extend(error.problems);
