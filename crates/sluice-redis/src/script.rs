@@ -4,11 +4,10 @@ use crate::settings::RedisSettings;
 use sluice::{Decision, EXACT_LIMIT, LeakMode, Limit, Policy, RetryAfter, StoreError};
 use std::time::Duration;
 
-/// The script for several limits at once, assembled from one Lua file per algorithm (each
-/// the twin of its Rust module) and the generic driver.
+/// The script for several limits at once, all or nothing: the common start, every
+/// algorithm (each file the twin of its Rust module), then the generic driver.
 const MULTI: &str = concat!(
-    include_str!("../lua/idiv.lua"),
-    include_str!("../lua/prelude.lua"),
+    include_str!("../lua/common.lua"),
     include_str!("../lua/sliding_log.lua"),
     include_str!("../lua/fixed_window.lua"),
     include_str!("../lua/sliding_window.lua"),
@@ -17,46 +16,23 @@ const MULTI: &str = concat!(
     include_str!("../lua/check.lua"),
 );
 
-/// The script for one limit of one algorithm: only that algorithm's code and a lean driver,
-/// since Redis runs a script's whole body (every function definition) on each call.
+/// The script for one limit of one algorithm, the hot path: the common start, only that
+/// algorithm's file (Redis runs a script's whole body, every function definition, on each
+/// call), a line naming its `decide` and `record` for the lean driver, which builds no tables.
 macro_rules! single {
-    ($file:literal) => {
+    ($file:literal, $prefix:literal) => {
         concat!(
-            include_str!("../lua/idiv.lua"),
-            include_str!("../lua/prelude.lua"),
+            include_str!("../lua/common.lua"),
             include_str!(concat!("../lua/", $file)),
+            "local decide, record = ",
+            $prefix,
+            "_decide, ",
+            $prefix,
+            "_record\n",
             include_str!("../lua/single.lua")
         )
     };
 }
-
-/// A lean script for one limit: the helpers it uses, the check's time (`now.lua`), then
-/// the decision, with no prelude and no tables.
-macro_rules! lean {
-    ($helpers:literal, $file:literal) => {
-        concat!(
-            include_str!(concat!("../lua/", $helpers)),
-            include_str!("../lua/now.lua"),
-            include_str!(concat!("../lua/", $file))
-        )
-    };
-}
-
-/// The script for one sliding log, the hot path: the algorithm's functions and a driver
-/// that builds no tables (no prelude).
-const SLIDING_LOG: &str = lean!("sliding_log.lua", "sliding_log_single.lua");
-
-/// The script for one fixed window (limitador's and envoyproxy/ratelimit's algorithm, so a
-/// hot path too): exact division and the decision, no prelude, no tables.
-const FIXED_WINDOW: &str = lean!("idiv.lua", "fixed_window_single.lua");
-
-/// The script for one token bucket, the most common policy: exact division and the
-/// decision, no prelude, no tables.
-const TOKEN_BUCKET: &str = lean!("idiv.lua", "token_bucket_single.lua");
-
-/// The script for one leaky bucket (GCRA, governor's algorithm): exact division and the
-/// decision, no prelude, no tables.
-const LEAKY_BUCKET: &str = lean!("idiv.lua", "leaky_bucket_single.lua");
 
 /// The check scripts, loaded into Redis on first use (`EVALSHA`, reloaded on `NOSCRIPT`).
 #[derive(Debug)]
@@ -70,11 +46,11 @@ impl Default for Scripts {
         Scripts {
             multi: redis::Script::new(MULTI),
             single: [
-                redis::Script::new(SLIDING_LOG),
-                redis::Script::new(FIXED_WINDOW),
-                redis::Script::new(single!("sliding_window.lua")),
-                redis::Script::new(TOKEN_BUCKET),
-                redis::Script::new(LEAKY_BUCKET),
+                redis::Script::new(single!("sliding_log.lua", "sl")),
+                redis::Script::new(single!("fixed_window.lua", "fw")),
+                redis::Script::new(single!("sliding_window.lua", "sw")),
+                redis::Script::new(single!("token_bucket.lua", "tb")),
+                redis::Script::new(single!("leaky_bucket.lua", "lb")),
             ],
         }
     }
@@ -83,6 +59,8 @@ impl Default for Scripts {
 impl Scripts {
     /// The invocation of a check of `limits` (not empty) on the state `keys` (one per limit)
     /// at `now` (-1: Redis `TIME`): the lean script for one limit, the generic one for several.
+    /// Every script takes the same arguments (lua/common.lua): now, cost, the TTL settings,
+    /// then each limit's algorithm and four parameters.
     pub(crate) fn invocation(
         &self,
         keys: Vec<Vec<u8>>,
@@ -99,34 +77,13 @@ impl Scripts {
         for key in keys {
             invocation.key(key);
         }
-        invocation.arg(now).arg(cost.min(EXACT_LIMIT));
-        match limits {
-            [limit] if matches!(limit.policy(), Policy::SlidingLog(_)) => {
-                // The log's TTL depends only on its window: computed here, the script
-                // passes it to Redis as it is (a number turned into a string costs Lua).
-                let (_, [n, window, attempts, _]) = policy_args(limit.policy());
-                invocation.arg(ttl_ms(window, settings)).arg(n).arg(window).arg(attempts);
-            }
-            [limit] => {
-                invocation.arg(settings.extra_ttl_ms()).arg(settings.min_ttl_ms());
-                invocation.arg(&policy_args(limit.policy()).1[..]);
-            }
-            _ => {
-                invocation.arg(settings.extra_ttl_ms()).arg(settings.min_ttl_ms()).arg(limits.len());
-                for limit in limits {
-                    let (algorithm, params) = policy_args(limit.policy());
-                    invocation.arg(algorithm).arg(&params[..]);
-                }
-            }
+        invocation.arg(now).arg(cost.min(EXACT_LIMIT)).arg(settings.extra_ttl_ms()).arg(settings.min_ttl_ms());
+        for limit in limits {
+            let (algorithm, params) = policy_args(limit.policy());
+            invocation.arg(algorithm).arg(&params[..]);
         }
         invocation
     }
-}
-
-/// The TTL (ms) of a state that lives `expires_in` µs, as prelude.lua's `ttl_ms` computes
-/// it: rounded up to whole ms, plus the clock skew allowed, at least the floor.
-fn ttl_ms(expires_in: u64, settings: &RedisSettings) -> u64 {
-    expires_in.div_ceil(1000).saturating_add(settings.extra_ttl_ms()).max(settings.min_ttl_ms()).max(1)
 }
 
 fn algorithm_index(policy: &Policy) -> usize {

@@ -1,0 +1,39 @@
+-- common.lua: the start of every check script (script.rs puts it first): exact division,
+-- the arguments every check shares, and the one TTL formula. Then come the algorithm files
+-- and a driver (single.lua for one limit, check.lua for several).
+-- KEYS[i]  the state key of limit i (several limits share one hash tag: one Cluster slot)
+-- ARGV     one layout for every script: now_us (-1: read Redis TIME), cost, extra_ms (added
+--          to every TTL: the clock skew allowed), min_ttl_ms, then per limit i:
+--          algorithm name, p1, p2, p3, p4 (ARGV[5 i] to ARGV[5 i + 4])
+-- Every number a script handles is an integer below 2^53, so Lua's doubles are exact;
+-- policies that could leave that range are refused when the configuration is loaded.
+-- Redis runs a script's whole body on every call, so nothing here builds a table.
+
+-- floor(a / b) for integers 0 <= a < 2^53 and b >= 1, exactly (a double division can
+-- round up across an integer boundary).
+local function idiv(a, b)
+  local q = math.floor(a / b)
+  if q * b > a then
+    q = q - 1
+  elseif (q + 1) * b <= a then
+    q = q + 1
+  end
+  return q
+end
+
+local now = tonumber(ARGV[1])
+if now < 0 then
+  local time = redis.call('TIME')
+  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+end
+local cost = tonumber(ARGV[2])
+
+-- The TTL (ms) of a state that returns to fresh in `expires_in` µs (the memory store's
+-- expires_at − now): rounded up to whole ms, plus the clock skew allowed between servers,
+-- at least the floor (for injected-time runs, where a trace's time can run far ahead of
+-- Redis's clock). Read lazily: a check that writes nothing needs no TTL.
+local function ttl_ms(expires_in)
+  local ttl = idiv(math.max(expires_in, 0) + 999, 1000) + tonumber(ARGV[3])
+  return math.max(ttl, tonumber(ARGV[4]), 1)
+end
+
