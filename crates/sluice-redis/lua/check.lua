@@ -6,12 +6,13 @@
 --          reset_after_us, retry_after_us (-1 none, -2 never), delay_us, judged_at_us
 --          (integers, as doubles; judged_at is later than now_us when the state's time was later)
 
+-- By algorithm id: script.rs's `algorithm_id` numbers them in this order.
 local ALGORITHMS = {
-  sliding_log = { sl_decide, sl_record },
-  fixed_window = { fw_decide, fw_record },
-  sliding_window = { sw_decide, sw_record },
-  token_bucket = { tb_decide, tb_record },
-  leaky_bucket = { lb_decide, lb_record },
+  { sl_decide, sl_record },
+  { fw_decide, fw_record },
+  { sw_decide, sw_record },
+  { tb_decide, tb_record },
+  { lb_decide, lb_record },
 }
 
 -- Decide every limit first: per limit, its algorithm, parameters, and what its `decide`
@@ -19,14 +20,13 @@ local ALGORITHMS = {
 local limits = {}
 local admitted = true
 for i = 1, #KEYS do
-  local base = 5 * i
-  local algorithm = ALGORITHMS[ARGV[base]]
+  local id, p1, p2, p3, p4 = struct.unpack('<ddddd', ARGV[1], 33 + 40 * (i - 1))
+  local algorithm = ALGORITHMS[id]
   if algorithm == nil then
-    return redis.error_reply('sluice: unknown algorithm ' .. tostring(ARGV[base]))
+    return redis.error_reply('sluice: unknown algorithm id ' .. id)
   end
-  local params = { tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2]), tonumber(ARGV[base + 3]), tonumber(ARGV[base + 4]) }
-  local decided = { algorithm[1](KEYS[i], now, cost, unpack(params, 1, 4)) }
-  limits[i] = { record = algorithm[2], params = params, decided = decided }
+  local decided = { algorithm[1](KEYS[i], now, cost, p1, p2, p3, p4) }
+  limits[i] = { record = algorithm[2], params = { p1, p2, p3, p4 }, decided = decided }
   admitted = admitted and decided[1] == 1
 end
 

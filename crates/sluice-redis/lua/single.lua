@@ -4,10 +4,10 @@
 -- returns  '<d' × 8: now_us, allowed (0|1), limit, remaining, reset_after_us, retry_after_us
 --          (-1 none, -2 never), delay_us, judged_at_us (integers, as doubles: one packed
 --          string is cheaper for Redis to return than a table of integers)
--- ARGV[5], the algorithm's name, is not read: the script holds only that algorithm.
 
 local key = KEYS[1]
-local p1, p2, p3, p4 = tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]), tonumber(ARGV[9])
+-- The algorithm id is not read: the script holds only that algorithm.
+local _, p1, p2, p3, p4 = struct.unpack('<ddddd', ARGV[1], 33)
 -- A plan has at most 8 values (the sliding log's).
 local allowed, limit, remaining, reset_after, retry_after, delay, at, s1, s2, s3, s4, s5, s6, s7, s8 =
   decide(key, now, cost, p1, p2, p3, p4)

@@ -59,8 +59,6 @@ impl Default for Scripts {
 impl Scripts {
     /// The invocation of a check of `limits` (not empty) on the state `keys` (one per limit)
     /// at `now` (-1: Redis `TIME`): the lean script for one limit, the generic one for several.
-    /// Every script takes the same arguments (lua/common.lua): now, cost, the TTL settings,
-    /// then each limit's algorithm and four parameters.
     pub(crate) fn invocation(
         &self,
         keys: Vec<Vec<u8>>,
@@ -70,37 +68,55 @@ impl Scripts {
         settings: &RedisSettings,
     ) -> redis::ScriptInvocation<'_> {
         let script = match limits {
-            [limit] => &self.single[algorithm_index(limit.policy())],
+            [limit] => &self.single[usize::from(algorithm_id(limit.policy()) - 1)],
             _ => &self.multi,
         };
         let mut invocation = script.prepare_invoke();
         for key in keys {
             invocation.key(key);
         }
-        invocation.arg(now).arg(cost.min(EXACT_LIMIT)).arg(settings.extra_ttl_ms()).arg(settings.min_ttl_ms());
-        for limit in limits {
-            let (algorithm, params) = policy_args(limit.policy());
-            invocation.arg(algorithm).arg(&params[..]);
-        }
+        invocation.arg(arguments(limits, now, cost, settings));
         invocation
     }
 }
 
-fn algorithm_index(policy: &Policy) -> usize {
+/// The one argument of every script (lua/common.lua): little-endian doubles `now` (-1:
+/// Redis `TIME`), `cost`, the TTL settings, then each limit's algorithm id and parameters.
+/// Every value is an integer below 2^53 (times, costs and parameters are bounded by
+/// `EXACT_LIMIT`), so each double holds it exactly.
+fn arguments(limits: &[Limit], now: i64, cost: u64, settings: &RedisSettings) -> Vec<u8> {
+    let mut packed = Vec::with_capacity(8 * (4 + 5 * limits.len()));
+    let mut push = |value: f64| packed.extend_from_slice(&value.to_le_bytes());
+    push(now as f64);
+    push(cost.min(EXACT_LIMIT) as f64);
+    push(settings.extra_ttl_ms() as f64);
+    push(settings.min_ttl_ms() as f64);
+    for limit in limits {
+        push(f64::from(algorithm_id(limit.policy())));
+        for param in policy_args(limit.policy()) {
+            push(param as f64);
+        }
+    }
+    packed
+}
+
+/// The script's number for `policy`'s algorithm: its place in check.lua's `ALGORITHMS` and,
+/// less one, in `Scripts::single`.
+fn algorithm_id(policy: &Policy) -> u8 {
     match policy {
-        Policy::SlidingLog(_) => 0,
-        Policy::FixedWindow(_) => 1,
-        Policy::SlidingWindow(_) => 2,
-        Policy::TokenBucket(_) => 3,
-        Policy::LeakyBucket(_) => 4,
+        Policy::SlidingLog(_) => 1,
+        Policy::FixedWindow(_) => 2,
+        Policy::SlidingWindow(_) => 3,
+        Policy::TokenBucket(_) => 4,
+        Policy::LeakyBucket(_) => 5,
     }
 }
 
-/// The script's name for `policy`'s algorithm and its four numeric parameters.
-pub(crate) fn policy_args(policy: &Policy) -> (&'static str, [u64; 4]) {
+/// The four numeric parameters of `policy` (what its algorithm's Lua file calls p1..p4).
+fn policy_args(policy: &Policy) -> [u64; 4] {
     let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
     let flag = |on: bool| u64::from(on);
-    let params = match policy {
+    match policy {
         Policy::SlidingLog(p) => {
             [p.limit(), micros(p.window()), flag(p.variant() == sluice::SlidingLogVariant::Attempts), 0]
         }
@@ -111,8 +127,7 @@ pub(crate) fn policy_args(policy: &Policy) -> (&'static str, [u64; 4]) {
         Policy::SlidingWindow(p) => [p.limit(), micros(p.window()) / p.buckets(), p.buckets(), 0],
         Policy::TokenBucket(p) => [p.capacity(), p.refill_amount(), micros(p.refill_interval()), 0],
         Policy::LeakyBucket(p) => [micros(p.interval()), p.burst(), flag(p.mode() == LeakMode::Delay), 0],
-    };
-    (policy.algorithm_name(), params)
+    }
 }
 
 /// What the script answered.
