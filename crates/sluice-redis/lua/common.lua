@@ -32,9 +32,16 @@ end
 -- The TTL (ms) of a state that returns to fresh in `expires_in` µs (the memory store's
 -- expires_at − now): rounded up to whole ms, plus the clock skew allowed between servers,
 -- at least the floor (for injected-time runs, where a trace's time can run far ahead of
--- Redis's clock).
+-- Redis's clock; script.rs sends a floor of at least 1, as PX 0 is an error). Comparisons,
+-- not math.max: a C call costs the interpreter more, and this runs on every write.
 local function ttl_ms(expires_in)
-  local ttl = idiv(math.max(expires_in, 0) + 999, 1000) + extra_ms
-  return math.max(ttl, min_ttl_ms, 1)
+  local ttl = extra_ms
+  if expires_in > 0 then
+    ttl = ttl + idiv(expires_in + 999, 1000)
+  end
+  if ttl < min_ttl_ms then
+    return min_ttl_ms
+  end
+  return ttl
 end
 
