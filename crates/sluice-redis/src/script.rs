@@ -8,6 +8,7 @@ use std::time::Duration;
 /// algorithm (each file the twin of its Rust module), then the generic driver.
 const MULTI: &str = concat!(
     include_str!("../lua/common.lua"),
+    include_str!("../lua/idiv.lua"),
     include_str!("../lua/sliding_log.lua"),
     include_str!("../lua/fixed_window.lua"),
     include_str!("../lua/sliding_window.lua"),
@@ -16,14 +17,15 @@ const MULTI: &str = concat!(
     include_str!("../lua/check.lua"),
 );
 
-/// The script for one limit of one algorithm, the hot path: the common start, only that
-/// algorithm's file (Redis runs a script's whole body, every function definition, on each
-/// call), a line naming its `decide` and `record` for the lean driver, which builds no tables.
+/// The script for one limit of one algorithm, the hot path: the common start, only the
+/// files that algorithm needs (Redis runs a script's whole body, every function definition,
+/// on each call), then a line naming its `decide` and `record` for the lean driver, which
+/// builds no tables.
 macro_rules! single {
-    ($file:literal, $prefix:literal) => {
+    ($prefix:literal, $($file:literal),+) => {
         concat!(
             include_str!("../lua/common.lua"),
-            include_str!(concat!("../lua/", $file)),
+            $(include_str!(concat!("../lua/", $file)),)+
             "local decide, record = ",
             $prefix,
             "_decide, ",
@@ -46,11 +48,11 @@ impl Default for Scripts {
         Scripts {
             multi: redis::Script::new(MULTI),
             single: [
-                redis::Script::new(single!("sliding_log.lua", "sl")),
-                redis::Script::new(single!("fixed_window.lua", "fw")),
-                redis::Script::new(single!("sliding_window.lua", "sw")),
-                redis::Script::new(single!("token_bucket.lua", "tb")),
-                redis::Script::new(single!("leaky_bucket.lua", "lb")),
+                redis::Script::new(single!("sl", "sliding_log.lua")),
+                redis::Script::new(single!("fw", "idiv.lua", "fixed_window.lua")),
+                redis::Script::new(single!("sw", "idiv.lua", "sliding_window.lua")),
+                redis::Script::new(single!("tb", "idiv.lua", "token_bucket.lua")),
+                redis::Script::new(single!("lb", "idiv.lua", "leaky_bucket.lua")),
             ],
         }
     }
