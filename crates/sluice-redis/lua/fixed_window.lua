@@ -1,64 +1,54 @@
 -- fixed_window.lua: mirror of crates/sluice/src/algorithm/fixed_window.rs (FixedWindow).
--- Change both together.
+-- Change both together: the differential tests compare every field with the memory store.
 -- State: a string '<dd' (window start µs, used). Missing key = fresh.
 -- Params: p1 = limit N, p2 = window µs, p3 = 1 when anchored, p4 = offset µs.
 
-local function fw_state(key)
-  local start, used = get_pair(key)
-  return { start = start, used = used }
-end
-
--- The window `now` falls in: start, count already used, end, effective now.
-local function fw_current(st, p, now)
-  local window, anchored, offset = p[2], p[3] == 1, p[4]
-  local live = st.used > 0
-  if live and now < st.start then
-    now = st.start
+-- The decision for `cost` at `now`: allowed (0|1), limit, remaining, reset_after,
+-- retry_after (-1 none, -2 never), delay, judged_at; then the plan fw_record writes when
+-- the request is admitted (window start, used, µs until fresh), none when nothing is written.
+local function fw_decide(key, now, cost, n, window, anchored, offset)
+  local start, used = 0, 0
+  local raw = redis.call('GET', key)
+  if raw then
+    start, used = struct.unpack('<dd', raw)
+  end
+  local live = used > 0
+  -- Time never runs backwards for a state: a request older than its window decides at its start.
+  local at = now
+  if live and at < start then
+    at = start
   end
   local finish
-  if not anchored then
-    -- start = floor((now − offset) / window) × window + offset, shifted by one window.
-    local shift = window - offset
-    finish = idiv(now + shift, window) * window + offset
-  elseif live and now < st.start + window then
-    finish = st.start + window
+  if anchored ~= 1 then
+    -- Aligned: the window `at` falls in ends at floor((at − offset) / window + 1) × window + offset.
+    finish = idiv(at + window - offset, window) * window + offset
+  elseif live and at < start + window then
+    finish = start + window
   else
-    finish = now + window
+    finish = at + window
   end
-  local start = math.max(finish - window, 0)
-  local used = 0
-  if live and st.start == start then
-    used = st.used
+  local window_start = math.max(finish - window, 0)
+  if not (live and start == window_start) then
+    used = 0
   end
-  return start, used, finish, now
-end
-
-local function fw_judge(key, p, now, cost)
-  local n = p[1]
-  local start, used, finish, now = fw_current(fw_state(key), p, now)
-  JUDGED_AT = now
-  local reset_after = math.max(finish - now, 0)
+  local reset_after = math.max(finish - at, 0)
   local left = n - used
-  local plan = { start = start, used = used + cost, expires_in = reset_after }
   if cost == 0 then
-    if left > 0 then
-      return decision(1, n, left, reset_after, NONE, 0), nil
+    if left <= 0 then
+      return 0, n, 0, reset_after, reset_after, 0, at
     end
-    return decision(0, n, 0, reset_after, reset_after, 0), nil
+    return 1, n, left, reset_after, -1, 0, at
+  elseif cost > n then
+    return 0, n, left, reset_after, -2, 0, at
+  elseif cost > left then
+    return 0, n, left, reset_after, reset_after, 0, at
   end
-  if cost > n then
-    return decision(0, n, left, reset_after, NEVER, 0), nil
-  end
-  if cost > left then
-    return decision(0, n, left, reset_after, reset_after, 0), nil
-  end
-  return decision(1, n, left - cost, reset_after, NONE, 0), plan
+  return 1, n, left - cost, reset_after, -1, 0, at, window_start, used + cost, reset_after
 end
 
-local function fw_record(key, p, plan, admitted)
-  if admitted and plan then
-    store(key, struct.pack('<dd', plan.start, plan.used), plan.expires_in)
+local function fw_record(key, admitted, _, _, _, _, start, used, expires_in)
+  if admitted and start then
+    redis.call('SET', key, struct.pack('<dd', start, used), 'PX', ttl_ms(expires_in))
   end
 end
 
-JUDGE, RECORD = fw_judge, fw_record

@@ -1,6 +1,5 @@
--- idiv.lua: exact integer division, the first part of every script that divides
--- (prelude.lua's helpers and the lean single-limit scripts use it).
--- Every number a script handles is an integer below 2^53, so Lua's doubles are exact.
+-- idiv.lua: exact integer division, after common.lua in every script whose algorithm divides
+-- (all but the sliding log's: Redis runs each function definition on every call).
 
 -- floor(a / b) for integers 0 <= a < 2^53 and b >= 1, exactly (a double division can
 -- round up across an integer boundary).

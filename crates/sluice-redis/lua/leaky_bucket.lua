@@ -1,44 +1,44 @@
 -- leaky_bucket.lua: mirror of crates/sluice/src/algorithm/leaky_bucket.rs (LeakyBucket, GCRA).
--- Change both together.
+-- Change both together: the differential tests compare every field with the memory store.
 -- State: a string '<d', the theoretical arrival time µs. Missing = 0 (fresh).
 -- Params: p1 = interval µs, p2 = burst, p3 = 1 in `delay` (shaper) mode.
 
-local function lb_judge(key, p, now, cost)
-  local interval, burst, shaper = p[1], p[2], p[3] == 1
-  local raw = redis.call('GET', key)
+-- The decision for `cost` at `now` (as fw_decide's; GCRA decides at `now` itself), then the
+-- plan lb_record writes when the request is admitted (the new tat, µs until fresh), none
+-- when nothing is written.
+local function lb_decide(key, now, cost, interval, burst, shaper)
   local tat = 0
+  local raw = redis.call('GET', key)
   if raw then
     tat = (struct.unpack('<d', raw))
   end
-  JUDGED_AT = now
   local limit = burst + 1
   local tolerance = limit * interval
-  local start = math.max(tat, now)
-  local reset_after = math.max(tat - now, 0)
-  local room = idiv(math.max(tolerance - math.max(tat - now, 0), 0), interval)
+  local ahead = math.max(tat - now, 0)
+  local room = idiv(math.max(tolerance - ahead, 0), interval)
   local judged = math.max(cost, 1)
   if judged > limit then
-    return decision(0, limit, room, reset_after, NEVER, 0), nil
+    return 0, limit, room, ahead, -2, 0, now
   end
+  local start = math.max(tat, now)
   local finish = start + judged * interval
   if finish - now > tolerance then
-    return decision(0, limit, room, reset_after, finish - tolerance - now, 0), nil
+    return 0, limit, room, ahead, finish - tolerance - now, 0, now
   end
   local delay = 0
-  if shaper then
+  if shaper == 1 then
     delay = start - now
   end
   if cost == 0 then
-    return decision(1, limit, room, reset_after, NONE, delay), nil
+    return 1, limit, room, ahead, -1, delay, now
   end
   local room_after = idiv(math.max(tolerance - (finish - now), 0), interval)
-  return decision(1, limit, room_after, finish - now, NONE, delay), { tat = finish, expires_in = finish - now }
+  return 1, limit, room_after, finish - now, -1, delay, now, finish, finish - now
 end
 
-local function lb_record(key, p, plan, admitted)
-  if admitted and plan then
-    store(key, struct.pack('<d', plan.tat), plan.expires_in)
+local function lb_record(key, admitted, _, _, _, _, tat, expires_in)
+  if admitted and tat then
+    redis.call('SET', key, struct.pack('<d', tat), 'PX', ttl_ms(expires_in))
   end
 end
 
-JUDGE, RECORD = lb_judge, lb_record

@@ -1,15 +1,15 @@
--- single.lua: one decision for one key against one limit: the common case, without the
--- generic driver's tables (check.lua handles several limits). Appended to idiv.lua,
--- prelude.lua and the one algorithm file that sets JUDGE and RECORD.
--- KEYS[1]  the state key
--- ARGV     now_us (-1: read Redis TIME), cost, extra_ms, min_ttl_ms, p1, p2, p3, p4
+-- single.lua: the driver for one limit, the hot path: no tables, one packed reply. script.rs
+-- puts it after common.lua, the limit's algorithm file and a line naming that algorithm's
+-- `decide` and `record`; check.lua is the driver for several limits.
 -- returns  '<d' × 8: now_us, allowed (0|1), limit, remaining, reset_after_us, retry_after_us
 --          (-1 none, -2 never), delay_us, judged_at_us (integers, as doubles: one packed
 --          string is cheaper for Redis to return than a table of integers)
 
-local now, cost = common_args()
-local params = { tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7]), tonumber(ARGV[8]) }
-local d, plan = JUDGE(KEYS[1], params, now, cost)
-local judged_at = JUDGED_AT
-RECORD(KEYS[1], params, plan, d[1] == 1)
-return struct.pack('<dddddddd', now, d[1], d[2], d[3], d[4], d[5], d[6], judged_at)
+local key = KEYS[1]
+-- The algorithm id is not read: the script holds only that algorithm.
+local _, p1, p2, p3, p4 = struct.unpack('<ddddd', ARGV[1], 33)
+-- A plan has at most 8 values (the sliding log's).
+local allowed, limit, remaining, reset_after, retry_after, delay, at, s1, s2, s3, s4, s5, s6, s7, s8 =
+  decide(key, now, cost, p1, p2, p3, p4)
+record(key, allowed == 1, p1, p2, p3, p4, s1, s2, s3, s4, s5, s6, s7, s8)
+return struct.pack('<dddddddd', now, allowed, limit, remaining, reset_after, retry_after, delay, at)

@@ -1,7 +1,6 @@
 -- sliding_log.lua: mirror of crates/sluice/src/algorithm/sliding_log.rs (SlidingLog).
--- Change both together.
--- Self-contained (no prelude): the single-limit script is this file and
--- sliding_log_single.lua; the generic driver (check.lua) adapts it to its tables.
+-- Change both together: the differential tests compare every field with the memory store.
+-- Params: p1 = limit N, p2 = window µs, p3 = 1 for the `attempts` variant.
 -- State, a Redis string, in one of two layouts chosen by the limit N:
 --   N <= SL_WHOLE: `len` 8-byte slots ('<d', µs), oldest first, no header. Read with one GET
 --     and written with one SET ... PX, dropping the expired entries.
@@ -80,10 +79,10 @@ local function sl_wait_for_rank(key, raw, len, head, cap, oldest, newest, rank, 
   return math.max(entry + window - now, 0)
 end
 
--- The decision for `cost` at `now`: allowed (0|1), remaining, reset_after, retry_after
--- (-1 none, -2 never), the time judged at, then what sl_record needs (first live index,
--- its value, and the state as read: len, head, capacity, raw).
-local function sl_judge(key, n, window, attempts, now, cost)
+-- The decision for `cost` at `now` (as fw_decide's), then the plan sl_record needs: cost, the
+-- time judged at, the first live index and its value, and the state as read (len, head,
+-- capacity, raw).
+local function sl_decide(key, now, cost, n, window, attempts)
   local raw, len, head, cap, newest, oldest = nil, 0, 0, 0, 0, 0
   if n <= SL_WHOLE then
     raw = redis.call('GET', key) or ''
@@ -119,7 +118,7 @@ local function sl_judge(key, n, window, attempts, now, cost)
     end
   elseif cost <= n and live + cost <= n then
     r = n - live - cost
-  elseif not attempts then
+  elseif attempts ~= 1 then
     a, r, rs, w = 0, n - live, reset_now, -2
     if cost <= n then
       w = sl_wait_for_rank(key, raw, len, head, cap, oldest, newest, n - cost + 1, window, now)
@@ -135,7 +134,7 @@ local function sl_judge(key, n, window, attempts, now, cost)
       end
     end
   end
-  return a, r, rs, w, now, first, kept, len, head, cap, raw
+  return a, n, r, rs, w, 0, now, cost, now, first, kept, len, head, cap, raw
 end
 
 -- The slots of logical entries `from ..< len` of a ring, oldest first (GETRANGE).
@@ -191,12 +190,13 @@ local function sl_write_in_place(key, ttl, now, count, first, kept, len, head, c
   redis.call('PEXPIRE', key, ttl)
 end
 
--- Logs the request judged by sl_judge when it is `admitted` (or always, for `attempts`),
--- with a TTL of `ttl` ms (covering the window).
-local function sl_record(key, n, attempts, ttl, admitted, cost, now, first, kept, len, head, cap, raw)
-  if cost == 0 or not (admitted or attempts) then
+-- Logs the request decided by sl_decide when it is `admitted` (or always, for `attempts`),
+-- with a TTL covering the window.
+local function sl_record(key, admitted, n, window, attempts, _, cost, now, first, kept, len, head, cap, raw)
+  if cost == 0 or not (admitted or attempts == 1) then
     return
   end
+  local ttl = ttl_ms(window)
   local count = math.min(cost, n)
   if raw then
     local body = string.sub(raw, 8 * first + 1) .. string.rep(struct.pack('<d', now), count)

@@ -1,5 +1,5 @@
 -- sliding_window.lua: mirror of crates/sluice/src/algorithm/sliding_window.rs (SlidingWindow).
--- Change both together.
+-- Change both together: the differential tests compare every field with the memory store.
 -- State: a string '<d' newest bucket index, then B + 1 counters '<d' indexed by
 -- bucket % (B + 1). Missing key = fresh.
 -- Params: p1 = limit N, p2 = bucket width w µs, p3 = buckets B.
@@ -73,8 +73,10 @@ local function sw_retry_after(st, n, w, b, j, e, cost)
   return b * w
 end
 
-local function sw_judge(key, p, now, cost)
-  local n, w, b = p[1], p[2], p[3]
+-- The decision for `cost` at `now` (as fw_decide's), then the plan sw_record writes when the
+-- request is admitted (the state as read, the bucket of `now`, cost, the time judged at),
+-- none when nothing is written.
+local function sw_decide(key, now, cost, n, w, b)
   local st = sw_state(key, b + 1)
   local newest = nil
   if st ~= nil then
@@ -83,7 +85,6 @@ local function sw_judge(key, p, now, cost)
       now = newest * w
     end
   end
-  JUDGED_AT = now
   local j = idiv(now, w)
   local e = now - j * w
   local prev = sw_count(st, b, j - b)
@@ -92,33 +93,28 @@ local function sw_judge(key, p, now, cost)
   local reset_after = sw_reset_after(newest, b, w, j, now)
   if cost == 0 then
     if room >= 1 then
-      return decision(1, n, room, reset_after, NONE, 0), nil
+      return 1, n, room, reset_after, -1, 0, now
     end
-    return decision(0, n, 0, reset_after, sw_retry_after(st, n, w, b, j, e, 1), 0), nil
+    return 0, n, 0, reset_after, sw_retry_after(st, n, w, b, j, e, 1), 0, now
+  elseif cost > n then
+    return 0, n, room, reset_after, -2, 0, now
+  elseif cost > room then
+    return 0, n, room, reset_after, sw_retry_after(st, n, w, b, j, e, cost), 0, now
   end
-  if cost > n then
-    return decision(0, n, room, reset_after, NEVER, 0), nil
-  end
-  if cost > room then
-    return decision(0, n, room, reset_after, sw_retry_after(st, n, w, b, j, e, cost), 0), nil
-  end
-  local plan = { st = st, bucket = j, cost = cost, now = now }
-  return decision(1, n, room - cost, sw_reset_after(j, b, w, j, now), NONE, 0), plan
+  return 1, n, room - cost, sw_reset_after(j, b, w, j, now), -1, 0, now, st, j, cost, now
 end
 
-local function sw_record(key, p, plan, admitted)
-  if not (admitted and plan) then
+local function sw_record(key, admitted, _, w, b, _, st, bucket, cost, now)
+  if not (admitted and bucket) then
     return
   end
-  local w, b = p[2], p[3]
   local slots = b + 1
-  local counts, newest = {}, plan.bucket
-  local st = plan.st
+  local counts, newest = {}, bucket
   for i = 0, slots - 1 do
     counts[i] = 0
   end
   if st ~= nil then
-    newest = math.max(st.newest, plan.bucket)
+    newest = math.max(st.newest, bucket)
     -- Keep the counters still within B + 1 buckets of the new newest one.
     for i = newest - b, newest do
       if i >= 0 then
@@ -126,13 +122,12 @@ local function sw_record(key, p, plan, admitted)
       end
     end
   end
-  local slot = plan.bucket % slots
-  counts[slot] = counts[slot] + plan.cost
+  local slot = bucket % slots
+  counts[slot] = counts[slot] + cost
   local parts = { struct.pack('<d', newest) }
   for i = 0, slots - 1 do
     parts[#parts + 1] = struct.pack('<d', counts[i])
   end
-  store(key, table.concat(parts), (newest + b + 1) * w - plan.now)
+  redis.call('SET', key, table.concat(parts), 'PX', ttl_ms((newest + b + 1) * w - now))
 end
 
-JUDGE, RECORD = sw_judge, sw_record

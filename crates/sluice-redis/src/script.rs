@@ -4,11 +4,11 @@ use crate::settings::RedisSettings;
 use sluice::{Decision, EXACT_LIMIT, LeakMode, Limit, Policy, RetryAfter, StoreError};
 use std::time::Duration;
 
-/// The script for several limits at once, assembled from one Lua file per algorithm (each
-/// the twin of its Rust module) and the generic driver.
+/// The script for several limits at once, all or nothing: the common start, every
+/// algorithm (each file the twin of its Rust module), then the generic driver.
 const MULTI: &str = concat!(
+    include_str!("../lua/common.lua"),
     include_str!("../lua/idiv.lua"),
-    include_str!("../lua/prelude.lua"),
     include_str!("../lua/sliding_log.lua"),
     include_str!("../lua/fixed_window.lua"),
     include_str!("../lua/sliding_window.lua"),
@@ -17,46 +17,24 @@ const MULTI: &str = concat!(
     include_str!("../lua/check.lua"),
 );
 
-/// The script for one limit of one algorithm: only that algorithm's code and a lean driver,
-/// since Redis runs a script's whole body (every function definition) on each call.
+/// The script for one limit of one algorithm, the hot path: the common start, only the
+/// files that algorithm needs (Redis runs a script's whole body, every function definition,
+/// on each call), then a line naming its `decide` and `record` for the lean driver, which
+/// builds no tables.
 macro_rules! single {
-    ($file:literal) => {
+    ($prefix:literal, $($file:literal),+) => {
         concat!(
-            include_str!("../lua/idiv.lua"),
-            include_str!("../lua/prelude.lua"),
-            include_str!(concat!("../lua/", $file)),
+            include_str!("../lua/common.lua"),
+            $(include_str!(concat!("../lua/", $file)),)+
+            "local decide, record = ",
+            $prefix,
+            "_decide, ",
+            $prefix,
+            "_record\n",
             include_str!("../lua/single.lua")
         )
     };
 }
-
-/// A lean script for one limit: the helpers it uses, the check's time (`now.lua`), then
-/// the decision, with no prelude and no tables.
-macro_rules! lean {
-    ($helpers:literal, $file:literal) => {
-        concat!(
-            include_str!(concat!("../lua/", $helpers)),
-            include_str!("../lua/now.lua"),
-            include_str!(concat!("../lua/", $file))
-        )
-    };
-}
-
-/// The script for one sliding log, the hot path: the algorithm's functions and a driver
-/// that builds no tables (no prelude).
-const SLIDING_LOG: &str = lean!("sliding_log.lua", "sliding_log_single.lua");
-
-/// The script for one fixed window (limitador's and envoyproxy/ratelimit's algorithm, so a
-/// hot path too): exact division and the decision, no prelude, no tables.
-const FIXED_WINDOW: &str = lean!("idiv.lua", "fixed_window_single.lua");
-
-/// The script for one token bucket, the most common policy: exact division and the
-/// decision, no prelude, no tables.
-const TOKEN_BUCKET: &str = lean!("idiv.lua", "token_bucket_single.lua");
-
-/// The script for one leaky bucket (GCRA, governor's algorithm): exact division and the
-/// decision, no prelude, no tables.
-const LEAKY_BUCKET: &str = lean!("idiv.lua", "leaky_bucket_single.lua");
 
 /// The check scripts, loaded into Redis on first use (`EVALSHA`, reloaded on `NOSCRIPT`).
 #[derive(Debug)]
@@ -70,11 +48,11 @@ impl Default for Scripts {
         Scripts {
             multi: redis::Script::new(MULTI),
             single: [
-                redis::Script::new(SLIDING_LOG),
-                redis::Script::new(FIXED_WINDOW),
-                redis::Script::new(single!("sliding_window.lua")),
-                redis::Script::new(TOKEN_BUCKET),
-                redis::Script::new(LEAKY_BUCKET),
+                redis::Script::new(single!("sl", "sliding_log.lua")),
+                redis::Script::new(single!("fw", "idiv.lua", "fixed_window.lua")),
+                redis::Script::new(single!("sw", "idiv.lua", "sliding_window.lua")),
+                redis::Script::new(single!("tb", "idiv.lua", "token_bucket.lua")),
+                redis::Script::new(single!("lb", "idiv.lua", "leaky_bucket.lua")),
             ],
         }
     }
@@ -92,70 +70,66 @@ impl Scripts {
         settings: &RedisSettings,
     ) -> redis::ScriptInvocation<'_> {
         let script = match limits {
-            [limit] => &self.single[algorithm_index(limit.policy())],
+            [limit] => &self.single[usize::from(algorithm_id(limit.policy()) - 1)],
             _ => &self.multi,
         };
         let mut invocation = script.prepare_invoke();
         for key in keys {
             invocation.key(key);
         }
-        invocation.arg(now).arg(cost.min(EXACT_LIMIT));
-        match limits {
-            [limit] if matches!(limit.policy(), Policy::SlidingLog(_)) => {
-                // The log's TTL depends only on its window: computed here, the script
-                // passes it to Redis as it is (a number turned into a string costs Lua).
-                let (_, [n, window, attempts, _]) = policy_args(limit.policy());
-                invocation.arg(ttl_ms(window, settings)).arg(n).arg(window).arg(attempts);
-            }
-            [limit] => {
-                invocation.arg(settings.extra_ttl_ms()).arg(settings.min_ttl_ms());
-                invocation.arg(&policy_args(limit.policy()).1[..]);
-            }
-            _ => {
-                invocation.arg(settings.extra_ttl_ms()).arg(settings.min_ttl_ms()).arg(limits.len());
-                for limit in limits {
-                    let (algorithm, params) = policy_args(limit.policy());
-                    invocation.arg(algorithm).arg(&params[..]);
-                }
-            }
-        }
+        invocation.arg(arguments(limits, now, cost, settings));
         invocation
     }
 }
 
-/// The TTL (ms) of a state that lives `expires_in` µs, as prelude.lua's `ttl_ms` computes
-/// it: rounded up to whole ms, plus the clock skew allowed, at least the floor.
-fn ttl_ms(expires_in: u64, settings: &RedisSettings) -> u64 {
-    expires_in.div_ceil(1000).saturating_add(settings.extra_ttl_ms()).max(settings.min_ttl_ms()).max(1)
-}
-
-fn algorithm_index(policy: &Policy) -> usize {
-    match policy {
-        Policy::SlidingLog(_) => 0,
-        Policy::FixedWindow(_) => 1,
-        Policy::SlidingWindow(_) => 2,
-        Policy::TokenBucket(_) => 3,
-        Policy::LeakyBucket(_) => 4,
+/// The one argument of every script (lua/common.lua): little-endian doubles `now` (-1:
+/// Redis `TIME`), `cost`, the TTL settings, then each limit's algorithm id and parameters.
+/// Every value is an integer below 2^53 (times, costs and parameters are bounded by
+/// `EXACT_LIMIT`), so each double holds it exactly.
+fn arguments(limits: &[Limit], now: i64, cost: u64, settings: &RedisSettings) -> Vec<u8> {
+    let mut packed = Vec::with_capacity(8 * (4 + 5 * limits.len()));
+    let mut push = |value: f64| packed.extend_from_slice(&value.to_le_bytes());
+    push(now as f64);
+    push(cost.min(EXACT_LIMIT) as f64);
+    push(settings.extra_ttl_ms() as f64);
+    push(settings.min_ttl_ms() as f64);
+    for limit in limits {
+        push(f64::from(algorithm_id(limit.policy())));
+        for param in policy_args(limit.policy()) {
+            push(param as f64);
+        }
     }
+    packed
 }
 
-/// The script's name for `policy`'s algorithm and its four numeric parameters.
-pub(crate) fn policy_args(policy: &Policy) -> (&'static str, [u64; 4]) {
+/// The script's number for `policy`'s algorithm: its place in check.lua's `ALGORITHMS` and,
+/// less one, in `Scripts::single`.
+fn algorithm_id(policy: &Policy) -> u8 {
+    script_args(policy).0
+}
+
+/// The four numeric parameters of `policy` (what its algorithm's Lua file calls p1..p4).
+fn policy_args(policy: &Policy) -> [u64; 4] {
+    script_args(policy).1
+}
+
+/// `policy` as the scripts see it: its algorithm's number and its parameters p1..p4. The
+/// Redis store's one `match` over the algorithms (the core's is `Policy`'s own).
+fn script_args(policy: &Policy) -> (u8, [u64; 4]) {
     let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
     let flag = |on: bool| u64::from(on);
-    let params = match policy {
+    match policy {
         Policy::SlidingLog(p) => {
-            [p.limit(), micros(p.window()), flag(p.variant() == sluice::SlidingLogVariant::Attempts), 0]
+            (1, [p.limit(), micros(p.window()), flag(p.variant() == sluice::SlidingLogVariant::Attempts), 0])
         }
         Policy::FixedWindow(p) => {
             let anchored = flag(p.alignment() == sluice::Alignment::Anchored);
-            [p.limit(), micros(p.window()), anchored, micros(p.offset())]
+            (2, [p.limit(), micros(p.window()), anchored, micros(p.offset())])
         }
-        Policy::SlidingWindow(p) => [p.limit(), micros(p.window()) / p.buckets(), p.buckets(), 0],
-        Policy::TokenBucket(p) => [p.capacity(), p.refill_amount(), micros(p.refill_interval()), 0],
-        Policy::LeakyBucket(p) => [micros(p.interval()), p.burst(), flag(p.mode() == LeakMode::Delay), 0],
-    };
-    (policy.algorithm_name(), params)
+        Policy::SlidingWindow(p) => (3, [p.limit(), micros(p.window()) / p.buckets(), p.buckets(), 0]),
+        Policy::TokenBucket(p) => (4, [p.capacity(), p.refill_amount(), micros(p.refill_interval()), 0]),
+        Policy::LeakyBucket(p) => (5, [micros(p.interval()), p.burst(), flag(p.mode() == LeakMode::Delay), 0]),
+    }
 }
 
 /// What the script answered.
