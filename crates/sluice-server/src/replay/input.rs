@@ -49,6 +49,9 @@ impl Input {
 /// Calls `each` with every line of `reader` (from 1, without its line break); returns the
 /// number of lines.
 ///
+/// A line that lies whole in the read buffer is passed from there, without a copy; only a
+/// line cut by the buffer's end is gathered in `carried`.
+///
 /// # Errors
 ///
 /// When reading fails, or as soon as `each` fails.
@@ -58,22 +61,40 @@ pub(crate) fn for_each_line(
     mut each: impl FnMut(u64, &[u8]) -> anyhow::Result<()>,
 ) -> anyhow::Result<u64> {
     let mut reader = BufReader::with_capacity(BUFFER_BYTES, reader);
-    let mut line = Vec::with_capacity(4096);
+    let mut carried = Vec::new();
     let mut number = 0;
     loop {
-        line.clear();
-        let read =
-            reader.read_until(b'\n', &mut line).with_context(|| format!("cannot read {name} after line {number}"))?;
-        if read == 0 {
+        let buffer = reader.fill_buf().with_context(|| format!("cannot read {name} after line {number}"))?;
+        if buffer.is_empty() {
+            if !carried.is_empty() {
+                number += 1;
+                each(number, trim_line_break(&carried))?;
+            }
             return Ok(number);
         }
-        number += 1;
-        each(number, trim_line_break(&line))?;
+        let consumed = match memchr::memchr(b'\n', buffer) {
+            Some(end) if carried.is_empty() => {
+                number += 1;
+                each(number, trim_line_break(&buffer[..end]))?;
+                end + 1
+            }
+            Some(end) => {
+                carried.extend_from_slice(&buffer[..end]);
+                number += 1;
+                each(number, trim_line_break(&carried))?;
+                carried.clear();
+                end + 1
+            }
+            None => {
+                carried.extend_from_slice(buffer);
+                buffer.len()
+            }
+        };
+        reader.consume(consumed);
     }
 }
 
 fn trim_line_break(line: &[u8]) -> &[u8] {
-    let line = line.strip_suffix(b"\n").unwrap_or(line);
     line.strip_suffix(b"\r").unwrap_or(line)
 }
 
@@ -91,5 +112,18 @@ mod tests {
         .unwrap();
         assert_eq!(count, 3);
         assert_eq!(seen, [(1, b"a".to_vec()), (2, Vec::new()), (3, b"b".to_vec())]);
+    }
+
+    #[test]
+    fn lines_cut_by_the_buffer_end_are_whole() {
+        let text: String = (0..300_000).map(|n| format!("line {n}\n")).collect();
+        let mut count = 0;
+        for_each_line(text.as_bytes(), "test", |number, line| {
+            assert_eq!(line, format!("line {}", number - 1).as_bytes());
+            count += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(count, 300_000);
     }
 }
