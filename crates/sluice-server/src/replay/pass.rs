@@ -1,7 +1,7 @@
 //! The replay itself: every line of the log through every candidate policy, each on its own
 //! embedded store with the log's times injected.
 
-use super::format::Parser;
+use super::format::{Parser, Record};
 use super::input::{Input, for_each_line};
 use super::summary::{BAD_LINES_SHOWN, BadLine};
 use super::tally::{KeyTable, PolicyTally};
@@ -41,7 +41,7 @@ pub(crate) fn replay(input: &Input, parser: &mut Parser, limits: &[Limit]) -> an
     let mut reader = input.open("replaying")?;
     replayed.lines = for_each_line(&mut reader, &input.name(), |number, line| match parser.parse(line) {
         Ok(None) => Ok(()),
-        Ok(Some(record)) => replayed.request(number, &record.key, record.time, record.cost, limits, &stores),
+        Ok(Some(record)) => replayed.request(number, &record, limits, &stores),
         Err(error) => {
             replayed.bad_line(number, error);
             Ok(())
@@ -56,19 +56,17 @@ impl Replayed {
     fn request(
         &mut self,
         number: u64,
-        key: &[u8],
-        time: sluice::Timestamp,
-        cost: u64,
+        record: &Record<'_>,
         limits: &[Limit],
         stores: &[MemoryStore],
     ) -> anyhow::Result<()> {
-        let now = self.timeline.decide_at(time);
-        let id = self.keys.count(key);
-        let key = Key::new(key).with_context(|| format!("line {number}"))?;
+        let now = self.timeline.decide_at(record.time);
+        let id = self.keys.count(&record.key);
+        let key = Key::new(&record.key).with_context(|| format!("line {number}"))?;
         self.requests += 1;
         for ((limit, store), tally) in limits.iter().zip(stores).zip(&mut self.tallies) {
             let verdict = store
-                .check_now(key, std::slice::from_ref(limit), now, cost)
+                .check_now(key, std::slice::from_ref(limit), now, record.cost)
                 .with_context(|| format!("line {number}: policy {}", limit.name()))?;
             tally.record(id, now, verdict.decision.allowed);
         }
