@@ -209,6 +209,8 @@ fn reads_a_log_file_and_writes_a_self_contained_report() {
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(String::from_utf8_lossy(&output.stdout).contains("policy one_per_second"));
+    // Standard error is not a terminal here: no progress bar, nothing at all.
+    assert_eq!(stderr(&output), "");
     let html = std::fs::read_to_string(&report_path).unwrap();
     std::fs::remove_file(&log_path).unwrap();
     std::fs::remove_file(&report_path).unwrap();
@@ -258,6 +260,7 @@ fn usage_errors_name_the_problem() {
     assert!(error(&["--policy", "nope"]).contains("unknown policy `nope`"));
     assert!(error(&["--policy", "one_per_second", "--key", "cookie"]).contains("unknown key `cookie`"));
     assert!(error(&["--policy", "one_per_second", "--format", "json", "--key", "ip"]).contains("--key-field"));
+    assert!(error(&["--policy", "one_per_second", "--format", "trace", "--key", "ip"]).contains("names its key"));
     assert!(
         error(&["--policy", "one_per_second", "/no/such/access.log"])
             .contains("cannot open the log /no/such/access.log")
