@@ -31,6 +31,14 @@ pub(crate) enum Command {
 
     /// Validates a configuration file and prints every problem in it.
     CheckConfig(crate::cli_serve::CheckConfigArgs),
+
+    /// Replays a real access log through candidate policies, each on its own embedded
+    /// store, with the log's own times, and prints what each policy would have done.
+    ///
+    /// Lines that cannot be read are counted and the first few reported with their line
+    /// numbers; they never stop the replay (exit status 0). A line older than the latest
+    /// time already seen is decided at that latest time: the store's clock never goes back.
+    Replay(ReplayArgs),
 }
 
 /// Arguments of `sluice simulate`.
@@ -49,4 +57,51 @@ pub(crate) struct SimulateArgs {
     /// prefix, with the trace's times injected.
     #[arg(long, value_name = "STORE", default_value = "memory")]
     pub(crate) store: String,
+}
+
+/// Arguments of `sluice replay`.
+#[derive(Debug, Args)]
+pub(crate) struct ReplayArgs {
+    /// The log to replay; `-` or nothing reads standard input.
+    #[arg(value_name = "LOG")]
+    pub(crate) log: Option<PathBuf>,
+
+    /// The configuration file (policy file or service file) defining the policies.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: PathBuf,
+
+    /// A candidate policy; give several to compare them (each is replayed on its own store).
+    #[arg(long = "policy", value_name = "NAME", required = true)]
+    pub(crate) policies: Vec<String>,
+
+    /// The log's format.
+    #[arg(long, value_enum, default_value_t = crate::replay::format::FormatName::Combined)]
+    pub(crate) format: crate::replay::format::FormatName,
+
+    /// Combined and common logs: the field that keys requests: `ip`, `user`, `request`,
+    /// `referer`, `user_agent`, or `quoted:N`, the Nth double-quoted field of the line
+    /// (1 = request, 2 = referer, 3 = user agent, 4 and up = fields appended to the format,
+    /// such as a captured `"$http_x_api_key"`). Default: `ip`.
+    #[arg(long, value_name = "FIELD")]
+    pub(crate) key: Option<String>,
+
+    /// JSON lines: the field holding the request's time: RFC 3339 text, or a number of
+    /// seconds (below 10^11), milliseconds (below 10^14) or microseconds since the epoch.
+    /// `a.b` reads field `b` of object `a`.
+    #[arg(long, value_name = "FIELD", default_value = "time")]
+    pub(crate) time_field: String,
+
+    /// JSON lines: the field that keys requests (text as it is, other values as JSON).
+    /// `a.b` reads field `b` of object `a`.
+    #[arg(long, value_name = "FIELD", default_value = "key")]
+    pub(crate) key_field: String,
+
+    /// Prints the summary as one JSON document instead of text.
+    #[arg(long)]
+    pub(crate) json: bool,
+
+    /// Writes a self-contained HTML report with charts to FILE (a file input is read
+    /// twice: the second pass draws the top limited keys' timelines).
+    #[arg(long, value_name = "FILE.html")]
+    pub(crate) report: Option<PathBuf>,
 }

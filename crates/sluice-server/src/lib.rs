@@ -13,6 +13,7 @@ mod handoff;
 mod http;
 mod metrics;
 mod reload;
+mod replay;
 mod rls;
 mod serve;
 mod service;
@@ -35,6 +36,7 @@ pub fn run() -> ExitCode {
         cli::Command::Simulate(args) => simulate::run(&args),
         cli::Command::Serve(args) => serve::run(&args).map(|()| ExitCode::SUCCESS),
         cli::Command::CheckConfig(args) => Ok(check_config::run(&args)),
+        cli::Command::Replay(args) => replay::run(&args),
     };
     match result {
         Ok(code) => code,

@@ -46,7 +46,7 @@ pub(crate) fn run(args: &SimulateArgs) -> anyhow::Result<ExitCode> {
 
 /// The limits named on the command line, in that order: policies of the file (a policy
 /// file or the service's; Envoy rules are not named, so not chosen here).
-fn select(config: &ServiceConfig, names: &[String]) -> anyhow::Result<Vec<Limit>> {
+pub(crate) fn select(config: &ServiceConfig, names: &[String]) -> anyhow::Result<Vec<Limit>> {
     let mut limits: Vec<Limit> = Vec::new();
     for name in names {
         let Some(index) = config.policy_index(name) else {
@@ -64,7 +64,7 @@ fn select(config: &ServiceConfig, names: &[String]) -> anyhow::Result<Vec<Limit>
 /// The embedded store with a clock that never moves: a state may only be dropped by the
 /// store's own clock, so with requests carrying their own times the simulator drops
 /// nothing (docs/semantics.md).
-fn memory_store() -> MemoryStore {
+pub(crate) fn memory_store() -> MemoryStore {
     MemoryStore::builder().clock(ManualClock::default()).max_keys(usize::MAX).build()
 }
 
