@@ -1,1 +1,2 @@
+//! The layer's overhead per request (placeholder).
 fn main() {}
