@@ -10,24 +10,20 @@
 //!
 //! ```
 //! use http::HeaderMap;
-//! use sluice::{Limit, ManualClock, RateLimiter, SlidingLog, SlidingLogVariant};
+//! use sluice::{Key, Limit, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp};
 //! use sluice_tower::headers::{Fields, insert_rate_limit_headers};
 //! use std::time::Duration;
 //!
 //! let policy = SlidingLog::new(100, Duration::from_secs(60), SlidingLogVariant::Accepted)?;
 //! let limit = Limit::new("api", policy);
-//! let limiter = RateLimiter::new(limit.clone()).with_clock(ManualClock::default());
-//! # let decision = block_on(limiter.check("alice"))?;
+//! let now = Timestamp::from_micros(1_700_000_000_000_000);
+//! let verdict = MemoryStore::new().check_now(Key::new(b"alice")?, std::slice::from_ref(&limit), now, 1)?;
+//!
 //! let mut headers = HeaderMap::new();
-//! insert_rate_limit_headers(&mut headers, limit.name(), limit.policy(), &decision, Fields::Ietf);
+//! insert_rate_limit_headers(&mut headers, limit.name(), limit.policy(), &verdict.decision, Fields::Ietf);
 //! assert_eq!(headers["ratelimit-policy"], r#""api";q=100;w=60"#);
 //! assert_eq!(headers["ratelimit"], r#""api";r=99;t=60"#);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
-//! # fn block_on<F: std::future::Future>(f: F) -> F::Output {
-//! #     let mut f = std::pin::pin!(f);
-//! #     let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
-//! #     loop { if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v; } }
-//! # }
 //! ```
 
 use bytes::Bytes;
