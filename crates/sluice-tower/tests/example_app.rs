@@ -29,7 +29,11 @@ fn example_path() -> PathBuf {
     let test = std::env::current_exe().expect("test path");
     let profile_dir = test.parent().and_then(|deps| deps.parent()).expect("target/<profile>");
     let path = profile_dir.join("examples").join(format!("axum_app{}", std::env::consts::EXE_SUFFIX));
-    assert!(path.exists(), "{} is missing: run `cargo test -p sluice-tower`, which builds the examples", path.display());
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo test -p sluice-tower`, which builds the examples",
+        path.display()
+    );
     path
 }
 
@@ -80,7 +84,11 @@ async fn the_sixth_hello_within_ten_seconds_gets_429_with_problem_json() {
         assert_eq!(response.headers()["ratelimit-policy"], r#""hello";q=5;w=10"#);
         allowed += 1;
         // More than 5 can pass only if the first left the 10 s window meanwhile.
-        assert!(allowed <= 5 || first.elapsed() >= Duration::from_secs(10), "{allowed} allowed in {:?}", first.elapsed());
+        assert!(
+            allowed <= 5 || first.elapsed() >= Duration::from_secs(10),
+            "{allowed} allowed in {:?}",
+            first.elapsed()
+        );
     };
     let elapsed = first.elapsed();
     assert!(allowed == 5 || elapsed >= Duration::from_secs(10), "{allowed} allowed in {elapsed:?}");
