@@ -21,7 +21,7 @@ const PEER: &str = "192.0.2.1:1000";
 async fn instance(server: &RedisServer, failure_mode: FailureMode, clock: &sluice::ManualClock) -> Router {
     let settings =
         RedisSettings { failure_mode, timeout: Duration::from_millis(200), ..RedisSettings::injected_time() };
-    let store = RedisStore::connect(&server.url(), settings).await.unwrap();
+    let store = RedisStore::connect(&server.url(), settings).await.expect("connect to redis-server");
     let limit = sliding_log("shared", 3, Duration::from_secs(60));
     app(RateLimitLayer::new(limit, PeerIp::new()).with_store(store).with_clock(clock.clone()))
 }
