@@ -1,31 +1,87 @@
 //! The future of a [`RateLimit`](crate::RateLimit) service's response.
 
+use crate::headers::HeaderRanges;
+use crate::response::ResponseBody;
+use bytes::Bytes;
+use http::Response;
+use http_body_util::Either;
+use pin_project_lite::pin_project;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
-/// The response of a rate-limited request: the inner service's, with rate-limit fields,
-/// or the layer's rejection.
-pub struct ResponseFuture<R, E> {
-    inner: Pin<Box<dyn Future<Output = Result<R, E>> + Send>>,
-}
+/// Rate-limit fields rendered for a response: their values, and where each lies.
+pub(crate) type RenderedFields = (HeaderRanges, Bytes);
 
-impl<R, E> ResponseFuture<R, E> {
-    pub(crate) fn new(future: impl Future<Output = Result<R, E>> + Send + 'static) -> Self {
-        ResponseFuture { inner: Box::pin(future) }
+/// A boxed answer, for checks that wait on a store or on a shaping delay.
+type Boxed<B, E> = Pin<Box<dyn Future<Output = Result<Response<ResponseBody<B>>, E>> + Send>>;
+
+pin_project! {
+    /// The response of a rate-limited request: the inner service's, with rate-limit
+    /// fields, or the layer's own answer.
+    pub struct ResponseFuture<F, B, E> {
+        #[pin]
+        state: State<F, B, E>,
     }
 }
 
-impl<R, E> Future for ResponseFuture<R, E> {
-    type Output = Result<R, E>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.inner.as_mut().poll(cx)
+pin_project! {
+    #[project = StateProjection]
+    enum State<F, B, E> {
+        /// Decided at once and allowed: the inner service's future, and the fields to add.
+        Inner { #[pin] future: F, fields: Option<RenderedFields> },
+        /// Decided at once and answered by the layer.
+        Ready { response: Option<Response<ResponseBody<B>>> },
+        /// Waiting on the store or a shaping delay.
+        Boxed { future: Boxed<B, E> },
     }
 }
 
-impl<R, E> fmt::Debug for ResponseFuture<R, E> {
+impl<F, B, E> ResponseFuture<F, B, E> {
+    pub(crate) fn inner(future: F, fields: Option<RenderedFields>) -> Self {
+        ResponseFuture { state: State::Inner { future, fields } }
+    }
+
+    pub(crate) fn ready(response: Response<ResponseBody<B>>) -> Self {
+        ResponseFuture { state: State::Ready { response: Some(response) } }
+    }
+
+    pub(crate) fn boxed(future: impl Future<Output = Result<Response<ResponseBody<B>>, E>> + Send + 'static) -> Self {
+        ResponseFuture { state: State::Boxed { future: Box::pin(future) } }
+    }
+}
+
+impl<F, B, E> Future for ResponseFuture<F, B, E>
+where
+    F: Future<Output = Result<Response<B>, E>>,
+{
+    type Output = Result<Response<ResponseBody<B>>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project().state.project() {
+            StateProjection::Inner { future, fields } => {
+                let response = ready!(future.poll(cx))?;
+                Poll::Ready(Ok(with_fields(response, fields.take())))
+            }
+            StateProjection::Ready { response } => match response.take() {
+                Some(response) => Poll::Ready(Ok(response)),
+                None => Poll::Pending,
+            },
+            StateProjection::Boxed { future } => future.as_mut().poll(cx),
+        }
+    }
+}
+
+/// The inner service's response with the rate-limit fields added.
+pub(crate) fn with_fields<B>(mut response: Response<B>, fields: Option<RenderedFields>) -> Response<ResponseBody<B>> {
+    if let Some((ranges, buffer)) = fields {
+        ranges.insert_into(response.headers_mut(), &buffer);
+    }
+    response.map(Either::Left)
+}
+
+impl<F, B, E> fmt::Debug for ResponseFuture<F, B, E> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResponseFuture").finish_non_exhaustive()
     }

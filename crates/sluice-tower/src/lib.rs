@@ -45,6 +45,7 @@
 
 pub mod future;
 pub mod headers;
+mod judge;
 pub mod key;
 mod layer;
 mod policies;

@@ -1,14 +1,15 @@
 //! [`RateLimit`]: the service a [`RateLimitLayer`](crate::RateLimitLayer) wraps around another.
 
-use crate::future::ResponseFuture;
-use crate::headers::{Fields, insert_rate_limit_headers};
-use crate::key::MissingKey;
-use crate::response::{Rejection, ResponseBody, unchecked};
-use crate::shared::{OnStoreError, Shared};
+use crate::future::{ResponseFuture, with_fields};
+use crate::judge::{Judgement, judge, missing_key, request_key};
+use crate::key::RequestKey;
+use crate::response::ResponseBody;
+use crate::shared::Shared;
 use http::request::Parts;
-use http::{Request, Response, StatusCode};
+use http::{Request, Response};
 use http_body_util::Either;
-use sluice::{Clock, Decision, Key, Limit, RetryAfter, Source, Store};
+use sluice::{Clock, Key, MemoryStore, Store, StoreError, Verdict};
+use std::any::Any;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tower::Service;
@@ -66,113 +67,114 @@ where
 {
     type Response = Response<ResponseBody<ResBody>>;
     type Error = T::Error;
-    type Future = ResponseFuture<Self::Response, T::Error>;
+    type Future = ResponseFuture<T::Future, ResBody, T::Error>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
     }
 
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        // The clone is not ready; the ready one is taken for this request (axum's advice).
-        let clone = self.inner.clone();
-        let inner = std::mem::replace(&mut self.inner, clone);
-        let shared = Arc::clone(&self.shared);
-        ResponseFuture::new(async move { limit(shared, inner, request).await })
-    }
-}
-
-/// Checks `request` and answers it, through `inner` when allowed.
-async fn limit<T, S, C, ReqBody, ResBody>(
-    shared: Arc<Shared<S, C>>,
-    inner: T,
-    request: Request<ReqBody>,
-) -> Result<Response<ResponseBody<ResBody>>, T::Error>
-where
-    T: Service<Request<ReqBody>, Response = Response<ResBody>>,
-    S: Store,
-    C: Clock,
-{
-    let (parts, body) = request.into_parts();
-    let Some(key) = shared.key.extract(&parts).or_else(|| shared_key(&shared.missing_key)) else {
-        return Ok(missing_key(&parts, &shared.missing_key));
-    };
-    let Ok(key) = Key::new(key.as_bytes()) else {
-        return Ok(missing_key(&parts, &shared.missing_key));
-    };
-    let cost = shared.cost.as_ref().map_or(1, |cost| cost(&parts));
-    let verdict = match shared.store.check(key, &shared.limits, shared.clock.now(), cost).await {
-        Ok(verdict) => verdict,
-        Err(error) if shared.on_store_error == OnStoreError::Reject => {
-            return Ok(rejected(unchecked(&parts, StatusCode::SERVICE_UNAVAILABLE, &error.to_string())));
+        let (parts, body) = request.into_parts();
+        let Some(key) = request_key(&self.shared, &parts) else {
+            return ResponseFuture::ready(missing_key(&self.shared, &parts).map(Either::Right));
+        };
+        let cost = self.shared.cost.as_ref().map_or(1, |cost| cost(&parts));
+        match self.check_at_once(&key, cost) {
+            Some(checked) => self.answer(judge(&self.shared, checked, &parts), parts, body),
+            None => self.check_later(key, cost, parts, body),
         }
-        Err(_) => return forward(inner, parts, body, None).await,
-    };
-    let limit = &shared.limits[verdict.limit.min(shared.limits.len() - 1)];
-    let decision = shaped(&shared, verdict.decision).await;
-    if !decision.allowed {
-        return Ok(reject(&shared, limit, &decision, &parts));
-    }
-    let fields = (verdict.source != Source::FailedOpen).then_some((limit, &decision, shared.fields));
-    forward(inner, parts, body, fields).await
-}
-
-/// The key of keyless requests, when they share one.
-fn shared_key(rule: &MissingKey) -> Option<crate::key::RequestKey> {
-    match rule {
-        MissingKey::Shared(key) => Some(key.clone()),
-        MissingKey::Reject(_) => None,
     }
 }
 
-fn missing_key<B>(parts: &Parts, rule: &MissingKey) -> Response<ResponseBody<B>> {
-    let status = match rule {
-        MissingKey::Reject(status) => *status,
-        MissingKey::Shared(_) => StatusCode::BAD_REQUEST,
-    };
-    rejected(unchecked(parts, status, "the request has no valid rate-limit key"))
+impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
+    /// The verdict of the memory store, which decides without waiting: no allocation and
+    /// no clone of the inner service. `None` for stores that must be awaited.
+    fn check_at_once(&self, key: &RequestKey, cost: u64) -> Option<Result<Verdict, StoreError>> {
+        let memory = (&self.shared.store as &dyn Any).downcast_ref::<MemoryStore>()?;
+        let key = Key::new(key.as_bytes()).ok()?;
+        Some(memory.check_now(key, &self.shared.limits, self.shared.clock.now(), cost))
+    }
+
+    /// Carries out a judgement made in `call`: the ready inner service answers at once,
+    /// unless the request must first wait its turn.
+    fn answer<ReqBody, ResBody>(
+        &mut self,
+        judgement: Judgement,
+        parts: Parts,
+        body: ReqBody,
+    ) -> ResponseFuture<T::Future, ResBody, T::Error>
+    where
+        T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+        T::Future: Send,
+        ReqBody: Send + 'static,
+    {
+        match judgement {
+            Judgement::Answer(answer) => ResponseFuture::ready(answer.map(Either::Right)),
+            Judgement::Forward { delay, fields } if delay.is_zero() => {
+                ResponseFuture::inner(self.inner.call(Request::from_parts(parts, body)), fields)
+            }
+            judgement => {
+                let (shared, inner) = (Arc::clone(&self.shared), self.take_ready_inner());
+                ResponseFuture::boxed(async move { carry_out(&shared, inner, judgement, parts, body).await })
+            }
+        }
+    }
+
+    /// Checks on a store that must be awaited, then answers.
+    fn check_later<ReqBody, ResBody>(
+        &mut self,
+        key: RequestKey,
+        cost: u64,
+        parts: Parts,
+        body: ReqBody,
+    ) -> ResponseFuture<T::Future, ResBody, T::Error>
+    where
+        T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+        T::Future: Send,
+        ReqBody: Send + 'static,
+    {
+        let (shared, inner) = (Arc::clone(&self.shared), self.take_ready_inner());
+        ResponseFuture::boxed(async move {
+            let checked = match Key::new(key.as_bytes()) {
+                Ok(key) => shared.store.check(key, &shared.limits, shared.clock.now(), cost).await,
+                Err(error) => Err(StoreError::Refused(error.to_string())),
+            };
+            let judgement = judge(&shared, checked, &parts);
+            carry_out(&shared, inner, judgement, parts, body).await
+        })
+    }
+
+    /// The ready inner service, leaving a clone in its place (axum's advice for services
+    /// that call their inner service from a future: the clone may not be ready).
+    fn take_ready_inner(&mut self) -> T
+    where
+        T: Clone,
+    {
+        let clone = self.inner.clone();
+        std::mem::replace(&mut self.inner, clone)
+    }
 }
 
-/// Waits out an allowed decision's shaping delay on the layer's clock, or turns it into a
-/// rejection when the wait is longer than allowed.
-async fn shaped<S, C: Clock>(shared: &Shared<S, C>, decision: Decision) -> Decision {
-    if !decision.allowed || decision.delay.is_zero() {
-        return decision;
-    }
-    if decision.delay > shared.max_delay {
-        return Decision { allowed: false, retry_after: Some(RetryAfter::After(decision.delay)), ..decision };
-    }
-    shared.clock.sleep(decision.delay).await;
-    decision
-}
-
-fn reject<S, C, B>(
+/// Answers, or waits out the shaping delay on the layer's clock and calls `inner`.
+async fn carry_out<T, S, C, ReqBody, ResBody>(
     shared: &Shared<S, C>,
-    limit: &Limit,
-    decision: &Decision,
-    parts: &Parts,
-) -> Response<ResponseBody<B>> {
-    let mut response = (shared.on_rejection)(&Rejection { limit, decision, parts });
-    insert_rate_limit_headers(response.headers_mut(), limit.name(), limit.policy(), decision, shared.fields);
-    rejected(response)
-}
-
-fn rejected<B>(response: Response<crate::response::RejectionBody>) -> Response<ResponseBody<B>> {
-    response.map(Either::Right)
-}
-
-/// Calls the inner service and adds the rate-limit fields of `fields`' decision.
-async fn forward<T, ReqBody, ResBody>(
     mut inner: T,
+    judgement: Judgement,
     parts: Parts,
     body: ReqBody,
-    fields: Option<(&Limit, &Decision, Fields)>,
 ) -> Result<Response<ResponseBody<ResBody>>, T::Error>
 where
     T: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    C: Clock,
 {
-    let mut response = inner.call(Request::from_parts(parts, body)).await?;
-    if let Some((limit, decision, fields)) = fields {
-        insert_rate_limit_headers(response.headers_mut(), limit.name(), limit.policy(), decision, fields);
+    match judgement {
+        Judgement::Answer(answer) => Ok(answer.map(Either::Right)),
+        Judgement::Forward { delay, fields } => {
+            if !delay.is_zero() {
+                shared.clock.sleep(delay).await;
+            }
+            let response = inner.call(Request::from_parts(parts, body)).await?;
+            Ok(with_fields(response, fields))
+        }
     }
-    Ok(response.map(Either::Left))
 }
