@@ -1,8 +1,7 @@
 //! The future of a [`RateLimit`](crate::RateLimit) service's response.
 
-use crate::headers::HeaderRanges;
+use crate::headers::AllowedFields;
 use crate::response::ResponseBody;
-use bytes::Bytes;
 use http::Response;
 use http_body_util::Either;
 use pin_project_lite::pin_project;
@@ -10,9 +9,6 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
-
-/// Rate-limit fields rendered for a response: their values, and where each lies.
-pub(crate) type RenderedFields = (HeaderRanges, Bytes);
 
 /// A boxed answer, for checks that wait on a store or on a shaping delay.
 type Boxed<B, E> = Pin<Box<dyn Future<Output = Result<Response<ResponseBody<B>>, E>> + Send>>;
@@ -30,7 +26,7 @@ pin_project! {
     #[project = StateProjection]
     enum State<F, B, E> {
         /// Decided at once and allowed: the inner service's future, and the fields to add.
-        Inner { #[pin] future: F, fields: Option<RenderedFields> },
+        Inner { #[pin] future: F, fields: Option<AllowedFields> },
         /// Decided at once and answered by the layer.
         Ready { response: Option<Response<ResponseBody<B>>> },
         /// Waiting on the store or a shaping delay.
@@ -39,7 +35,7 @@ pin_project! {
 }
 
 impl<F, B, E> ResponseFuture<F, B, E> {
-    pub(crate) fn inner(future: F, fields: Option<RenderedFields>) -> Self {
+    pub(crate) fn inner(future: F, fields: Option<AllowedFields>) -> Self {
         ResponseFuture { state: State::Inner { future, fields } }
     }
 
@@ -74,9 +70,9 @@ where
 }
 
 /// The inner service's response with the rate-limit fields added.
-pub(crate) fn with_fields<B>(mut response: Response<B>, fields: Option<RenderedFields>) -> Response<ResponseBody<B>> {
-    if let Some((ranges, buffer)) = fields {
-        ranges.insert_into(response.headers_mut(), &buffer);
+pub(crate) fn with_fields<B>(mut response: Response<B>, fields: Option<AllowedFields>) -> Response<ResponseBody<B>> {
+    if let Some(fields) = fields {
+        fields.insert_into(response.headers_mut());
     }
     response.map(Either::Left)
 }

@@ -104,6 +104,84 @@ impl HeaderRanges {
     }
 }
 
+/// The fields of one policy, for many responses: what never changes (`RateLimit-Policy`,
+/// `X-RateLimit-Limit`) is rendered once, so an allowed response costs one small
+/// allocation per changing field.
+#[derive(Clone, Debug)]
+pub struct PolicyFields {
+    policy: HeaderValue,
+    /// `"name";r=`, the start of every `RateLimit` value.
+    ratelimit_prefix: Box<[u8]>,
+    /// `X-RateLimit-Limit`, when the legacy fields are sent.
+    legacy_limit: Option<HeaderValue>,
+}
+
+impl PolicyFields {
+    /// The fields of the policy `name`.
+    pub fn new(name: &str, policy: &Policy, fields: Fields) -> Self {
+        let window = whole_seconds(quota_window(policy));
+        let policy_text = structured_item(name, [("q", policy.limit()), ("w", window)]);
+        let mut prefix = Vec::with_capacity(name.len() + 6);
+        write_name(&mut prefix, name);
+        prefix.extend_from_slice(b";r=");
+        let legacy_limit = (fields == Fields::IetfAndLegacy).then(|| HeaderValue::from(policy.limit()));
+        PolicyFields {
+            policy: HeaderValue::from_str(&policy_text).unwrap_or(HeaderValue::from_static("")),
+            ratelimit_prefix: prefix.into_boxed_slice(),
+            legacy_limit,
+        }
+    }
+
+    /// Adds the fields of an allowed `decision` to `headers`. A policy whose name cannot
+    /// be sent (a control character) gets none.
+    pub fn insert_allowed(&self, headers: &mut HeaderMap, decision: &Decision) {
+        if let Some(values) = self.render(decision) {
+            values.insert_into(headers);
+        }
+    }
+
+    /// The fields of an allowed `decision`, to add to a response later.
+    pub fn render(&self, decision: &Decision) -> Option<AllowedFields> {
+        if self.policy.is_empty() {
+            return None;
+        }
+        let reset = whole_seconds(decision.reset_after);
+        let mut value = SmallVec::<[u8; 64]>::new();
+        value.extend_from_slice(&self.ratelimit_prefix);
+        value.extend_from_slice(itoa::Buffer::new().format(decision.remaining).as_bytes());
+        value.extend_from_slice(b";t=");
+        value.extend_from_slice(itoa::Buffer::new().format(reset).as_bytes());
+        let ratelimit = HeaderValue::from_bytes(&value).ok()?;
+        let legacy = self
+            .legacy_limit
+            .as_ref()
+            .map(|limit| Box::new([limit.clone(), HeaderValue::from(decision.remaining), HeaderValue::from(reset)]));
+        Some(AllowedFields { policy: self.policy.clone(), ratelimit, legacy })
+    }
+}
+
+/// The rate-limit fields of one allowed response, rendered by [`PolicyFields::render`].
+#[derive(Clone, Debug)]
+pub struct AllowedFields {
+    policy: HeaderValue,
+    ratelimit: HeaderValue,
+    legacy: Option<Box<[HeaderValue; 3]>>,
+}
+
+impl AllowedFields {
+    /// Adds the fields to `headers`.
+    pub fn insert_into(self, headers: &mut HeaderMap) {
+        headers.insert(RATELIMIT_POLICY, self.policy);
+        headers.insert(RATELIMIT, self.ratelimit);
+        if let Some(legacy) = self.legacy {
+            let [limit, remaining, reset] = *legacy;
+            headers.insert(X_RATELIMIT_LIMIT, limit);
+            headers.insert(X_RATELIMIT_REMAINING, remaining);
+            headers.insert(X_RATELIMIT_RESET, reset);
+        }
+    }
+}
+
 /// Writes the rate-limit fields for `decision` of the policy `name` into `headers`, with
 /// one allocation.
 pub fn insert_rate_limit_headers(
@@ -138,20 +216,25 @@ pub fn structured_item(name: &str, parameters: [(&str, u64); 2]) -> String {
 /// Writes a structured-field item: `"name";k1=v1;k2=v2`, with `"` and `\` escaped in the
 /// name (RFC 8941 strings).
 fn write_item(buffer: &mut Vec<u8>, name: &str, parameters: [(&str, u64); 2]) {
-    buffer.push(b'"');
-    for byte in name.bytes() {
-        if byte == b'"' || byte == b'\\' {
-            buffer.push(b'\\');
-        }
-        buffer.push(byte);
-    }
-    buffer.push(b'"');
+    write_name(buffer, name);
     for (key, number) in parameters {
         buffer.push(b';');
         buffer.extend_from_slice(key.as_bytes());
         buffer.push(b'=');
         write_number(buffer, number);
     }
+}
+
+/// Writes `name` as an RFC 8941 string: quoted, with `"` and `\` escaped.
+fn write_name(buffer: &mut impl Extend<u8>, name: &str) {
+    buffer.extend([b'"']);
+    for byte in name.bytes() {
+        if byte == b'"' || byte == b'\\' {
+            buffer.extend([b'\\']);
+        }
+        buffer.extend([byte]);
+    }
+    buffer.extend([b'"']);
 }
 
 fn write_number(buffer: &mut Vec<u8>, number: u64) {
@@ -193,6 +276,23 @@ mod tests {
         assert_eq!(item("api", [("q", 100), ("w", 60)]), b"\"api\";q=100;w=60");
         assert_eq!(item(r#"a"b\c"#, [("r", 0), ("t", u64::MAX)]), br#""a\"b\\c";r=0;t=18446744073709551615"#);
         assert!(HeaderValue::from_bytes(&item("new\nline", [("r", 1), ("t", 1)])).is_err());
+    }
+
+    #[test]
+    fn policy_fields_match_the_buffer_rendering() {
+        use sluice::{Limit, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp};
+        let policy = SlidingLog::new(3, Duration::from_millis(1500), SlidingLogVariant::Accepted).unwrap();
+        let limit = Limit::new(r#"we"ird"#, policy);
+        let store = MemoryStore::new();
+        let key = sluice::Key::new(b"k").unwrap();
+        let decision =
+            store.check_now(key, std::slice::from_ref(&limit), Timestamp::from_micros(7), 1).unwrap().decision;
+        for fields in [Fields::Ietf, Fields::IetfAndLegacy] {
+            let (mut cached, mut rendered) = (HeaderMap::new(), HeaderMap::new());
+            PolicyFields::new(limit.name(), limit.policy(), fields).insert_allowed(&mut cached, &decision);
+            insert_rate_limit_headers(&mut rendered, limit.name(), limit.policy(), &decision, fields);
+            assert_eq!(cached, rendered);
+        }
     }
 
     #[test]

@@ -1,12 +1,10 @@
 //! From a request head and a store's verdict to what happens: the layer answers, or the
 //! inner service does (after a shaping delay) with rate-limit fields.
 
-use crate::future::RenderedFields;
-use crate::headers::{insert_rate_limit_headers, write_rate_limit_headers};
+use crate::headers::{AllowedFields, insert_rate_limit_headers};
 use crate::key::{MissingKey, RequestKey};
 use crate::response::{Rejection, RejectionBody, unchecked};
 use crate::shared::{OnStoreError, Shared};
-use bytes::Bytes;
 use http::request::Parts;
 use http::{Response, StatusCode};
 use sluice::{Decision, Limit, RetryAfter, Source, StoreError, Verdict};
@@ -17,7 +15,7 @@ pub(crate) enum Judgement {
     /// The layer answers.
     Answer(Response<RejectionBody>),
     /// The inner service answers, after `delay`, and the response gets `fields`.
-    Forward { delay: Duration, fields: Option<RenderedFields> },
+    Forward { delay: Duration, fields: Option<AllowedFields> },
 }
 
 /// The key of the request whose head is `parts`: its own, or the shared key of keyless
@@ -46,7 +44,8 @@ pub(crate) fn judge<S, C>(shared: &Shared<S, C>, checked: Result<Verdict, StoreE
         Ok(verdict) => verdict,
         Err(error) => return store_error(shared, &error, parts),
     };
-    let limit = &shared.limits[verdict.limit.min(shared.limits.len() - 1)];
+    let index = verdict.limit.min(shared.limits.len() - 1);
+    let limit = &shared.limits[index];
     let decision = verdict.decision;
     if decision.allowed && decision.delay > shared.max_delay {
         // Its turn is taken, but waiting that long is not allowed: retry when it comes.
@@ -57,7 +56,10 @@ pub(crate) fn judge<S, C>(shared: &Shared<S, C>, checked: Result<Verdict, StoreE
         return reject(shared, limit, &decision, parts);
     }
     // A fresh state made up by a store that failed open is not worth announcing.
-    let fields = (verdict.source != Source::FailedOpen).then(|| render(shared, limit, &decision));
+    let fields = match verdict.source {
+        Source::FailedOpen => None,
+        _ => shared.policy_fields.get(index).and_then(|fields| fields.render(&decision)),
+    };
     Judgement::Forward { delay: decision.delay, fields }
 }
 
@@ -74,10 +76,4 @@ fn reject<S, C>(shared: &Shared<S, C>, limit: &Limit, decision: &Decision, parts
     let mut response = (shared.on_rejection)(&Rejection { limit, decision, parts });
     insert_rate_limit_headers(response.headers_mut(), limit.name(), limit.policy(), decision, shared.fields);
     Judgement::Answer(response)
-}
-
-fn render<S, C>(shared: &Shared<S, C>, limit: &Limit, decision: &Decision) -> RenderedFields {
-    let mut buffer = Vec::with_capacity(2 * limit.name().len() + 48);
-    let ranges = write_rate_limit_headers(limit.name(), limit.policy(), decision, shared.fields, &mut buffer);
-    (ranges, Bytes::from(buffer))
 }

@@ -4,7 +4,7 @@ use crate::headers::Fields;
 use crate::key::{KeyExtractor, MissingKey};
 use crate::response::{Rejection, RejectionBody, default_rejection};
 use crate::service::RateLimit;
-use crate::shared::{OnStoreError, Shared};
+use crate::shared::{OnStoreError, Shared, policy_fields};
 use http::request::Parts;
 use sluice::{Clock, Limit, MemoryStore, Store, SystemClock};
 use std::fmt;
@@ -58,6 +58,7 @@ impl RateLimitLayer {
         assert!(!limits.is_empty(), "a rate limit layer needs at least one limit");
         let on_rejection = Arc::new(|rejection: &Rejection<'_>| default_rejection(rejection));
         let shared = Shared {
+            policy_fields: policy_fields(&limits, Fields::default()),
             limits,
             store: MemoryStore::new(),
             clock: SystemClock::new(),
@@ -107,7 +108,10 @@ impl<S: Store + Clone, C: Clock + Clone> RateLimitLayer<S, C> {
 
     /// Which rate-limit fields responses carry (default: the IETF ones only).
     pub fn fields(self, fields: Fields) -> Self {
-        self.map(|shared| shared.fields = fields)
+        self.map(|shared| {
+            shared.fields = fields;
+            shared.policy_fields = policy_fields(&shared.limits, fields);
+        })
     }
 
     /// The longest a shaped request may wait for its turn; one that would wait longer is
@@ -164,6 +168,7 @@ impl<S, C> Shared<S, C> {
             cost: self.cost,
             missing_key: self.missing_key,
             fields: self.fields,
+            policy_fields: self.policy_fields,
             max_delay: self.max_delay,
             on_rejection: self.on_rejection,
             on_store_error: self.on_store_error,

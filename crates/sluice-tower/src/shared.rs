@@ -1,7 +1,7 @@
 //! What a layer and all its services share: the policies, the store, the clock and the
 //! rules for keys, costs and answers.
 
-use crate::headers::Fields;
+use crate::headers::{Fields, PolicyFields};
 use crate::key::{KeyExtractor, MissingKey};
 use crate::response::{Rejection, RejectionBody};
 use http::request::Parts;
@@ -38,9 +38,16 @@ pub(crate) struct Shared<S, C> {
     pub(crate) cost: Option<CostFn>,
     pub(crate) missing_key: MissingKey,
     pub(crate) fields: Fields,
+    /// Each limit's fields, rendered once for [`fields`](Self::fields).
+    pub(crate) policy_fields: Arc<[PolicyFields]>,
     pub(crate) max_delay: Duration,
     pub(crate) on_rejection: RejectFn,
     pub(crate) on_store_error: OnStoreError,
+}
+
+/// The fields of each of `limits`.
+pub(crate) fn policy_fields(limits: &[Limit], fields: Fields) -> Arc<[PolicyFields]> {
+    limits.iter().map(|limit| PolicyFields::new(limit.name(), limit.policy(), fields)).collect()
 }
 
 impl<S: fmt::Debug, C: fmt::Debug> fmt::Debug for Shared<S, C> {
