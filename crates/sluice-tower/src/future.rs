@@ -1,9 +1,7 @@
 //! The future of a [`RateLimit`](crate::RateLimit) service's response.
 
 use crate::headers::AllowedFields;
-use crate::response::ResponseBody;
 use http::Response;
-use http_body_util::Either;
 use pin_project_lite::pin_project;
 use std::fmt;
 use std::future::Future;
@@ -11,7 +9,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 /// A boxed answer, for checks that wait on a store or on a shaping delay.
-type Boxed<B, E> = Pin<Box<dyn Future<Output = Result<Response<ResponseBody<B>>, E>> + Send>>;
+type Boxed<B, E> = Pin<Box<dyn Future<Output = Result<Response<B>, E>> + Send>>;
 
 pin_project! {
     /// The response of a rate-limited request: the inner service's, with rate-limit
@@ -28,7 +26,7 @@ pin_project! {
         /// Decided at once and allowed: the inner service's future, and the fields to add.
         Inner { #[pin] future: F, fields: Option<AllowedFields> },
         /// Decided at once and answered by the layer.
-        Ready { response: Option<Response<ResponseBody<B>>> },
+        Ready { response: Option<Response<B>> },
         /// Waiting on the store or a shaping delay.
         Boxed { future: Boxed<B, E> },
     }
@@ -39,11 +37,11 @@ impl<F, B, E> ResponseFuture<F, B, E> {
         ResponseFuture { state: State::Inner { future, fields } }
     }
 
-    pub(crate) fn ready(response: Response<ResponseBody<B>>) -> Self {
+    pub(crate) fn ready(response: Response<B>) -> Self {
         ResponseFuture { state: State::Ready { response: Some(response) } }
     }
 
-    pub(crate) fn boxed(future: impl Future<Output = Result<Response<ResponseBody<B>>, E>> + Send + 'static) -> Self {
+    pub(crate) fn boxed(future: impl Future<Output = Result<Response<B>, E>> + Send + 'static) -> Self {
         ResponseFuture { state: State::Boxed { future: Box::pin(future) } }
     }
 }
@@ -52,7 +50,7 @@ impl<F, B, E> Future for ResponseFuture<F, B, E>
 where
     F: Future<Output = Result<Response<B>, E>>,
 {
-    type Output = Result<Response<ResponseBody<B>>, E>;
+    type Output = Result<Response<B>, E>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project().state.project() {
@@ -70,11 +68,11 @@ where
 }
 
 /// The inner service's response with the rate-limit fields added.
-pub(crate) fn with_fields<B>(mut response: Response<B>, fields: Option<AllowedFields>) -> Response<ResponseBody<B>> {
+pub(crate) fn with_fields<B>(mut response: Response<B>, fields: Option<AllowedFields>) -> Response<B> {
     if let Some(fields) = fields {
         fields.insert_into(response.headers_mut());
     }
-    response.map(Either::Left)
+    response
 }
 
 impl<F, B, E> fmt::Debug for ResponseFuture<F, B, E> {

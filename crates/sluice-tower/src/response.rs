@@ -14,8 +14,52 @@ use tonic_types::{ErrorDetails, StatusExt};
 /// The body of responses the layer writes itself.
 pub type RejectionBody = Full<Bytes>;
 
-/// The body of every response of the layer's service: the inner service's, or the layer's own.
-pub type ResponseBody<B> = http_body_util::Either<B, RejectionBody>;
+/// A response body type the layer can write its own answers in: the layer's service
+/// answers with the inner service's body type, so it adds no wrapping (and no boxing) to
+/// responses that pass.
+///
+/// Implemented for axum's and tonic's bodies, `Full<Bytes>`, `http_body_util`'s boxed
+/// bodies and `Either<B, Full<Bytes>>`; implement it for your own body type if needed.
+pub trait LayerBody {
+    /// The body of an answer written by the layer.
+    fn from_rejection(body: RejectionBody) -> Self;
+}
+
+impl LayerBody for axum::body::Body {
+    fn from_rejection(body: RejectionBody) -> Self {
+        axum::body::Body::new(body)
+    }
+}
+
+impl LayerBody for tonic::body::Body {
+    fn from_rejection(body: RejectionBody) -> Self {
+        tonic::body::Body::new(body)
+    }
+}
+
+impl LayerBody for RejectionBody {
+    fn from_rejection(body: RejectionBody) -> Self {
+        body
+    }
+}
+
+impl<B> LayerBody for http_body_util::Either<B, RejectionBody> {
+    fn from_rejection(body: RejectionBody) -> Self {
+        http_body_util::Either::Right(body)
+    }
+}
+
+impl<E> LayerBody for http_body_util::combinators::BoxBody<Bytes, E> {
+    fn from_rejection(body: RejectionBody) -> Self {
+        http_body_util::BodyExt::boxed(http_body_util::BodyExt::map_err(body, |never| match never {}))
+    }
+}
+
+impl<E> LayerBody for http_body_util::combinators::UnsyncBoxBody<Bytes, E> {
+    fn from_rejection(body: RejectionBody) -> Self {
+        http_body_util::BodyExt::boxed_unsync(http_body_util::BodyExt::map_err(body, |never| match never {}))
+    }
+}
 
 const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
 const RATE_LIMITED_TYPE: &str = "https://example.invalid/sluice/problems/rate-limited";

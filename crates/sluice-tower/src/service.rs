@@ -3,11 +3,10 @@
 use crate::future::{ResponseFuture, with_fields};
 use crate::judge::{Judgement, judge, missing_key, request_key};
 use crate::key::RequestKey;
-use crate::response::ResponseBody;
+use crate::response::LayerBody;
 use crate::shared::Shared;
 use http::request::Parts;
 use http::{Request, Response};
-use http_body_util::Either;
 use sluice::{Clock, Key, MemoryStore, Store, StoreError, Verdict};
 use std::any::Any;
 use std::sync::Arc;
@@ -64,8 +63,9 @@ where
     S: Store,
     C: Clock,
     ReqBody: Send + 'static,
+    ResBody: LayerBody,
 {
-    type Response = Response<ResponseBody<ResBody>>;
+    type Response = Response<ResBody>;
     type Error = T::Error;
     type Future = ResponseFuture<T::Future, ResBody, T::Error>;
 
@@ -76,7 +76,7 @@ where
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         let (parts, body) = request.into_parts();
         let Some(key) = request_key(&self.shared, &parts) else {
-            return ResponseFuture::ready(missing_key(&self.shared, &parts).map(Either::Right));
+            return ResponseFuture::ready(missing_key(&self.shared, &parts).map(ResBody::from_rejection));
         };
         let cost = self.shared.cost.as_ref().map_or(1, |cost| cost(&parts));
         match self.check_at_once(&key, cost) {
@@ -107,9 +107,10 @@ impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
         T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
         T::Future: Send,
         ReqBody: Send + 'static,
+        ResBody: LayerBody,
     {
         match judgement {
-            Judgement::Answer(answer) => ResponseFuture::ready(answer.map(Either::Right)),
+            Judgement::Answer(answer) => ResponseFuture::ready(answer.map(ResBody::from_rejection)),
             Judgement::Forward { delay, fields } if delay.is_zero() => {
                 ResponseFuture::inner(self.inner.call(Request::from_parts(parts, body)), fields)
             }
@@ -132,6 +133,7 @@ impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
         T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
         T::Future: Send,
         ReqBody: Send + 'static,
+        ResBody: LayerBody,
     {
         let (shared, inner) = (Arc::clone(&self.shared), self.take_ready_inner());
         ResponseFuture::boxed(async move {
@@ -162,13 +164,14 @@ async fn carry_out<T, S, C, ReqBody, ResBody>(
     judgement: Judgement,
     parts: Parts,
     body: ReqBody,
-) -> Result<Response<ResponseBody<ResBody>>, T::Error>
+) -> Result<Response<ResBody>, T::Error>
 where
     T: Service<Request<ReqBody>, Response = Response<ResBody>>,
     C: Clock,
+    ResBody: LayerBody,
 {
     match judgement {
-        Judgement::Answer(answer) => Ok(answer.map(Either::Right)),
+        Judgement::Answer(answer) => Ok(answer.map(ResBody::from_rejection)),
         Judgement::Forward { delay, fields } => {
             if !delay.is_zero() {
                 shared.clock.sleep(delay).await;

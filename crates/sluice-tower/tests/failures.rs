@@ -97,7 +97,7 @@ async fn grpc_requests_to_a_store_that_cannot_decide_get_unavailable() {
 async fn poll_ready_forwards_to_the_inner_service_only() {
     use tower::{Layer, Service, ServiceExt};
     let inner = tower::service_fn(|_: http::Request<String>| async {
-        Ok::<_, std::convert::Infallible>(http::Response::new(String::new()))
+        Ok::<_, std::convert::Infallible>(http::Response::new(http_body_util::Full::new(bytes::Bytes::new())))
     });
     let mut service = layer(DownStore::Error).layer(inner);
     // Ready at once, whatever the store: the decision happens in `call`.
