@@ -1,6 +1,7 @@
 //! The layer's overhead per request: one axum route driven in-process with `oneshot`,
 //! without a limiter, behind `sluice-tower`, and behind `tower_governor` (the same peer-IP
-//! key and one GCRA policy that never rejects, over 256 clients).
+//! key and one GCRA policy that never rejects, over 256 clients), each with and without
+//! rate-limit fields on allowed responses.
 //!
 //! `cargo bench -p sluice-tower --bench overhead`
 
@@ -12,6 +13,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use http::Request;
 use sluice::{LeakMode, LeakyBucket, Limit};
 use sluice_tower::RateLimitLayer;
+use sluice_tower::headers::Fields;
 use sluice_tower::key::PeerIp;
 use std::hint::black_box;
 use std::net::SocketAddr;
@@ -36,10 +38,10 @@ fn request(counter: &AtomicU32) -> Request<Body> {
     request
 }
 
-fn sluice_app() -> Router {
+fn sluice_app(fields: Fields) -> Router {
     // GCRA, like governor's: one request per µs per client, a burst of a million.
     let gcra = LeakyBucket::new(Duration::from_micros(1), 1_000_000, LeakMode::NoDelay).expect("policy");
-    route().layer(RateLimitLayer::new(Limit::new("bench", gcra), PeerIp::new()))
+    route().layer(RateLimitLayer::new(Limit::new("bench", gcra), PeerIp::new()).fields(fields))
 }
 
 fn governor_app(headers: bool) -> Router {
@@ -56,7 +58,8 @@ fn overhead(c: &mut Criterion) {
     let mut group = c.benchmark_group("overhead");
     let apps = [
         ("no_limiter", route()),
-        ("sluice_tower", sluice_app()),
+        ("sluice_tower", sluice_app(Fields::Ietf)),
+        ("sluice_tower_no_fields", sluice_app(Fields::OnRejectionsOnly)),
         ("tower_governor", governor_app(false)),
         ("tower_governor_headers", governor_app(true)),
     ];

@@ -48,6 +48,9 @@ pub enum Fields {
     Ietf,
     /// The IETF fields and `X-RateLimit-Limit`, `X-RateLimit-Remaining`, `X-RateLimit-Reset`.
     IetfAndLegacy,
+    /// None on allowed responses (they cost a few hundred nanoseconds each); rejections
+    /// still carry the IETF fields.
+    OnRejectionsOnly,
 }
 
 /// The fields of one response: each name, and where its value lies in the buffer they
@@ -114,6 +117,8 @@ pub struct PolicyFields {
     ratelimit_prefix: Box<[u8]>,
     /// `X-RateLimit-Limit`, when the legacy fields are sent.
     legacy_limit: Option<HeaderValue>,
+    /// Allowed responses get no fields.
+    silent: bool,
 }
 
 impl PolicyFields {
@@ -129,6 +134,7 @@ impl PolicyFields {
             policy: HeaderValue::from_str(&policy_text).unwrap_or(HeaderValue::from_static("")),
             ratelimit_prefix: prefix.into_boxed_slice(),
             legacy_limit,
+            silent: fields == Fields::OnRejectionsOnly,
         }
     }
 
@@ -142,7 +148,7 @@ impl PolicyFields {
 
     /// The fields of an allowed `decision`, to add to a response later.
     pub fn render(&self, decision: &Decision) -> Option<AllowedFields> {
-        if self.policy.is_empty() {
+        if self.silent || self.policy.is_empty() {
             return None;
         }
         let reset = whole_seconds(decision.reset_after);

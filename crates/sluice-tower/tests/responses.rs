@@ -39,6 +39,19 @@ async fn legacy_fields_are_added_on_request() {
 }
 
 #[tokio::test]
+async fn fields_can_be_kept_for_rejections_only() {
+    let layer = RateLimitLayer::new(sliding_log("api", 1, Duration::from_secs(60)), PeerIp::new())
+        .fields(Fields::OnRejectionsOnly)
+        .with_clock(clock());
+    let app = app(layer);
+    let allowed = send(&app, from_peer(PEER)).await;
+    assert_eq!(header(&allowed, "ratelimit"), None);
+    let rejected = send(&app, from_peer(PEER)).await;
+    assert_eq!(header(&rejected, "ratelimit"), Some(r#""api";r=0;t=60"#));
+    assert_eq!(header(&rejected, "retry-after"), Some("60"));
+}
+
+#[tokio::test]
 async fn a_rejection_is_429_with_retry_after_and_a_problem_json_body() {
     let clock = clock();
     let app =
