@@ -82,7 +82,7 @@ fn overhead(c: &mut Criterion) {
 
 criterion_group! {
     name = benches;
-    config = Criterion::default().measurement_time(Duration::from_secs(4)).warm_up_time(Duration::from_secs(1));
+    config = Criterion::default().measurement_time(Duration::from_secs(6)).warm_up_time(Duration::from_secs(1));
     targets = overhead
 }
 criterion_main!(benches);

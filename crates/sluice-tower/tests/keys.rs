@@ -10,10 +10,6 @@ use std::time::Duration;
 use support::*;
 
 fn one_per_minute() -> sluice::Limit {
-    sluice_log()
-}
-
-fn sluice_log() -> sluice::Limit {
     sliding_log("one", 1, Duration::from_secs(60))
 }
 
