@@ -34,7 +34,10 @@
 //!   store past the store's own timeout.
 //!
 //! `poll_ready` only forwards to the inner service: a limited key never holds back other
-//! keys' requests.
+//! keys' requests. The layer answers in the inner service's own body type (see
+//! [`response::LayerBody`]), so responses that pass are not wrapped. On the memory store
+//! the decision is made inside `call`, without allocating or cloning the inner service;
+//! other stores are awaited in the response future.
 //!
 //! # Trade-offs
 //!
