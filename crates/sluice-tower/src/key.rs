@@ -50,7 +50,7 @@ where
 
 /// A request's key: bytes, kept inline when short (IP addresses, API keys).
 #[derive(Clone, PartialEq, Eq, Hash, Default)]
-pub struct RequestKey(SmallVec<[u8; 40]>);
+pub struct RequestKey(SmallVec<[u8; 48]>);
 
 impl RequestKey {
     /// The key's bytes.

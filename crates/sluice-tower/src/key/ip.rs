@@ -121,15 +121,30 @@ pub(crate) fn ip_key(address: IpAddr, prefix: u8) -> RequestKey {
 }
 
 fn ipv4_key(address: Ipv4Addr) -> RequestKey {
-    let mut key = RequestKey::default();
-    let mut digits = itoa::Buffer::new();
+    // Written on the stack and copied once: this runs on every request.
+    let mut text = [0_u8; 15];
+    let mut len = 0;
     for (index, octet) in address.octets().into_iter().enumerate() {
         if index > 0 {
-            key.0.push(b'.');
+            text[len] = b'.';
+            len += 1;
         }
-        key.0.extend_from_slice(digits.format(octet).as_bytes());
+        len += write_decimal(&mut text[len..], octet);
     }
-    key
+    RequestKey::from(&text[..len])
+}
+
+/// Writes `value` in decimal at the start of `out` (at least 3 bytes), returning its length.
+fn write_decimal(out: &mut [u8], value: u8) -> usize {
+    let digits = [b'0' + value / 100, b'0' + value / 10 % 10, b'0' + value % 10];
+    let skip = match value {
+        100.. => 0,
+        10..=99 => 1,
+        _ => 2,
+    };
+    let written = &digits[skip..];
+    out[..written.len()].copy_from_slice(written);
+    written.len()
 }
 
 fn ipv6_key(address: Ipv6Addr, prefix: u8) -> RequestKey {
@@ -165,6 +180,8 @@ mod tests {
     #[test]
     fn ipv4_keys_are_dotted_text_and_mapped_addresses_count_as_ipv4() {
         assert_eq!(key("203.0.113.9", 64), "203.0.113.9");
+        assert_eq!(key("10.0.100.255", 64), "10.0.100.255");
+        assert_eq!(key("0.0.0.0", 64), "0.0.0.0");
         assert_eq!(key("::ffff:203.0.113.9", 64), "203.0.113.9");
     }
 
