@@ -60,6 +60,10 @@ impl KeyExtractor for PeerIp {
 /// only as far back as the proxies are trusted; without trusted proxies (the default) it
 /// is the peer's address, and forwarding headers are ignored.
 ///
+/// `Forwarded` is read when present, else `X-Forwarded-For`. The chain is walked from the
+/// right: each trusted hop hands over to the address before it; an entry that is not an
+/// address (`unknown`, an obfuscated name) ends the walk at the proxy that wrote it.
+///
 /// # Examples
 ///
 /// ```
