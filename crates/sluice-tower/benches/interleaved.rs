@@ -1,0 +1,38 @@
+//! The same variants as the `overhead` bench, measured in alternation: rounds of 20 000
+//! requests per variant, 30 rounds, the fastest round of each variant kept. On a machine
+//! shared with other work, alternating and keeping the minimum cancels most of the noise
+//! that sequential measurements pick up.
+//!
+//! `cargo bench -p sluice-tower --bench interleaved`
+
+#[path = "support/apps.rs"]
+mod apps;
+
+use std::sync::atomic::AtomicU32;
+use std::time::Instant;
+use tower::ServiceExt;
+
+const ROUNDS: usize = 30;
+const REQUESTS: u32 = 20_000;
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
+    let apps = apps::apps();
+    let mut fastest = vec![f64::MAX; apps.len()];
+    let counter = AtomicU32::new(0);
+    for _ in 0..ROUNDS {
+        for ((_, app), best) in apps.iter().zip(&mut fastest) {
+            let started = Instant::now();
+            runtime.block_on(async {
+                for _ in 0..REQUESTS {
+                    let response = app.clone().oneshot(apps::request(&counter)).await.expect("infallible");
+                    assert!(response.status().is_success());
+                }
+            });
+            *best = best.min(started.elapsed().as_nanos() as f64 / f64::from(REQUESTS));
+        }
+    }
+    for ((name, _), best) in apps.iter().zip(&fastest) {
+        println!("{name:<24} {best:>6.0} ns/request, overhead {:>4.0} ns", best - fastest[0]);
+    }
+}

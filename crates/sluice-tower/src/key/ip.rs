@@ -1,0 +1,199 @@
+//! Keys from the client's IP address.
+
+use super::forwarded::chain;
+use super::{KeyExtractor, RequestKey, TrustedProxies};
+use axum::extract::ConnectInfo;
+use http::request::Parts;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// The prefix IPv6 clients are keyed by unless told otherwise: a /64 is what one
+/// subscriber usually gets, so a client cannot escape its limit by changing addresses.
+pub const DEFAULT_IPV6_PREFIX: u8 = 64;
+
+/// The connection's remote address, as the server put it in the request's extensions:
+/// axum's `ConnectInfo<SocketAddr>` (`into_make_service_with_connect_info`), tonic's
+/// `TcpConnectInfo`, or a plain `SocketAddr` (hyper users insert it themselves).
+pub fn peer_addr(parts: &Parts) -> Option<SocketAddr> {
+    let extensions = &parts.extensions;
+    if let Some(ConnectInfo(address)) = extensions.get::<ConnectInfo<SocketAddr>>() {
+        return Some(*address);
+    }
+    if let Some(address) = extensions.get::<SocketAddr>() {
+        return Some(*address);
+    }
+    extensions.get::<tonic::transport::server::TcpConnectInfo>().and_then(|info| info.remote_addr())
+}
+
+/// Keys a request by the IP address of the peer that sent it. Behind a proxy every
+/// request comes from the proxy: use [`ClientIp`] there.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PeerIp {
+    ipv6_prefix: u8,
+}
+
+impl PeerIp {
+    /// The peer's address; IPv6 peers keyed by their /64.
+    pub fn new() -> Self {
+        PeerIp { ipv6_prefix: DEFAULT_IPV6_PREFIX }
+    }
+
+    /// IPv6 peers keyed by their first `bits` bits (at most 128).
+    #[must_use]
+    pub fn ipv6_prefix(self, bits: u8) -> Self {
+        PeerIp { ipv6_prefix: bits.min(128) }
+    }
+}
+
+impl Default for PeerIp {
+    fn default() -> Self {
+        PeerIp::new()
+    }
+}
+
+impl KeyExtractor for PeerIp {
+    fn extract(&self, parts: &Parts) -> Option<RequestKey> {
+        peer_addr(parts).map(|peer| ip_key(peer.ip(), self.ipv6_prefix))
+    }
+}
+
+/// Keys a request by the client's IP address, read from `Forwarded` or `X-Forwarded-For`
+/// only as far back as the proxies are trusted; without trusted proxies (the default) it
+/// is the peer's address, and forwarding headers are ignored.
+///
+/// `Forwarded` is read when present, else `X-Forwarded-For`. The chain is walked from the
+/// right: each trusted hop hands over to the address before it; an entry that is not an
+/// address (`unknown`, an obfuscated name) ends the walk at the proxy that wrote it.
+///
+/// # Examples
+///
+/// ```
+/// use sluice_tower::key::{ClientIp, KeyExtractor, TrustedProxies};
+/// use std::net::SocketAddr;
+///
+/// let client_ip = ClientIp::behind(TrustedProxies::cidrs(["10.0.0.0/8"])?);
+/// let mut request = http::Request::get("/").header("x-forwarded-for", "203.0.113.9").body(())?;
+/// request.extensions_mut().insert("10.0.0.1:4000".parse::<SocketAddr>()?);
+/// let (parts, ()) = request.into_parts();
+/// assert_eq!(client_ip.extract(&parts).unwrap().as_bytes(), b"203.0.113.9");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClientIp {
+    proxies: TrustedProxies,
+    ipv6_prefix: u8,
+}
+
+impl ClientIp {
+    /// The client's address behind `proxies`.
+    pub fn behind(proxies: TrustedProxies) -> Self {
+        ClientIp { proxies, ipv6_prefix: DEFAULT_IPV6_PREFIX }
+    }
+
+    /// IPv6 clients keyed by their first `bits` bits (at most 128).
+    #[must_use]
+    pub fn ipv6_prefix(self, bits: u8) -> Self {
+        ClientIp { ipv6_prefix: bits.min(128), ..self }
+    }
+
+    /// The client's address for a request from `peer`.
+    pub fn client(&self, parts: &Parts, peer: IpAddr) -> IpAddr {
+        let trusted = match self.proxies {
+            TrustedProxies::Hops(hops) => hops > 0,
+            TrustedProxies::Cidrs(_) => self.proxies.trusts(peer),
+        };
+        if !trusted {
+            return peer;
+        }
+        self.proxies.client(peer, &chain(&parts.headers))
+    }
+}
+
+impl KeyExtractor for ClientIp {
+    fn extract(&self, parts: &Parts) -> Option<RequestKey> {
+        let peer = peer_addr(parts)?.ip();
+        Some(ip_key(self.client(parts, peer), self.ipv6_prefix))
+    }
+}
+
+/// The key of `address`: IPv4 as dotted text, IPv6 as its first `prefix` bits in full
+/// hexadecimal followed by `/prefix` (IPv4-mapped IPv6 addresses count as IPv4).
+pub(crate) fn ip_key(address: IpAddr, prefix: u8) -> RequestKey {
+    match address.to_canonical() {
+        IpAddr::V4(v4) => ipv4_key(v4),
+        IpAddr::V6(v6) => ipv6_key(v6, prefix),
+    }
+}
+
+fn ipv4_key(address: Ipv4Addr) -> RequestKey {
+    // Written on the stack and copied once: this runs on every request.
+    let mut text = [0_u8; 15];
+    let mut len = 0;
+    for (index, octet) in address.octets().into_iter().enumerate() {
+        if index > 0 {
+            text[len] = b'.';
+            len += 1;
+        }
+        len += write_decimal(&mut text[len..], octet);
+    }
+    RequestKey::from(&text[..len])
+}
+
+/// Writes `value` in decimal at the start of `out` (at least 3 bytes), returning its length.
+fn write_decimal(out: &mut [u8], value: u8) -> usize {
+    let digits = [b'0' + value / 100, b'0' + value / 10 % 10, b'0' + value % 10];
+    let skip = match value {
+        100.. => 0,
+        10..=99 => 1,
+        _ => 2,
+    };
+    let written = &digits[skip..];
+    out[..written.len()].copy_from_slice(written);
+    written.len()
+}
+
+fn ipv6_key(address: Ipv6Addr, prefix: u8) -> RequestKey {
+    let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+    let network = Ipv6Addr::from(u128::from(address) & mask);
+    let mut key = RequestKey::default();
+    for (index, segment) in network.segments().into_iter().enumerate() {
+        if index > 0 {
+            key.0.push(b':');
+        }
+        key.0.extend_from_slice(format_hex(segment).as_slice());
+    }
+    key.0.push(b'/');
+    key.0.extend_from_slice(itoa::Buffer::new().format(prefix).as_bytes());
+    key
+}
+
+fn format_hex(segment: u16) -> smallvec::SmallVec<[u8; 4]> {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let nibbles = [segment >> 12, (segment >> 8) & 0xf, (segment >> 4) & 0xf, segment & 0xf];
+    let first = nibbles.iter().position(|nibble| *nibble != 0).unwrap_or(3);
+    nibbles[first..].iter().map(|nibble| DIGITS[usize::from(*nibble)]).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(text: &str, prefix: u8) -> String {
+        String::from_utf8(ip_key(text.parse().unwrap(), prefix).as_bytes().to_vec()).unwrap()
+    }
+
+    #[test]
+    fn ipv4_keys_are_dotted_text_and_mapped_addresses_count_as_ipv4() {
+        assert_eq!(key("203.0.113.9", 64), "203.0.113.9");
+        assert_eq!(key("10.0.100.255", 64), "10.0.100.255");
+        assert_eq!(key("0.0.0.0", 64), "0.0.0.0");
+        assert_eq!(key("::ffff:203.0.113.9", 64), "203.0.113.9");
+    }
+
+    #[test]
+    fn ipv6_keys_keep_only_the_prefix() {
+        assert_eq!(key("2001:db8:1:2:aaaa::1", 64), "2001:db8:1:2:0:0:0:0/64");
+        assert_eq!(key("2001:db8:1:2:aaaa::1", 48), "2001:db8:1:0:0:0:0:0/48");
+        assert_eq!(key("2001:db8::1", 128), "2001:db8:0:0:0:0:0:1/128");
+        assert_eq!(key("2001:db8::1", 0), "0:0:0:0:0:0:0:0/0");
+    }
+}

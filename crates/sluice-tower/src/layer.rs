@@ -1,0 +1,197 @@
+//! [`RateLimitLayer`]: the policies, the store, the key and the rules, applied to a service.
+
+use crate::headers::Fields;
+use crate::key::{KeyExtractor, MissingKey};
+use crate::response::{Rejection, RejectionBody, default_rejection};
+use crate::service::RateLimit;
+use crate::shared::{OnStoreError, Shared, policy_fields};
+use http::request::Parts;
+use sluice::{Clock, Limit, MemoryStore, Store, SystemClock};
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+use tower::Layer;
+
+/// The longest a shaped request (leaky bucket in `delay` mode) waits by default.
+pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(1);
+
+/// Applies rate limiting to a service: each request is keyed, checked against every
+/// policy (all or nothing), and either passes with `RateLimit` fields or is answered 429.
+///
+/// Cheap to clone: its services share one store, so a limit holds across all the routes a
+/// layer is applied to.
+///
+/// # Examples
+///
+/// ```
+/// use sluice::{Limit, TokenBucket};
+/// use sluice_tower::{RateLimitLayer, key::HeaderKey};
+/// use std::time::Duration;
+///
+/// let per_api_key = Limit::new("api", TokenBucket::new(10, 1, Duration::from_secs(1))?);
+/// let layer = RateLimitLayer::new(per_api_key, HeaderKey::new(http::HeaderName::from_static("x-api-key")))
+///     .cost(|parts| if parts.method == http::Method::POST { 5 } else { 1 });
+/// let app = axum::Router::<()>::new().route("/api", axum::routing::get(|| async { "ok" })).layer(layer);
+/// # let _ = app;
+/// # Ok::<(), sluice::PolicyError>(())
+/// ```
+#[must_use]
+pub struct RateLimitLayer<S = MemoryStore, C = SystemClock> {
+    shared: Arc<Shared<S, C>>,
+}
+
+impl RateLimitLayer {
+    /// Limits requests by `key` with one policy, in memory, on the system clock.
+    pub fn new(limit: Limit, key: impl KeyExtractor) -> Self {
+        RateLimitLayer::all_of([limit], key)
+    }
+
+    /// Limits requests by `key` with several policies: a request passes only if every
+    /// one allows it (such as 10 per second and 1000 per day), and consumes from none
+    /// otherwise.
+    ///
+    /// # Panics
+    ///
+    /// When `limits` is empty.
+    pub fn all_of(limits: impl IntoIterator<Item = Limit>, key: impl KeyExtractor) -> Self {
+        let limits: Arc<[Limit]> = limits.into_iter().collect();
+        assert!(!limits.is_empty(), "a rate limit layer needs at least one limit");
+        let on_rejection = Arc::new(|rejection: &Rejection<'_>| default_rejection(rejection));
+        let shared = Shared {
+            policy_fields: policy_fields(&limits, Fields::default()),
+            limits,
+            store: MemoryStore::new(),
+            clock: SystemClock::new(),
+            own_store: true,
+            key: Arc::new(key),
+            cost: None,
+            missing_key: MissingKey::default(),
+            fields: Fields::default(),
+            max_delay: DEFAULT_MAX_DELAY,
+            on_rejection,
+            on_store_error: OnStoreError::default(),
+        };
+        RateLimitLayer { shared: Arc::new(shared) }
+    }
+}
+
+impl<S: Store + Clone, C: Clock + Clone> RateLimitLayer<S, C> {
+    /// The same layer on another store, such as a `RedisStore` shared by every instance
+    /// of the service. The store's failure mode decides while it is unreachable.
+    pub fn with_store<T: Store + Clone>(self, store: T) -> RateLimitLayer<T, C> {
+        let shared = self.into_shared();
+        let clock = shared.clock.clone();
+        RateLimitLayer { shared: Arc::new(shared.rebuild(store, clock, false)) }
+    }
+
+    /// The same layer reading another clock (a `ManualClock` in tests); shaped requests
+    /// wait on it. A store the layer made itself follows the clock too.
+    pub fn with_clock<D: Clock + Clone>(self, clock: D) -> RateLimitLayer<S, D> {
+        let shared = self.into_shared();
+        let store = match shared.own_store {
+            true => shared.store.empty_with_clock(&clock).unwrap_or_else(|| shared.store.clone()),
+            false => shared.store.clone(),
+        };
+        let own_store = shared.own_store;
+        RateLimitLayer { shared: Arc::new(shared.rebuild(store, clock, own_store)) }
+    }
+
+    /// Each request costs what `cost` says (1 without it; 0 only looks).
+    pub fn cost(self, cost: impl Fn(&Parts) -> u64 + Send + Sync + 'static) -> Self {
+        self.map(|shared| shared.cost = Some(Arc::new(cost)))
+    }
+
+    /// What happens to requests without a key (default: 400 with a `problem+json` body).
+    pub fn missing_key(self, rule: MissingKey) -> Self {
+        self.map(|shared| shared.missing_key = rule)
+    }
+
+    /// Which rate-limit fields responses carry (default: the IETF ones only).
+    pub fn fields(self, fields: Fields) -> Self {
+        self.map(|shared| {
+            shared.fields = fields;
+            shared.policy_fields = policy_fields(&shared.limits, fields);
+        })
+    }
+
+    /// The longest a shaped request may wait for its turn; one that would wait longer is
+    /// rejected (its turn was taken, so its `Retry-After` is that wait). Default 1 s.
+    pub fn max_delay(self, max_delay: Duration) -> Self {
+        self.map(|shared| shared.max_delay = max_delay)
+    }
+
+    /// Answers rejections with `respond` instead of [`default_rejection`]; the layer still
+    /// adds the rate-limit fields and `Retry-After`.
+    pub fn on_rejection(
+        self,
+        respond: impl Fn(&Rejection<'_>) -> http::Response<RejectionBody> + Send + Sync + 'static,
+    ) -> Self {
+        self.map(|shared| shared.on_rejection = Arc::new(respond))
+    }
+
+    /// What a store that cannot decide at all means (default: 503). A store's own failure
+    /// mode (such as the Redis store's `open`) answers first, when it has one.
+    pub fn on_store_error(self, rule: OnStoreError) -> Self {
+        self.map(|shared| shared.on_store_error = rule)
+    }
+
+    /// The policies checked.
+    pub fn limits(&self) -> &[Limit] {
+        &self.shared.limits
+    }
+
+    /// The store.
+    pub fn store(&self) -> &S {
+        &self.shared.store
+    }
+
+    fn map(self, change: impl FnOnce(&mut Shared<S, C>)) -> Self {
+        let mut shared = self.into_shared();
+        change(&mut shared);
+        RateLimitLayer { shared: Arc::new(shared) }
+    }
+
+    fn into_shared(self) -> Shared<S, C> {
+        Arc::try_unwrap(self.shared).unwrap_or_else(|shared| (*shared).clone())
+    }
+}
+
+impl<S, C> Shared<S, C> {
+    /// The same settings with another store and clock.
+    fn rebuild<T, D>(self, store: T, clock: D, own_store: bool) -> Shared<T, D> {
+        Shared {
+            limits: self.limits,
+            store,
+            clock,
+            own_store,
+            key: self.key,
+            cost: self.cost,
+            missing_key: self.missing_key,
+            fields: self.fields,
+            policy_fields: self.policy_fields,
+            max_delay: self.max_delay,
+            on_rejection: self.on_rejection,
+            on_store_error: self.on_store_error,
+        }
+    }
+}
+
+impl<S, C> Clone for RateLimitLayer<S, C> {
+    fn clone(&self) -> Self {
+        RateLimitLayer { shared: Arc::clone(&self.shared) }
+    }
+}
+
+impl<S: fmt::Debug, C: fmt::Debug> fmt::Debug for RateLimitLayer<S, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.shared.fmt(f)
+    }
+}
+
+impl<T, S, C> Layer<T> for RateLimitLayer<S, C> {
+    type Service = RateLimit<T, S, C>;
+
+    fn layer(&self, inner: T) -> Self::Service {
+        RateLimit::new(inner, Arc::clone(&self.shared))
+    }
+}

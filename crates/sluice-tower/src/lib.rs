@@ -1,0 +1,62 @@
+//! Rate limiting for axum, hyper and tonic services, as a [`tower::Layer`].
+//!
+//! ```
+//! use axum::{Router, routing::get};
+//! use sluice::{Limit, SlidingLog, SlidingLogVariant};
+//! use sluice_tower::{RateLimitLayer, key::PeerIp};
+//! use std::time::Duration;
+//!
+//! let hello = Limit::new("hello", SlidingLog::new(5, Duration::from_secs(10), SlidingLogVariant::Accepted)?);
+//! let app: Router = Router::new().route("/hello", get(|| async { "hi" })).layer(RateLimitLayer::new(hello, PeerIp::new()));
+//! # Ok::<(), sluice::PolicyError>(())
+//! ```
+//!
+//! # How it works
+//!
+//! For each request the layer takes a key from the request head (the [`key`] module's
+//! extractors, or a closure), checks it against every policy of the layer in one
+//! [`sluice::Store::check`] (all or nothing: 10 per second *and* 1000 per day), and then:
+//!
+//! - **allowed**: the inner service answers, and the response gets the IETF
+//!   `RateLimit-Policy` and `RateLimit` fields (optionally `X-RateLimit-*`) of the most
+//!   restrictive policy ([`headers`]);
+//! - **rejected**: the layer answers 429 with `Retry-After` (whole seconds, rounded up,
+//!   never 0) and a `problem+json` body (RFC 9457), or, for gRPC requests,
+//!   `RESOURCE_EXHAUSTED` with a `google.rpc.RetryInfo` ([`response`]); both can be
+//!   replaced with [`RateLimitLayer::on_rejection`];
+//! - **shaped** (a leaky bucket in `delay` mode): the request waits its turn on the
+//!   layer's clock, up to [`RateLimitLayer::max_delay`], and is rejected past it;
+//! - **no key**: the [`key::MissingKey`] rule rejects it (400 by default) or puts it under
+//!   a shared key;
+//! - **store failure**: the store's own failure mode decides (the Redis store's `open`,
+//!   `closed` or `fallback`); a store that cannot decide at all follows
+//!   [`RateLimitLayer::on_store_error`] (503 by default). The layer never waits on the
+//!   store past the store's own timeout.
+//!
+//! `poll_ready` only forwards to the inner service: a limited key never holds back other
+//! keys' requests. The layer answers in the inner service's own body type (see
+//! [`response::LayerBody`]), so responses that pass are not wrapped. On the memory store
+//! the decision is made inside `call`, without allocating or cloning the inner service;
+//! other stores are awaited in the response future.
+//!
+//! # Trade-offs
+//!
+//! Forwarding headers (`Forwarded`, `X-Forwarded-For`) are read only behind proxies you
+//! declare ([`key::ClientIp`], [`key::TrustedProxies`]); a client talking directly could
+//! write any address there. IPv6 clients are keyed by their /64 by default, since one
+//! subscriber usually holds a whole /64.
+
+pub mod future;
+pub mod headers;
+mod judge;
+pub mod key;
+mod layer;
+mod policies;
+pub mod response;
+mod service;
+mod shared;
+
+pub use layer::{DEFAULT_MAX_DELAY, RateLimitLayer};
+pub use policies::{Policies, UnknownPolicy};
+pub use service::RateLimit;
+pub use shared::OnStoreError;

@@ -1,0 +1,183 @@
+//! [`RateLimit`]: the service a [`RateLimitLayer`](crate::RateLimitLayer) wraps around another.
+
+use crate::future::{ResponseFuture, with_fields};
+use crate::judge::{Judgement, judge, missing_key, request_key};
+use crate::key::RequestKey;
+use crate::response::LayerBody;
+use crate::shared::Shared;
+use http::request::Parts;
+use http::{Request, Response};
+use sluice::{Clock, Key, MemoryStore, Store, StoreError, Verdict};
+use std::any::Any;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tower::Service;
+
+/// A service that rate-limits requests before handing them to `inner`.
+///
+/// Readiness is the inner service's: `poll_ready` never waits on the limiter. The decision
+/// is made in `call`, so every request gets an answer at once (or after its shaping delay)
+/// instead of queueing.
+pub struct RateLimit<T, S, C> {
+    inner: T,
+    shared: Arc<Shared<S, C>>,
+}
+
+impl<T, S, C> RateLimit<T, S, C> {
+    pub(crate) fn new(inner: T, shared: Arc<Shared<S, C>>) -> Self {
+        RateLimit { inner, shared }
+    }
+
+    /// The inner service.
+    pub fn get_ref(&self) -> &T {
+        &self.inner
+    }
+
+    /// The inner service, mutably.
+    pub fn get_mut(&mut self) -> &mut T {
+        &mut self.inner
+    }
+
+    /// The inner service, without the rate limiting.
+    pub fn into_inner(self) -> T {
+        self.inner
+    }
+}
+
+impl<T: Clone, S, C> Clone for RateLimit<T, S, C> {
+    fn clone(&self) -> Self {
+        RateLimit { inner: self.inner.clone(), shared: Arc::clone(&self.shared) }
+    }
+}
+
+impl<T: std::fmt::Debug, S: std::fmt::Debug, C: std::fmt::Debug> std::fmt::Debug for RateLimit<T, S, C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RateLimit").field("inner", &self.inner).field("layer", &self.shared).finish()
+    }
+}
+
+impl<T, S, C, ReqBody, ResBody> Service<Request<ReqBody>> for RateLimit<T, S, C>
+where
+    T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+    T::Future: Send,
+    S: Store,
+    C: Clock,
+    ReqBody: Send + 'static,
+    ResBody: LayerBody,
+{
+    type Response = Response<ResBody>;
+    type Error = T::Error;
+    type Future = ResponseFuture<T::Future, ResBody, T::Error>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        let (parts, body) = request.into_parts();
+        let Some(key) = request_key(&self.shared, &parts) else {
+            return ResponseFuture::ready(missing_key(&self.shared, &parts).map(ResBody::from_rejection));
+        };
+        let cost = self.shared.cost.as_ref().map_or(1, |cost| cost(&parts));
+        match self.check_at_once(&key, cost) {
+            Some(checked) => self.answer(judge(&self.shared, checked, &parts), parts, body),
+            None => self.check_later(key, cost, parts, body),
+        }
+    }
+}
+
+impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
+    /// The verdict of the memory store, which decides without waiting: no allocation and
+    /// no clone of the inner service. `None` for stores that must be awaited.
+    fn check_at_once(&self, key: &RequestKey, cost: u64) -> Option<Result<Verdict, StoreError>> {
+        let memory = (&self.shared.store as &dyn Any).downcast_ref::<MemoryStore>()?;
+        let key = Key::new(key.as_bytes()).ok()?;
+        Some(memory.check_now(key, &self.shared.limits, self.shared.clock.now(), cost))
+    }
+
+    /// Carries out a judgement made in `call`: the ready inner service answers at once,
+    /// unless the request must first wait its turn.
+    fn answer<ReqBody, ResBody>(
+        &mut self,
+        judgement: Judgement,
+        parts: Parts,
+        body: ReqBody,
+    ) -> ResponseFuture<T::Future, ResBody, T::Error>
+    where
+        T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+        T::Future: Send,
+        ReqBody: Send + 'static,
+        ResBody: LayerBody,
+    {
+        match judgement {
+            Judgement::Answer(answer) => ResponseFuture::ready(answer.map(ResBody::from_rejection)),
+            Judgement::Forward { delay, fields } if delay.is_zero() => {
+                ResponseFuture::inner(self.inner.call(Request::from_parts(parts, body)), fields)
+            }
+            judgement => {
+                let (shared, inner) = (Arc::clone(&self.shared), self.take_ready_inner());
+                ResponseFuture::boxed(async move { carry_out(&shared, inner, judgement, parts, body).await })
+            }
+        }
+    }
+
+    /// Checks on a store that must be awaited, then answers.
+    fn check_later<ReqBody, ResBody>(
+        &mut self,
+        key: RequestKey,
+        cost: u64,
+        parts: Parts,
+        body: ReqBody,
+    ) -> ResponseFuture<T::Future, ResBody, T::Error>
+    where
+        T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+        T::Future: Send,
+        ReqBody: Send + 'static,
+        ResBody: LayerBody,
+    {
+        let (shared, inner) = (Arc::clone(&self.shared), self.take_ready_inner());
+        ResponseFuture::boxed(async move {
+            let checked = match Key::new(key.as_bytes()) {
+                Ok(key) => shared.store.check(key, &shared.limits, shared.clock.now(), cost).await,
+                Err(error) => Err(StoreError::Refused(error.to_string())),
+            };
+            let judgement = judge(&shared, checked, &parts);
+            carry_out(&shared, inner, judgement, parts, body).await
+        })
+    }
+
+    /// The ready inner service, leaving a clone in its place (axum's advice for services
+    /// that call their inner service from a future: the clone may not be ready).
+    fn take_ready_inner(&mut self) -> T
+    where
+        T: Clone,
+    {
+        let clone = self.inner.clone();
+        std::mem::replace(&mut self.inner, clone)
+    }
+}
+
+/// Answers, or waits out the shaping delay on the layer's clock and calls `inner`.
+async fn carry_out<T, S, C, ReqBody, ResBody>(
+    shared: &Shared<S, C>,
+    mut inner: T,
+    judgement: Judgement,
+    parts: Parts,
+    body: ReqBody,
+) -> Result<Response<ResBody>, T::Error>
+where
+    T: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    C: Clock,
+    ResBody: LayerBody,
+{
+    match judgement {
+        Judgement::Answer(answer) => Ok(answer.map(ResBody::from_rejection)),
+        Judgement::Forward { delay, fields } => {
+            if !delay.is_zero() {
+                shared.clock.sleep(delay).await;
+            }
+            let response = inner.call(Request::from_parts(parts, body)).await?;
+            Ok(with_fields(response, fields))
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! Two instances of an app share one limit through the Redis store, on a real
+//! `redis-server` this test starts on a free loopback port; when Redis goes away, the
+//! store's failure mode decides.
+
+mod support;
+
+#[path = "../../sluice-redis/tests/support/redis.rs"]
+mod redis_server;
+
+use axum::Router;
+use redis_server::RedisServer;
+use sluice_redis::{FailureMode, RedisSettings, RedisStore};
+use sluice_tower::RateLimitLayer;
+use sluice_tower::key::PeerIp;
+use std::time::{Duration, Instant};
+use support::*;
+
+const PEER: &str = "192.0.2.1:1000";
+
+/// An app instance with its own connection to Redis, on the shared (manual) time.
+async fn instance(server: &RedisServer, failure_mode: FailureMode, clock: &sluice::ManualClock) -> Router {
+    let settings =
+        RedisSettings { failure_mode, timeout: Duration::from_millis(200), ..RedisSettings::injected_time() };
+    let store = RedisStore::connect(&server.url(), settings).await.expect("connect to redis-server");
+    let limit = sliding_log("shared", 3, Duration::from_secs(60));
+    app(RateLimitLayer::new(limit, PeerIp::new()).with_store(store).with_clock(clock.clone()))
+}
+
+#[tokio::test]
+async fn two_instances_share_one_limit() {
+    let server = RedisServer::start();
+    let clock = clock();
+    let (a, b) =
+        (instance(&server, FailureMode::Open, &clock).await, instance(&server, FailureMode::Open, &clock).await);
+    assert_eq!(status(&a, from_peer(PEER)).await, 200);
+    assert_eq!(status(&b, from_peer(PEER)).await, 200);
+    let response = send(&a, from_peer(PEER)).await;
+    assert_eq!(header(&response, "ratelimit"), Some(r#""shared";r=0;t=60"#));
+    let response = send(&b, from_peer(PEER)).await;
+    assert_eq!(response.status(), 429, "the fourth request, on the other instance");
+    assert_eq!(header(&response, "retry-after"), Some("60"));
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(status(&b, from_peer(PEER)).await, 200);
+}
+
+#[tokio::test]
+async fn when_redis_is_down_the_failure_mode_decides_within_the_timeout() {
+    let mut server = RedisServer::start();
+    let clock = clock();
+    let open = instance(&server, FailureMode::Open, &clock).await;
+    let closed = instance(&server, FailureMode::Closed, &clock).await;
+    let fallback = instance(&server, FailureMode::Fallback, &clock).await;
+    assert_eq!(status(&open, from_peer(PEER)).await, 200);
+    server.kill();
+
+    let started = Instant::now();
+    let response = send(&open, from_peer(PEER)).await;
+    assert_eq!(response.status(), 200, "open: allowed");
+    assert_eq!(header(&response, "ratelimit"), None);
+    let response = send(&closed, from_peer(PEER)).await;
+    assert_eq!(response.status(), 429, "closed: rejected");
+    assert_eq!(header(&response, "retry-after"), Some("1"));
+    let response = send(&fallback, from_peer(PEER)).await;
+    assert_eq!(response.status(), 200, "fallback: decided in memory");
+    assert_eq!(header(&response, "ratelimit"), Some(r#""shared";r=2;t=60"#));
+    // Three checks, each bounded by the 200 ms timeout (generously: no wall-clock luck).
+    assert!(started.elapsed() < Duration::from_secs(5), "took {:?}", started.elapsed());
+}
