@@ -30,5 +30,8 @@ fi
 
 # Benches are compiled by .ci/run (`cargo bench --no-run`), not run here: their setups
 # (a million keys) are made for release builds.
+# The examples as runnable binaries first: sluice-tower's tests start the axum_app example
+# over a real socket (`cargo test --examples` builds them only as test harnesses).
+cargo build --workspace --examples --locked
 cargo test --workspace --lib --bins --tests --examples --locked "$@"
 cargo test --workspace --doc --locked "$@"
