@@ -136,6 +136,7 @@ impl Algorithm for FixedWindow {
         ]
     }
 
+    #[inline]
     fn decide(&self, state: &WindowCount, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
         let (current, end, now) = self.current(state, now.as_micros());
         let reset_after = end.saturating_sub(now);
@@ -159,6 +160,7 @@ impl Algorithm for FixedWindow {
         (Decision::allow(n, left - cost, reset_after), Some(next))
     }
 
+    #[inline]
     fn record(&self, state: &mut WindowCount, plan: Self::Plan, admitted: bool) {
         replace_if_admitted(state, plan, admitted);
     }

@@ -17,6 +17,7 @@
 mod builder;
 mod keyed;
 mod snapshot;
+mod stored_key;
 
 pub use builder::MemoryStoreBuilder;
 use keyed::{Keyed, KeyedStates};
@@ -32,6 +33,7 @@ use smallvec::SmallVec;
 use std::fmt;
 use std::future::{Future, Ready, ready};
 use std::sync::Arc;
+use stored_key::Probe;
 
 /// States in one shard are swept after this many insertions (or as many as it holds).
 const SWEEP_EVERY: usize = 1024;
@@ -102,12 +104,14 @@ impl MemoryStore {
         let key = key.as_bytes();
         let hash = self.inner.hasher.hash_one(key);
         let mut shard = self.shard(hash).lock();
-        let request = Request { hash, key, now, cost };
+        let probe = Probe::of(key);
+        let request = Request { hash, probe, now, cost };
         if let [limit] = limits {
-            return Ok(self.settle(&mut shard, limit, request, None));
+            let decision = self.settle(&mut shard, limit, request, None);
+            return Ok(Verdict { decision, limit: 0, source: crate::store::Source::Store });
         }
         let decisions: SmallVec<[Decision; 4]> =
-            limits.iter().map(|limit| shard.table(limit).judge(hash, key, now, cost)).collect();
+            limits.iter().map(|limit| shard.table(limit).judge(hash, probe, now, cost)).collect();
         let admitted = decisions.iter().all(|d| d.allowed);
         for (index, limit) in limits.iter().enumerate() {
             // A limit listed twice is one state: record the request once.
@@ -123,10 +127,11 @@ impl MemoryStore {
         let key = key.as_bytes();
         let hash = self.inner.hasher.hash_one(key);
         let mut shard = self.shard(hash).lock();
+        let probe = Probe::of(key);
         let Shard { tables, states, .. } = &mut *shard;
         let mut removed = 0;
         for (id, table) in tables.iter_mut() {
-            if limits.iter().any(|limit| limit.id() == *id) && table.remove(hash, key) {
+            if limits.iter().any(|limit| limit.id() == *id) && table.remove(hash, probe) {
                 removed += 1;
             }
         }
@@ -165,7 +170,8 @@ impl MemoryStore {
         (hash >> 32) as usize & (self.inner.shards.len() - 1)
     }
 
-    fn settle(&self, shard: &mut Shard, limit: &Limit, request: Request<'_>, admitted: Option<bool>) -> Verdict {
+    #[inline]
+    fn settle(&self, shard: &mut Shard, limit: &Limit, request: Request<'_>, admitted: Option<bool>) -> Decision {
         if shard.states >= self.inner.shard_capacity {
             shard.make_room(self.inner.shard_capacity, (self.inner.clock)());
         }
@@ -181,7 +187,7 @@ impl MemoryStore {
                 shard.drop_expiring_by((self.inner.clock)());
             }
         }
-        Verdict { decision, limit: 0, source: crate::store::Source::Store }
+        decision
     }
 }
 
@@ -226,8 +232,10 @@ impl Store for MemoryStore {
 
 impl Shard {
     /// The table of `limit`, created empty on first use.
+    #[inline]
     fn table(&mut self, limit: &Limit) -> &mut Box<dyn KeyedStates> {
-        let index = match self.tables.iter().position(|(id, _)| *id == limit.id()) {
+        let id = limit.id();
+        let index = match self.tables.iter().position(|(table_id, _)| *table_id == id) {
             Some(index) => index,
             None => {
                 let table: Box<dyn KeyedStates> =

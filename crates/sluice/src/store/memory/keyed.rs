@@ -2,20 +2,17 @@
 //! entry holds exactly its key and its algorithm's state (no enum padding).
 
 use super::snapshot::states::{AnyState, Persist, Restored};
+use super::stored_key::{Exact, Long, Probe, Short, StoredKey};
 use crate::algorithm::Algorithm;
 use crate::{Decision, Timestamp};
 use ahash::RandomState;
 use hashbrown::HashTable;
-use smallvec::SmallVec;
 use std::fmt;
-
-/// Key bytes, stored inline up to 16 bytes (an IPv6 address, a UUID) and on the heap beyond.
-pub(crate) type KeyBytes = SmallVec<[u8; 16]>;
 
 /// The operations a shard needs from one limit's table, whatever its algorithm.
 pub(crate) trait KeyedStates: Send + fmt::Debug {
     /// Judges a request without changing anything.
-    fn judge(&self, hash: u64, key: &[u8], now: Timestamp, cost: u64) -> Decision;
+    fn judge(&mut self, hash: u64, probe: Probe<'_>, now: Timestamp, cost: u64) -> Decision;
 
     /// Decides and records a request. `admitted` is the outcome of every limit checked
     /// together, or `None` to use this limit's own decision. Returns the decision and
@@ -23,7 +20,7 @@ pub(crate) trait KeyedStates: Send + fmt::Debug {
     fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, bool);
 
     /// Forgets the state of `key`; returns whether there was one.
-    fn remove(&mut self, hash: u64, key: &[u8]) -> bool;
+    fn remove(&mut self, hash: u64, probe: Probe<'_>) -> bool;
 
     /// Drops every state expiring before `time`, and up to `ties` of those expiring at
     /// exactly `time` (decrementing it); returns how many were dropped.
@@ -42,34 +39,69 @@ pub(crate) trait KeyedStates: Send + fmt::Debug {
     fn encode(&self, now: Timestamp, out: &mut Vec<u8>) -> u64;
 
     /// Inserts a state read from a snapshot, unless the key has one or it is fresh by `now`.
-    fn restore(&mut self, hash: u64, key: &[u8], state: AnyState, now: Timestamp, hasher: &RandomState) -> Restored;
+    fn restore(
+        &mut self,
+        hash: u64,
+        probe: Probe<'_>,
+        state: AnyState,
+        now: Timestamp,
+        hasher: &RandomState,
+    ) -> Restored;
 }
 
 /// A request addressed to one key of a shard.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Request<'a> {
     pub(crate) hash: u64,
-    pub(crate) key: &'a [u8],
+    pub(crate) probe: Probe<'a>,
     pub(crate) now: Timestamp,
     pub(crate) cost: u64,
 }
 
-/// A table of states of algorithm `A`, keyed by the caller's key bytes.
+/// States of algorithm `A` keyed by one class of stored keys, inline in the table's buckets.
+type Table<K, A> = HashTable<(K, <A as Algorithm>::State)>;
+
+/// A table of states of algorithm `A`, keyed by the caller's key bytes: one hash table per
+/// class of key length (see [`stored_key`](super::stored_key)).
 pub(crate) struct Keyed<A: Algorithm> {
     algorithm: A,
-    entries: HashTable<(KeyBytes, A::State)>,
+    exact: Table<Exact, A>,
+    short: Table<Short, A>,
+    long: Table<Long, A>,
 }
 
 impl<A: Algorithm> Keyed<A> {
     pub(crate) fn new(algorithm: A) -> Self {
-        Keyed { algorithm, entries: HashTable::new() }
+        Keyed { algorithm, exact: HashTable::new(), short: HashTable::new(), long: HashTable::new() }
     }
 }
 
 impl<A: Algorithm + fmt::Debug> fmt::Debug for Keyed<A> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Keyed").field("algorithm", &self.algorithm).field("states", &self.entries.len()).finish()
+        let states = self.exact.len() + self.short.len() + self.long.len();
+        f.debug_struct("Keyed").field("algorithm", &self.algorithm).field("states", &states).finish()
     }
+}
+
+/// Runs `$body` with `$table` bound to the table of `$probe`'s class and `$key` to its
+/// lookup form.
+macro_rules! in_class_table {
+    ($keyed:expr, $probe:expr, |$table:ident, $key:ident| $body:expr) => {
+        match $probe {
+            Probe::Exact($key) => {
+                let $table = &mut $keyed.exact;
+                $body
+            }
+            Probe::Short($key) => {
+                let $table = &mut $keyed.short;
+                $body
+            }
+            Probe::Long($key) => {
+                let $table = &mut $keyed.long;
+                $body
+            }
+        }
+    };
 }
 
 impl<A> KeyedStates for Keyed<A>
@@ -77,60 +109,48 @@ where
     A: Persist + fmt::Debug + Send,
     A::State: PartialEq + HeapSize,
 {
-    fn judge(&self, hash: u64, key: &[u8], now: Timestamp, cost: u64) -> Decision {
-        let fresh = A::State::default();
-        let state = self.entries.find(hash, |(k, _)| k.as_slice() == key).map_or(&fresh, |(_, s)| s);
-        self.algorithm.decide(state, now, cost).0
+    fn judge(&mut self, hash: u64, probe: Probe<'_>, now: Timestamp, cost: u64) -> Decision {
+        let algorithm = &self.algorithm;
+        in_class_table!(self, probe, |table, key| judge_in(algorithm, table, hash, key, now, cost))
     }
 
+    #[inline]
     fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, bool) {
-        let Request { hash, key, now, cost } = request;
-        if let Some((_, state)) = self.entries.find_mut(hash, |(k, _)| k.as_slice() == key) {
-            let (decision, plan) = self.algorithm.decide(state, now, cost);
-            self.algorithm.record(state, plan, admitted.unwrap_or(decision.allowed));
-            return (decision, false);
-        }
-        let (decision, plan) = self.algorithm.decide(&A::State::default(), now, cost);
-        let mut state = A::State::default();
-        self.algorithm.record(&mut state, plan, admitted.unwrap_or(decision.allowed));
-        if state == A::State::default() {
-            return (decision, false);
-        }
-        let rehash = |(k, _): &(KeyBytes, A::State)| hasher.hash_one(k.as_slice());
-        self.entries.insert_unique(hash, (KeyBytes::from_slice(key), state), rehash);
-        (decision, true)
+        let Request { hash, probe, now, cost } = request;
+        let algorithm = &self.algorithm;
+        in_class_table!(self, probe, |table, key| {
+            let Some((_, state)) = table.find_mut(hash, |(stored, _)| stored.is(key)) else {
+                return settle_new(algorithm, table, Request { hash, probe, now, cost }, key, admitted, hasher);
+            };
+            let (decision, plan) = algorithm.decide(state, now, cost);
+            algorithm.record(state, plan, admitted.unwrap_or(decision.allowed));
+            (decision, false)
+        })
     }
 
-    fn remove(&mut self, hash: u64, key: &[u8]) -> bool {
-        self.entries.find_entry(hash, |(k, _)| k.as_slice() == key).map(|entry| entry.remove()).is_ok()
+    fn remove(&mut self, hash: u64, probe: Probe<'_>) -> bool {
+        in_class_table!(self, probe, |table, key| {
+            table.find_entry(hash, |(stored, _)| stored.is(key)).map(|entry| entry.remove()).is_ok()
+        })
     }
 
     fn drop_expiring_before(&mut self, time: Timestamp, ties: &mut usize) -> usize {
-        let before = self.entries.len();
         let algorithm = &self.algorithm;
-        self.entries.retain(|(_, state)| {
-            let expires = algorithm.expires_at(state);
-            let dropped = expires < time || (expires == time && *ties > 0);
-            if expires == time && dropped {
-                *ties -= 1;
-            }
-            !dropped
-        });
-        before - self.entries.len()
+        drop_expiring_in(algorithm, &mut self.exact, time, ties)
+            + drop_expiring_in(algorithm, &mut self.short, time, ties)
+            + drop_expiring_in(algorithm, &mut self.long, time, ties)
     }
 
     fn expiries(&self) -> Vec<Timestamp> {
-        self.entries.iter().map(|(_, state)| self.algorithm.expires_at(state)).collect()
+        let algorithm = &self.algorithm;
+        let exact = self.exact.iter().map(|(_, state)| algorithm.expires_at(state));
+        let short = self.short.iter().map(|(_, state)| algorithm.expires_at(state));
+        let long = self.long.iter().map(|(_, state)| algorithm.expires_at(state));
+        exact.chain(short).chain(long).collect()
     }
 
     fn heap_bytes(&self) -> usize {
-        let slots = self.entries.allocation_size();
-        let owned: usize = self
-            .entries
-            .iter()
-            .map(|(key, state)| state.heap_size() + if key.spilled() { key.capacity() } else { 0 })
-            .sum();
-        slots + owned
+        heap_bytes_of(&self.exact) + heap_bytes_of(&self.short) + heap_bytes_of(&self.long)
     }
 
     fn tag(&self) -> u8 {
@@ -138,27 +158,115 @@ where
     }
 
     fn encode(&self, now: Timestamp, out: &mut Vec<u8>) -> u64 {
-        let mut count = 0;
-        for (key, state) in self.entries.iter().filter(|(_, state)| self.algorithm.expires_at(state) > now) {
-            out.extend_from_slice(&(key.len() as u16).to_le_bytes());
-            out.extend_from_slice(key);
-            A::encode(state, out);
-            count += 1;
-        }
-        count
+        let algorithm = &self.algorithm;
+        encode_in(algorithm, &self.exact, now, out)
+            + encode_in(algorithm, &self.short, now, out)
+            + encode_in(algorithm, &self.long, now, out)
     }
 
-    fn restore(&mut self, hash: u64, key: &[u8], state: AnyState, now: Timestamp, hasher: &RandomState) -> Restored {
+    fn restore(
+        &mut self,
+        hash: u64,
+        probe: Probe<'_>,
+        state: AnyState,
+        now: Timestamp,
+        hasher: &RandomState,
+    ) -> Restored {
         let Some(state) = A::of(&state).cloned().filter(|state| self.algorithm.expires_at(state) > now) else {
             return Restored::Fresh;
         };
-        if self.entries.find(hash, |(k, _)| k.as_slice() == key).is_some() {
-            return Restored::Present;
-        }
-        let rehash = |(k, _): &(KeyBytes, A::State)| hasher.hash_one(k.as_slice());
-        self.entries.insert_unique(hash, (KeyBytes::from_slice(key), state), rehash);
-        Restored::New
+        in_class_table!(self, probe, |table, key| {
+            if table.find(hash, |(stored, _)| stored.is(key)).is_some() {
+                return Restored::Present;
+            }
+            insert(table, hash, key, state, hasher);
+            Restored::New
+        })
     }
+}
+
+/// The decision for `key` in `table`, changing nothing.
+fn judge_in<A: Algorithm, K: StoredKey>(
+    algorithm: &A,
+    table: &Table<K, A>,
+    hash: u64,
+    key: K::Probe<'_>,
+    now: Timestamp,
+    cost: u64,
+) -> Decision {
+    let fresh = A::State::default();
+    let state = table.find(hash, |(stored, _)| stored.is(key)).map_or(&fresh, |(_, state)| state);
+    algorithm.decide(state, now, cost).0
+}
+
+/// Decides a request for a key with no state, and inserts its state unless it stays fresh.
+#[cold]
+fn settle_new<A: Algorithm, K: StoredKey>(
+    algorithm: &A,
+    table: &mut Table<K, A>,
+    request: Request<'_>,
+    key: K::Probe<'_>,
+    admitted: Option<bool>,
+    hasher: &RandomState,
+) -> (Decision, bool)
+where
+    A::State: PartialEq,
+{
+    let (decision, plan) = algorithm.decide(&A::State::default(), request.now, request.cost);
+    let mut state = A::State::default();
+    algorithm.record(&mut state, plan, admitted.unwrap_or(decision.allowed));
+    if state == A::State::default() {
+        return (decision, false);
+    }
+    insert(table, request.hash, key, state, hasher);
+    (decision, true)
+}
+
+/// Inserts a state for a key known to hold none.
+fn insert<S, K: StoredKey>(
+    table: &mut HashTable<(K, S)>,
+    hash: u64,
+    key: K::Probe<'_>,
+    state: S,
+    hasher: &RandomState,
+) {
+    let rehash = |(stored, _): &(K, S)| hasher.hash_one(stored.bytes());
+    table.insert_unique(hash, (K::store(key), state), rehash);
+}
+
+fn drop_expiring_in<A: Algorithm, K: StoredKey>(
+    algorithm: &A,
+    table: &mut Table<K, A>,
+    time: Timestamp,
+    ties: &mut usize,
+) -> usize {
+    let before = table.len();
+    table.retain(|(_, state)| {
+        let expires = algorithm.expires_at(state);
+        let dropped = expires < time || (expires == time && *ties > 0);
+        if expires == time && dropped {
+            *ties -= 1;
+        }
+        !dropped
+    });
+    before - table.len()
+}
+
+fn heap_bytes_of<S: HeapSize, K: StoredKey>(table: &HashTable<(K, S)>) -> usize {
+    let owned: usize = table.iter().map(|(key, state)| state.heap_size() + key.heap_size()).sum();
+    table.allocation_size() + owned
+}
+
+fn encode_in<A: Persist, K: StoredKey>(algorithm: &A, table: &Table<K, A>, now: Timestamp, out: &mut Vec<u8>) -> u64 {
+    let mut count = 0;
+    for (key, state) in table.iter().filter(|(_, state)| algorithm.expires_at(state) > now) {
+        let key = key.bytes();
+        out.extend_from_slice(&(key.len() as u16).to_le_bytes());
+        out.extend_from_slice(key);
+        A::encode(state, out);
+        count += 1;
+    }
+    count
 }
 
 /// Bytes a state holds outside its own struct.

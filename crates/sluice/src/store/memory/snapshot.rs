@@ -202,7 +202,13 @@ impl MemoryStore {
         now: Timestamp,
         report: &mut RestoreReport,
     ) {
-        match shard.table(limit).restore(hash, entry.key, entry.state, now, &self.inner.hasher) {
+        match shard.table(limit).restore(
+            hash,
+            super::stored_key::Probe::of(entry.key),
+            entry.state,
+            now,
+            &self.inner.hasher,
+        ) {
             Restored::Present => report.present += 1,
             Restored::Fresh => report.fresh += 1,
             Restored::New => {
