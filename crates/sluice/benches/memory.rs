@@ -138,22 +138,55 @@ fn sliding_log_retention() {
     println!("| heap bytes held | {} |", state.heap_bytes());
 }
 
+/// Bytes of one table bucket for `algorithm`: a 16-byte key stored as is, its state, and
+/// the table's control byte; and the bytes its state holds outside the bucket after one
+/// request (the sliding log's ring).
+fn bucket_bytes(name: &str) -> (usize, usize) {
+    use sluice::algorithm::{fixed_window, leaky_bucket, sliding_window, token_bucket};
+    let state = match name {
+        "sliding_log" => size_of::<SlidingLogState>(),
+        "fixed_window" => size_of::<fixed_window::WindowCount>(),
+        "token_bucket" => size_of::<token_bucket::Tokens>(),
+        "leaky_bucket" => size_of::<leaky_bucket::Tat>(),
+        _ => size_of::<sliding_window::BucketCounts>(),
+    };
+    let outside = if name == "sliding_log" { slots_after_one_request() * size_of::<u64>() } else { 0 };
+    (16 + state.next_multiple_of(8) + 1, outside)
+}
+
 fn main() {
     // Criterion-style flags (`--bench`) are passed by `cargo bench`; there is nothing to parse.
     let slots = slots_after_one_request();
     println!("## Bytes per key (16-byte keys, one request per key, through the store)");
     println!();
-    println!("| algorithm | keys | allocated bytes/key | heap_bytes()/key |");
-    println!("| --- | ---: | ---: | ---: |");
+    println!("| algorithm | keys | allocated bytes/key | heap_bytes()/key | table load |");
+    println!("| --- | ---: | ---: | ---: | ---: |");
+    let mut layouts = Vec::new();
     for (name, policy) in policies() {
         let limit = Limit::new(name, policy);
+        let (bucket, outside) = bucket_bytes(name);
         for keys in KEY_COUNTS {
             let (per_key, heap) = sluice_per_key(&limit, keys);
-            println!("| {name} | {keys} | {per_key:.1} | {heap:.1} |");
+            let load = bucket as f64 / (per_key - outside as f64);
+            println!("| {name} | {keys} | {per_key:.1} | {heap:.1} | {:.1} % |", 100.0 * load);
         }
+        layouts.push((name, bucket, outside));
     }
     for keys in KEY_COUNTS {
-        println!("| governor keyed (DashMap, [u8; 16]) | {keys} | {:.1} | n/a |", governor_per_key(keys));
+        println!("| governor keyed (DashMap, [u8; 16]) | {keys} | {:.1} | n/a | |", governor_per_key(keys));
+    }
+    println!();
+    println!("Table load = bucket bytes ÷ (allocated bytes per key − bytes held outside the bucket).");
+    println!();
+    println!("## Bytes per key by table load (bucket = 16-byte key + state + 1 control byte)");
+    println!();
+    println!(
+        "| algorithm | bucket bytes | outside the bucket | at 43.75 % load (just grown) | at 65.6 % (mean) | at 87.5 % (full) |"
+    );
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
+    for (name, bucket, outside) in layouts {
+        let at = |load: f64| bucket as f64 / load + outside as f64;
+        println!("| {name} | {bucket} | {outside} | {:.1} | {:.1} | {:.1} |", at(0.4375), at(0.65625), at(0.875));
     }
     println!();
     println!("A sliding-log key holding one request has {slots} slots reserved ({} bytes).", slots * 8);
