@@ -90,6 +90,7 @@ impl SlidingLog {
     }
 
     /// Logical index of the oldest entry still in the window at `now` (`len` if none).
+    #[inline(always)]
     fn first_live(&self, state: &SlidingLogState, now: u64) -> usize {
         let len = state.len();
         // Every entry held was live at the last write, which dropped the expired ones, so
@@ -180,7 +181,7 @@ impl Algorithm for SlidingLog {
         ]
     }
 
-    #[inline]
+    #[inline(always)]
     fn decide(&self, state: &SlidingLogState, now: Timestamp, cost: u64) -> (Decision, SlidingLogPlan) {
         // Time never runs backwards inside a state: decide at the newest entry at the earliest.
         let now = now.as_micros().max(state.newest().unwrap_or(0));
@@ -203,7 +204,7 @@ impl Algorithm for SlidingLog {
         (decision, plan)
     }
 
-    #[inline]
+    #[inline(always)]
     fn record(&self, state: &mut SlidingLogState, plan: SlidingLogPlan, admitted: bool) {
         let logs_attempts = self.variant == SlidingLogVariant::Attempts;
         if admitted || logs_attempts {
@@ -282,7 +283,7 @@ impl SlidingLogState {
     /// Logs `count` entries stamped `now`, after dropping the `expired` oldest ones (they
     /// can never count again: every later decision is at `now` or later), keeping only the
     /// newest `limit`.
-    #[inline]
+    #[inline(always)]
     fn append(&mut self, now: u64, count: usize, expired: usize, limit: usize) {
         if count == 0 {
             return;

@@ -18,12 +18,13 @@ mod builder;
 mod keyed;
 mod snapshot;
 mod stored_key;
+mod table;
 
 pub use builder::MemoryStoreBuilder;
-use keyed::{Keyed, KeyedStates};
+use keyed::KeyedStates;
 pub use snapshot::{RestoreReport, SnapshotError};
+use table::Table;
 
-use crate::policy::with_algorithm;
 use crate::store::{Store, StoreError, Verdict};
 use crate::{Clock, Decision, Key, Limit, LimitId, Timestamp};
 use ahash::RandomState;
@@ -79,7 +80,7 @@ struct Padded<T>(T);
 
 #[derive(Debug, Default)]
 struct Shard {
-    tables: Vec<(LimitId, Box<dyn KeyedStates>)>,
+    tables: Vec<(LimitId, Table)>,
     states: usize,
     inserted_since_sweep: usize,
 }
@@ -101,15 +102,15 @@ impl MemoryStore {
     ///
     /// [`StoreError::NoLimits`] when `limits` is empty.
     pub fn check_now(&self, key: Key<'_>, limits: &[Limit], now: Timestamp, cost: u64) -> Result<Verdict, StoreError> {
+        if let [limit] = limits {
+            let decision = self.check_one(key, limit, now, cost);
+            return Ok(Verdict { decision, limit: 0, source: crate::store::Source::Store });
+        }
         let key = key.as_bytes();
         let hash = self.inner.hasher.hash_one(key);
         let mut shard = self.shard(hash).lock();
         let probe = Probe::of(key);
         let request = Request { hash, probe, now, cost };
-        if let [limit] = limits {
-            let decision = self.settle(&mut shard, limit, request, None);
-            return Ok(Verdict { decision, limit: 0, source: crate::store::Source::Store });
-        }
         let decisions: SmallVec<[Decision; 4]> =
             limits.iter().map(|limit| shard.table(limit).judge(hash, probe, now, cost)).collect();
         let admitted = decisions.iter().all(|d| d.allowed);
@@ -120,6 +121,18 @@ impl MemoryStore {
             }
         }
         Verdict::combine(&decisions).ok_or(StoreError::NoLimits)
+    }
+
+    /// Checks `key` against one limit at `now`: [`check_now`](Self::check_now) with a
+    /// single limit, on the shortest path (what a one-limit [`RateLimiter`](crate::RateLimiter)
+    /// calls).
+    #[inline]
+    pub fn check_one(&self, key: Key<'_>, limit: &Limit, now: Timestamp, cost: u64) -> Decision {
+        let key = key.as_bytes();
+        let hash = self.inner.hasher.hash_one(key);
+        let request = Request { hash, probe: Probe::of(key), now, cost };
+        let mut shard = self.shard(hash).lock();
+        self.settle(&mut shard, limit, request, None)
     }
 
     /// Forgets `key`'s state for each of `limits` at once; returns how many states were held.
@@ -233,14 +246,12 @@ impl Store for MemoryStore {
 impl Shard {
     /// The table of `limit`, created empty on first use.
     #[inline]
-    fn table(&mut self, limit: &Limit) -> &mut Box<dyn KeyedStates> {
+    fn table(&mut self, limit: &Limit) -> &mut Table {
         let id = limit.id();
         let index = match self.tables.iter().position(|(table_id, _)| *table_id == id) {
             Some(index) => index,
             None => {
-                let table: Box<dyn KeyedStates> =
-                    with_algorithm!(limit.policy(), algorithm => Box::new(Keyed::new(algorithm.clone())));
-                self.tables.push((limit.id(), table));
+                self.tables.push((limit.id(), Table::new(limit.policy())));
                 self.tables.len() - 1
             }
         };

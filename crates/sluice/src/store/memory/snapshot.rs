@@ -33,6 +33,7 @@
 mod format;
 pub(crate) mod states;
 
+use super::keyed::KeyedStates;
 use super::{MemoryStore, Shard};
 use crate::{Limit, Timestamp};
 use format::Entry;

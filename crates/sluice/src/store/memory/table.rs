@@ -1,0 +1,98 @@
+//! One limit's table in a shard, whatever its algorithm.
+//!
+//! A closed enum rather than a `Box<dyn KeyedStates>`: a check dispatches with one `match`
+//! that the compiler inlines through, down to the algorithm's `decide` and `record`,
+//! instead of a virtual call behind two more pointers.
+
+use super::keyed::{Keyed, KeyedStates, Request};
+use super::snapshot::states::{AnyState, Restored};
+use super::stored_key::Probe;
+use crate::algorithm::fixed_window::FixedWindow;
+use crate::algorithm::leaky_bucket::LeakyBucket;
+use crate::algorithm::sliding_log::SlidingLog;
+use crate::algorithm::sliding_window::SlidingWindow;
+use crate::algorithm::token_bucket::TokenBucket;
+use crate::{Decision, Policy, Timestamp};
+use ahash::RandomState;
+
+/// The states of one limit, typed by its algorithm.
+#[derive(Debug)]
+pub(crate) enum Table {
+    SlidingLog(Keyed<SlidingLog>),
+    FixedWindow(Keyed<FixedWindow>),
+    SlidingWindow(Keyed<SlidingWindow>),
+    TokenBucket(Keyed<TokenBucket>),
+    LeakyBucket(Keyed<LeakyBucket>),
+}
+
+/// Evaluates `$body` with `$keyed` bound to the typed table inside `$table`.
+macro_rules! with_keyed {
+    ($table:expr, $keyed:ident => $body:expr) => {
+        match $table {
+            Table::SlidingLog($keyed) => $body,
+            Table::FixedWindow($keyed) => $body,
+            Table::SlidingWindow($keyed) => $body,
+            Table::TokenBucket($keyed) => $body,
+            Table::LeakyBucket($keyed) => $body,
+        }
+    };
+}
+
+impl Table {
+    /// An empty table for `policy`.
+    pub(crate) fn new(policy: &Policy) -> Self {
+        match policy {
+            Policy::SlidingLog(algorithm) => Table::SlidingLog(Keyed::new(algorithm.clone())),
+            Policy::FixedWindow(algorithm) => Table::FixedWindow(Keyed::new(algorithm.clone())),
+            Policy::SlidingWindow(algorithm) => Table::SlidingWindow(Keyed::new(algorithm.clone())),
+            Policy::TokenBucket(algorithm) => Table::TokenBucket(Keyed::new(algorithm.clone())),
+            Policy::LeakyBucket(algorithm) => Table::LeakyBucket(Keyed::new(algorithm.clone())),
+        }
+    }
+}
+
+impl KeyedStates for Table {
+    fn judge(&mut self, hash: u64, probe: Probe<'_>, now: Timestamp, cost: u64) -> Decision {
+        with_keyed!(self, keyed => keyed.judge(hash, probe, now, cost))
+    }
+
+    #[inline]
+    fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, bool) {
+        with_keyed!(self, keyed => keyed.settle(request, admitted, hasher))
+    }
+
+    fn remove(&mut self, hash: u64, probe: Probe<'_>) -> bool {
+        with_keyed!(self, keyed => keyed.remove(hash, probe))
+    }
+
+    fn drop_expiring_before(&mut self, time: Timestamp, ties: &mut usize) -> usize {
+        with_keyed!(self, keyed => keyed.drop_expiring_before(time, ties))
+    }
+
+    fn expiries(&self) -> Vec<Timestamp> {
+        with_keyed!(self, keyed => keyed.expiries())
+    }
+
+    fn heap_bytes(&self) -> usize {
+        with_keyed!(self, keyed => keyed.heap_bytes())
+    }
+
+    fn tag(&self) -> u8 {
+        with_keyed!(self, keyed => keyed.tag())
+    }
+
+    fn encode(&self, now: Timestamp, out: &mut Vec<u8>) -> u64 {
+        with_keyed!(self, keyed => keyed.encode(now, out))
+    }
+
+    fn restore(
+        &mut self,
+        hash: u64,
+        probe: Probe<'_>,
+        state: AnyState,
+        now: Timestamp,
+        hasher: &RandomState,
+    ) -> Restored {
+        with_keyed!(self, keyed => keyed.restore(hash, probe, state, now, hasher))
+    }
+}
