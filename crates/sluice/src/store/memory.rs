@@ -15,6 +15,7 @@
 //! [`MemoryStore::snapshot`] and [`MemoryStore::restore`] carry the states over a restart.
 
 mod builder;
+mod dense;
 mod keyed;
 mod snapshot;
 mod stored_key;
@@ -144,7 +145,7 @@ impl MemoryStore {
         let Shard { tables, states, .. } = &mut *shard;
         let mut removed = 0;
         for (id, table) in tables.iter_mut() {
-            if limits.iter().any(|limit| limit.id() == *id) && table.remove(hash, probe) {
+            if limits.iter().any(|limit| limit.id() == *id) && table.remove(hash, probe, &self.inner.hasher) {
                 removed += 1;
             }
         }
@@ -155,7 +156,7 @@ impl MemoryStore {
     /// Drops every state that is back to fresh by the store's clock; returns how many.
     pub fn sweep(&self) -> usize {
         let now = (self.inner.clock)();
-        self.inner.shards.iter().map(|shard| shard.0.lock().drop_expiring_by(now)).sum()
+        self.inner.shards.iter().map(|shard| shard.0.lock().drop_expiring_by(now, &self.inner.hasher)).sum()
     }
 
     /// The number of states held (one per limit and key).
@@ -170,7 +171,10 @@ impl MemoryStore {
 
     /// Bytes held by the tables, keys and states (not counting the allocator's overhead).
     pub fn heap_bytes(&self) -> usize {
-        let tables = |shard: &Shard| shard.tables.iter().map(|(_, t)| t.heap_bytes()).sum::<usize>();
+        let tables = |shard: &Shard| {
+            let own = shard.tables.capacity() * size_of::<(LimitId, Table)>();
+            own + shard.tables.iter().map(|(_, t)| t.heap_bytes()).sum::<usize>()
+        };
         self.inner.shards.iter().map(|shard| tables(&shard.0.lock())).sum()
     }
 
@@ -179,14 +183,14 @@ impl MemoryStore {
     }
 
     fn shard_index(&self, hash: u64) -> usize {
-        // Middle bits: hashbrown uses the low bits for buckets and the top 7 for tags.
+        // Middle bits: a table uses the low bits for its index and the top 8 for tags.
         (hash >> 32) as usize & (self.inner.shards.len() - 1)
     }
 
     #[inline]
     fn settle(&self, shard: &mut Shard, limit: &Limit, request: Request<'_>, admitted: Option<bool>) -> Decision {
         if shard.states >= self.inner.shard_capacity {
-            shard.make_room(self.inner.shard_capacity, (self.inner.clock)());
+            shard.make_room(self.inner.shard_capacity, (self.inner.clock)(), &self.inner.hasher);
         }
         let (decision, inserted) = shard.table(limit).settle(request, admitted, &self.inner.hasher);
         if inserted {
@@ -197,7 +201,7 @@ impl MemoryStore {
             // and would never be reached again once a sweep keeps anything).
             let kept = shard.states.saturating_sub(shard.inserted_since_sweep);
             if shard.inserted_since_sweep >= SWEEP_EVERY.max(kept) {
-                shard.drop_expiring_by((self.inner.clock)());
+                shard.drop_expiring_by((self.inner.clock)(), &self.inner.hasher);
             }
         }
         decision
@@ -251,6 +255,9 @@ impl Shard {
         let index = match self.tables.iter().position(|(table_id, _)| *table_id == id) {
             Some(index) => index,
             None => {
+                // One more slot, not Vec's four: a table is about 160 bytes, and most
+                // shards serve one or two limits.
+                self.tables.reserve_exact(1);
                 self.tables.push((limit.id(), Table::new(limit.policy())));
                 self.tables.len() - 1
             }
@@ -259,23 +266,23 @@ impl Shard {
     }
 
     /// Drops the states expiring before `time` and `ties` of those expiring at `time`.
-    fn drop_expiring_before(&mut self, time: Timestamp, mut ties: usize) -> usize {
-        let dropped: usize = self.tables.iter_mut().map(|(_, t)| t.drop_expiring_before(time, &mut ties)).sum();
+    fn drop_expiring_before(&mut self, time: Timestamp, mut ties: usize, hasher: &RandomState) -> usize {
+        let dropped: usize = self.tables.iter_mut().map(|(_, t)| t.drop_expiring_before(time, &mut ties, hasher)).sum();
         self.states -= dropped;
         self.inserted_since_sweep = 0;
         dropped
     }
 
     /// Drops every state that is fresh-equivalent by `now`.
-    fn drop_expiring_by(&mut self, now: Timestamp) -> usize {
-        self.drop_expiring_before(Timestamp::from_micros(now.as_micros().saturating_add(1)), 0)
+    fn drop_expiring_by(&mut self, now: Timestamp, hasher: &RandomState) -> usize {
+        self.drop_expiring_before(Timestamp::from_micros(now.as_micros().saturating_add(1)), 0, hasher)
     }
 
     /// Frees a sixteenth of the shard: every fresh-equivalent state, then (if that was not
     /// enough) the states that would become fresh soonest.
-    fn make_room(&mut self, capacity: usize, now: Timestamp) {
+    fn make_room(&mut self, capacity: usize, now: Timestamp, hasher: &RandomState) {
         let target = (capacity / 16).max(1);
-        if self.drop_expiring_by(now) >= target {
+        if self.drop_expiring_by(now, hasher) >= target {
             return;
         }
         let mut expiries: Vec<Timestamp> = self.tables.iter().flat_map(|(_, t)| t.expiries()).collect();
@@ -284,6 +291,6 @@ impl Shard {
         };
         let threshold = *expiries.select_nth_unstable((target - 1).min(last)).1;
         let below = expiries.iter().filter(|&&expiry| expiry < threshold).count();
-        self.drop_expiring_before(threshold, target.saturating_sub(below));
+        self.drop_expiring_before(threshold, target.saturating_sub(below), hasher);
     }
 }

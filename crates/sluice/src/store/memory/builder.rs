@@ -1,5 +1,6 @@
 //! The settings of a [`MemoryStore`], and how it is put together from them.
 
+use super::dense::MAX_ENTRIES;
 use super::{DEFAULT_MAX_KEYS, Inner, MAX_SHARDS, MemoryStore, Padded, Shard};
 use crate::{Clock, SystemClock, Timestamp};
 use ahash::RandomState;
@@ -26,7 +27,8 @@ impl fmt::Debug for MemoryStoreBuilder {
 
 impl MemoryStoreBuilder {
     /// The most states the store holds at once (default [`DEFAULT_MAX_KEYS`]). The cap is
-    /// split evenly between shards; each shard holds at most `max_keys / shards`.
+    /// split evenly between shards; each shard holds at most `max_keys / shards`, and at
+    /// most 16 777 215 (more shards are used when needed, up to 4096).
     pub fn max_keys(mut self, max_keys: usize) -> Self {
         self.max_keys = Some(max_keys.max(1));
         self
@@ -55,6 +57,11 @@ impl MemoryStoreBuilder {
         while count > max_keys {
             count /= 2;
         }
+        // A shard's table holds at most MAX_ENTRIES states: spread larger caps wider.
+        while max_keys / count > MAX_ENTRIES && count < MAX_SHARDS {
+            count *= 2;
+        }
+        let max_keys = max_keys.min(MAX_ENTRIES * count);
         let clock = self.clock.unwrap_or_else(|| {
             let clock = SystemClock::new();
             Box::new(move || clock.now())

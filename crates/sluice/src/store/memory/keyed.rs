@@ -1,12 +1,12 @@
 //! One limit's per-key states inside one shard, typed by the limit's algorithm so each
 //! entry holds exactly its key and its algorithm's state (no enum padding).
 
+use super::dense::DenseTable;
 use super::snapshot::states::{AnyState, Persist, Restored};
 use super::stored_key::{Exact, Long, Probe, Short, StoredKey};
 use crate::algorithm::Algorithm;
 use crate::{Decision, Timestamp};
 use ahash::RandomState;
-use hashbrown::HashTable;
 use std::fmt;
 
 /// The operations a shard needs from one limit's table, whatever its algorithm.
@@ -20,11 +20,11 @@ pub(crate) trait KeyedStates: Send + fmt::Debug {
     fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, bool);
 
     /// Forgets the state of `key`; returns whether there was one.
-    fn remove(&mut self, hash: u64, probe: Probe<'_>) -> bool;
+    fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> bool;
 
     /// Drops every state expiring before `time`, and up to `ties` of those expiring at
     /// exactly `time` (decrementing it); returns how many were dropped.
-    fn drop_expiring_before(&mut self, time: Timestamp, ties: &mut usize) -> usize;
+    fn drop_expiring_before(&mut self, time: Timestamp, ties: &mut usize, hasher: &RandomState) -> usize;
 
     /// When each state expires.
     fn expiries(&self) -> Vec<Timestamp>;
@@ -59,7 +59,7 @@ pub(crate) struct Request<'a> {
 }
 
 /// States of algorithm `A` keyed by one class of stored keys, inline in the table's buckets.
-type Table<K, A> = HashTable<(K, <A as Algorithm>::State)>;
+type Table<K, A> = DenseTable<(K, <A as Algorithm>::State)>;
 
 /// A table of states of algorithm `A`, keyed by the caller's key bytes: one hash table per
 /// class of key length (see [`stored_key`](super::stored_key)).
@@ -72,7 +72,7 @@ pub(crate) struct Keyed<A: Algorithm> {
 
 impl<A: Algorithm> Keyed<A> {
     pub(crate) fn new(algorithm: A) -> Self {
-        Keyed { algorithm, exact: HashTable::new(), short: HashTable::new(), long: HashTable::new() }
+        Keyed { algorithm, exact: DenseTable::new(), short: DenseTable::new(), long: DenseTable::new() }
     }
 }
 
@@ -128,17 +128,15 @@ where
         })
     }
 
-    fn remove(&mut self, hash: u64, probe: Probe<'_>) -> bool {
-        in_class_table!(self, probe, |table, key| {
-            table.find_entry(hash, |(stored, _)| stored.is(key)).map(|entry| entry.remove()).is_ok()
-        })
+    fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> bool {
+        in_class_table!(self, probe, |table, key| table.remove(hash, |(stored, _)| stored.is(key), rehash(hasher)))
     }
 
-    fn drop_expiring_before(&mut self, time: Timestamp, ties: &mut usize) -> usize {
+    fn drop_expiring_before(&mut self, time: Timestamp, ties: &mut usize, hasher: &RandomState) -> usize {
         let algorithm = &self.algorithm;
-        drop_expiring_in(algorithm, &mut self.exact, time, ties)
-            + drop_expiring_in(algorithm, &mut self.short, time, ties)
-            + drop_expiring_in(algorithm, &mut self.long, time, ties)
+        drop_expiring_in(algorithm, &mut self.exact, time, ties, hasher)
+            + drop_expiring_in(algorithm, &mut self.short, time, ties, hasher)
+            + drop_expiring_in(algorithm, &mut self.long, time, ties, hasher)
     }
 
     fn expiries(&self) -> Vec<Timestamp> {
@@ -179,8 +177,10 @@ where
             if table.find(hash, |(stored, _)| stored.is(key)).is_some() {
                 return Restored::Present;
             }
-            insert(table, hash, key, state, hasher);
-            Restored::New
+            match insert(table, hash, key, state, hasher) {
+                true => Restored::New,
+                false => Restored::Fresh,
+            }
         })
     }
 }
@@ -218,20 +218,25 @@ where
     if state == A::State::default() {
         return (decision, false);
     }
-    insert(table, request.hash, key, state, hasher);
-    (decision, true)
+    let inserted = insert(table, request.hash, key, state, hasher);
+    (decision, inserted)
 }
 
-/// Inserts a state for a key known to hold none.
+/// Inserts a state for a key known to hold none; false when the table is full (the key
+/// then goes on as if fresh at each check).
 fn insert<S, K: StoredKey>(
-    table: &mut HashTable<(K, S)>,
+    table: &mut DenseTable<(K, S)>,
     hash: u64,
     key: K::Probe<'_>,
     state: S,
     hasher: &RandomState,
-) {
-    let rehash = |(stored, _): &(K, S)| hasher.hash_one(stored.bytes());
-    table.insert_unique(hash, (K::store(key), state), rehash);
+) -> bool {
+    table.insert_unique(hash, (K::store(key), state), rehash(hasher))
+}
+
+/// The hash of a stored entry's key, as the store computed it for the caller's key.
+fn rehash<S, K: StoredKey>(hasher: &RandomState) -> impl Fn(&(K, S)) -> u64 + '_ {
+    move |(stored, _)| hasher.hash_one(stored.bytes())
 }
 
 fn drop_expiring_in<A: Algorithm, K: StoredKey>(
@@ -239,20 +244,22 @@ fn drop_expiring_in<A: Algorithm, K: StoredKey>(
     table: &mut Table<K, A>,
     time: Timestamp,
     ties: &mut usize,
+    hasher: &RandomState,
 ) -> usize {
     let before = table.len();
-    table.retain(|(_, state)| {
+    let keep = |(_, state): &mut (K, A::State)| {
         let expires = algorithm.expires_at(state);
         let dropped = expires < time || (expires == time && *ties > 0);
         if expires == time && dropped {
             *ties -= 1;
         }
         !dropped
-    });
+    };
+    table.retain(keep, rehash(hasher));
     before - table.len()
 }
 
-fn heap_bytes_of<S: HeapSize, K: StoredKey>(table: &HashTable<(K, S)>) -> usize {
+fn heap_bytes_of<S: HeapSize, K: StoredKey>(table: &DenseTable<(K, S)>) -> usize {
     let owned: usize = table.iter().map(|(key, state)| state.heap_size() + key.heap_size()).sum();
     table.allocation_size() + owned
 }

@@ -218,7 +218,7 @@ impl MemoryStore {
                 let capacity = self.inner.shard_capacity;
                 if shard.states > capacity {
                     let before = shard.states;
-                    shard.make_room(capacity, now);
+                    shard.make_room(capacity, now, &self.inner.hasher);
                     report.evicted += before - shard.states;
                 }
             }

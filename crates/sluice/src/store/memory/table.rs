@@ -61,12 +61,12 @@ impl KeyedStates for Table {
         with_keyed!(self, keyed => keyed.settle(request, admitted, hasher))
     }
 
-    fn remove(&mut self, hash: u64, probe: Probe<'_>) -> bool {
-        with_keyed!(self, keyed => keyed.remove(hash, probe))
+    fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> bool {
+        with_keyed!(self, keyed => keyed.remove(hash, probe, hasher))
     }
 
-    fn drop_expiring_before(&mut self, time: Timestamp, ties: &mut usize) -> usize {
-        with_keyed!(self, keyed => keyed.drop_expiring_before(time, ties))
+    fn drop_expiring_before(&mut self, time: Timestamp, ties: &mut usize, hasher: &RandomState) -> usize {
+        with_keyed!(self, keyed => keyed.drop_expiring_before(time, ties, hasher))
     }
 
     fn expiries(&self) -> Vec<Timestamp> {
