@@ -138,10 +138,10 @@ fn sliding_log_retention() {
     println!("| heap bytes held | {} |", state.heap_bytes());
 }
 
-/// Bytes of one table bucket for `algorithm`: a 16-byte key stored as is, its state, and
-/// the table's control byte; and the bytes its state holds outside the bucket after one
-/// request (the sliding log's ring).
-fn bucket_bytes(name: &str) -> (usize, usize) {
+/// Bytes of one table entry for `algorithm` (a 16-byte key stored as is, and its state),
+/// and the bytes its state holds outside the entry after one request (the sliding log's
+/// ring).
+fn entry_bytes(name: &str) -> (usize, usize) {
     use sluice::algorithm::{fixed_window, leaky_bucket, sliding_window, token_bucket};
     let state = match name {
         "sliding_log" => size_of::<SlidingLogState>(),
@@ -151,7 +151,7 @@ fn bucket_bytes(name: &str) -> (usize, usize) {
         _ => size_of::<sliding_window::BucketCounts>(),
     };
     let outside = if name == "sliding_log" { slots_after_one_request() * size_of::<u64>() } else { 0 };
-    (16 + state.next_multiple_of(8) + 1, outside)
+    (16 + state.next_multiple_of(8), outside)
 }
 
 fn main() {
@@ -159,34 +159,38 @@ fn main() {
     let slots = slots_after_one_request();
     println!("## Bytes per key (16-byte keys, one request per key, through the store)");
     println!();
-    println!("| algorithm | keys | allocated bytes/key | heap_bytes()/key | table load |");
-    println!("| --- | ---: | ---: | ---: | ---: |");
+    println!(
+        "| algorithm | keys | allocated bytes/key | heap_bytes()/key | entry (key + state) | index, spare capacity and shard tables |"
+    );
+    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
     let mut layouts = Vec::new();
     for (name, policy) in policies() {
         let limit = Limit::new(name, policy);
-        let (bucket, outside) = bucket_bytes(name);
+        let (entry, outside) = entry_bytes(name);
         for keys in KEY_COUNTS {
             let (per_key, heap) = sluice_per_key(&limit, keys);
-            let load = bucket as f64 / (per_key - outside as f64);
-            println!("| {name} | {keys} | {per_key:.1} | {heap:.1} | {:.1} % |", 100.0 * load);
+            let rest = per_key - (entry + outside) as f64;
+            println!("| {name} | {keys} | {per_key:.1} | {heap:.1} | {entry} | {rest:.1} |");
         }
-        layouts.push((name, bucket, outside));
+        layouts.push((name, entry, outside));
     }
     for keys in KEY_COUNTS {
-        println!("| governor keyed (DashMap, [u8; 16]) | {keys} | {:.1} | n/a | |", governor_per_key(keys));
+        println!("| governor keyed (DashMap, [u8; 16]) | {keys} | {:.1} | n/a | | |", governor_per_key(keys));
     }
     println!();
-    println!("Table load = bucket bytes ÷ (allocated bytes per key − bytes held outside the bucket).");
+    println!("## Bytes per key at the extremes of the layout");
     println!();
-    println!("## Bytes per key by table load (bucket = 16-byte key + state + 1 control byte)");
+    println!("An entry costs its size, plus up to 1/8 of spare capacity in its vector, plus one");
+    println!("4-byte index slot per 0.4 to 0.8 entries (the index doubles when 4/5 full).");
     println!();
     println!(
-        "| algorithm | bucket bytes | outside the bucket | at 43.75 % load (just grown) | at 65.6 % (mean) | at 87.5 % (full) |"
+        "| algorithm | entry | outside the entry | least (index 80 % full, no spare) | most (index 40 % full, 1/8 spare) |"
     );
-    println!("| --- | ---: | ---: | ---: | ---: | ---: |");
-    for (name, bucket, outside) in layouts {
-        let at = |load: f64| bucket as f64 / load + outside as f64;
-        println!("| {name} | {bucket} | {outside} | {:.1} | {:.1} | {:.1} |", at(0.4375), at(0.65625), at(0.875));
+    println!("| --- | ---: | ---: | ---: | ---: |");
+    for (name, entry, outside) in layouts {
+        let least = entry as f64 + 4.0 / 0.8 + outside as f64;
+        let most = entry as f64 * 1.125 + 4.0 / 0.4 + outside as f64;
+        println!("| {name} | {entry} | {outside} | {least:.1} | {most:.1} |");
     }
     println!();
     println!("A sliding-log key holding one request has {slots} slots reserved ({} bytes).", slots * 8);
