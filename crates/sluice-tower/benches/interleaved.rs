@@ -3,7 +3,8 @@
 //! shared with other work, alternating and keeping the minimum cancels most of the noise
 //! that sequential measurements pick up.
 //!
-//! `cargo bench -p sluice-tower --bench interleaved`
+//! `cargo bench -p sluice-tower --bench interleaved`; `ONLY=<variant>` runs one variant
+//! alone (for a profiler: `ONLY=sluice_tower valgrind --tool=callgrind <bench binary>`).
 
 #[path = "support/apps.rs"]
 mod apps;
@@ -17,7 +18,9 @@ const REQUESTS: u32 = 20_000;
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("runtime");
-    let apps = apps::apps();
+    let only = std::env::var("ONLY").ok();
+    let apps: Vec<_> =
+        apps::apps().into_iter().filter(|(name, _)| only.as_deref().is_none_or(|o| o == *name)).collect();
     let mut fastest = vec![f64::MAX; apps.len()];
     let counter = AtomicU32::new(0);
     for _ in 0..ROUNDS {

@@ -7,7 +7,7 @@ use crate::response::LayerBody;
 use crate::shared::Shared;
 use http::request::Parts;
 use http::{Request, Response};
-use sluice::{Clock, Key, MemoryStore, Store, StoreError, Verdict};
+use sluice::{Clock, Key, MemoryStore, Source, Store, StoreError, Verdict};
 use std::any::Any;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -92,7 +92,13 @@ impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
     fn check_at_once(&self, key: &RequestKey, cost: u64) -> Option<Result<Verdict, StoreError>> {
         let memory = (&self.shared.store as &dyn Any).downcast_ref::<MemoryStore>()?;
         let key = Key::new(key.as_bytes()).ok()?;
-        Some(memory.check_now(key, &self.shared.limits, self.shared.clock.now(), cost))
+        let now = self.shared.clock.now();
+        match &self.shared.limits[..] {
+            [limit] => {
+                Some(Ok(Verdict { decision: memory.check_one(key, limit, now, cost), limit: 0, source: Source::Store }))
+            }
+            limits => Some(memory.check_now(key, limits, now, cost)),
+        }
     }
 
     /// Carries out a judgement made in `call`: the ready inner service answers at once,

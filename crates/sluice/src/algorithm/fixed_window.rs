@@ -136,7 +136,7 @@ impl Algorithm for FixedWindow {
         ]
     }
 
-    #[inline]
+    #[inline(always)]
     fn decide(&self, state: &WindowCount, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
         let (current, end, now) = self.current(state, now.as_micros());
         let reset_after = end.saturating_sub(now);
@@ -160,7 +160,7 @@ impl Algorithm for FixedWindow {
         (Decision::allow(n, left - cost, reset_after), Some(next))
     }
 
-    #[inline]
+    #[inline(always)]
     fn record(&self, state: &mut WindowCount, plan: Self::Plan, admitted: bool) {
         replace_if_admitted(state, plan, admitted);
     }

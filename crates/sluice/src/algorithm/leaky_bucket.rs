@@ -112,7 +112,7 @@ impl Algorithm for LeakyBucket {
         ]
     }
 
-    #[inline]
+    #[inline(always)]
     fn decide(&self, state: &Tat, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
         let now = now.as_micros();
         let limit = self.burst + 1;
@@ -137,7 +137,7 @@ impl Algorithm for LeakyBucket {
         (decision.with_delay(wait), Some(Tat(end)))
     }
 
-    #[inline]
+    #[inline(always)]
     fn record(&self, state: &mut Tat, plan: Self::Plan, admitted: bool) {
         replace_if_admitted(state, plan, admitted);
     }

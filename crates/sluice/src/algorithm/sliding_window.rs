@@ -168,7 +168,7 @@ impl Algorithm for SlidingWindow {
         ]
     }
 
-    #[inline]
+    #[inline(always)]
     fn decide(&self, state: &BucketCounts, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
         let newest = (!state.counts.is_empty()).then_some(state.newest);
         // Time never runs backwards inside a state: not before its newest bucket's start.
@@ -201,7 +201,7 @@ impl Algorithm for SlidingWindow {
         (Decision::allow(n, room - cost, reset_after), Some(plan))
     }
 
-    #[inline]
+    #[inline(always)]
     fn record(&self, state: &mut BucketCounts, plan: Self::Plan, admitted: bool) {
         if let (true, Some(add)) = (admitted, plan) {
             state.add(add, self.buckets + 1);

@@ -107,7 +107,7 @@ impl Algorithm for TokenBucket {
         ]
     }
 
-    #[inline]
+    #[inline(always)]
     fn decide(&self, state: &Tokens, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
         let c = self.capacity;
         let (tokens, last, now) = self.refilled(state, now.as_micros());
@@ -132,7 +132,7 @@ impl Algorithm for TokenBucket {
         (Decision::allow(c, left, self.wait_for(left, last, now, c)), Some(next))
     }
 
-    #[inline]
+    #[inline(always)]
     fn record(&self, state: &mut Tokens, plan: Self::Plan, admitted: bool) {
         replace_if_admitted(state, plan, admitted);
     }

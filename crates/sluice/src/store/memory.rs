@@ -187,7 +187,7 @@ impl MemoryStore {
         (hash >> 32) as usize & (self.inner.shards.len() - 1)
     }
 
-    #[inline]
+    #[inline(always)]
     fn settle(&self, shard: &mut Shard, limit: &Limit, request: Request<'_>, admitted: Option<bool>) -> Decision {
         if shard.states >= self.inner.shard_capacity {
             shard.make_room(self.inner.shard_capacity, (self.inner.clock)(), &self.inner.hasher);

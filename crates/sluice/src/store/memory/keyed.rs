@@ -114,7 +114,7 @@ where
         in_class_table!(self, probe, |table, key| judge_in(algorithm, table, hash, key, now, cost))
     }
 
-    #[inline]
+    #[inline(always)]
     fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, bool) {
         let Request { hash, probe, now, cost } = request;
         let algorithm = &self.algorithm;

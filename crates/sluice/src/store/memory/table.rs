@@ -56,7 +56,7 @@ impl KeyedStates for Table {
         with_keyed!(self, keyed => keyed.judge(hash, probe, now, cost))
     }
 
-    #[inline]
+    #[inline(always)]
     fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, bool) {
         with_keyed!(self, keyed => keyed.settle(request, admitted, hasher))
     }
