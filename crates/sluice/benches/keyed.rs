@@ -1,28 +1,34 @@
-//! Keyed check cost: Sluice's sliding log in the memory store against governor's keyed GCRA
-//! limiter, on the same 16-byte keys, one thread and two threads, the clock read included.
+//! Keyed check cost: Sluice's memory store against governor's keyed GCRA limiter, on the
+//! same 16-byte keys, one thread and two threads, the clock read included.
 //!
-//! Every key is checked before measuring (for Sluice, its log is filled to its steady-state
-//! size first, see `Peers::prefill`); keys are then visited in a pseudo-random order
-//! (xorshift64, no allocation per check). Each group runs both peers on the same keys,
+//! Algorithms: Sluice's sliding log (the centrepiece), token bucket and fixed window, each
+//! against governor with the same quota (`L` per second, burst `L`).
+//!
+//! Every key is checked before measuring (for the sliding log, its log is filled to its
+//! steady-state size first, see `Peers::prefill`); keys are then visited in a pseudo-random
+//! order (xorshift64, no allocation per check). Each group runs both peers on the same keys,
 //! so the figures to compare are the ratios within a group.
 //!
-//! Cases:
+//! Cases (`keyed/<algorithm>/<case>/<keys>`):
 //! - `allowed/{1,1000,1000000}`: limits sized so that nearly every check is allowed by both
-//!   (a sliding log of `L` per second against governor's `L` per second, burst `L`, with
-//!   `L = max(100, 50 000 000 / keys)`).
-//!   Sluice's logs are first filled to `L` entries (`Peers::prefill`).
-//! - `allowed_fresh/1000000`: the same on 1 000 000 keys whose logs start with one entry.
-//! - `over_limit/1`: one hot key far over a 1 000 per second limit, so that nearly every
-//!   check is rejected by both.
+//!   (`L` per second with `L = max(100, 50 000 000 / keys)`).
+//! - `sliding_log/allowed_fresh/1000000`: 1 000 000 keys whose logs start with one entry.
+//! - `sliding_log/over_limit/1`: one hot key far over a 1 000 per second limit, so that
+//!   nearly every check is rejected by both.
 //!
-//! The share of allowed checks of each function is printed after its group.
+//! Functions: `sluice_store` (`MemoryStore::check_one` after reading a `SystemClock`),
+//! `sluice_limiter` (`RateLimiter::check`), `governor_check_key`. The share of allowed
+//! checks of each function is printed after its group.
 
 mod common;
 
 use common::key_bytes;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main, measurement::WallTime};
 use governor::{DefaultKeyedRateLimiter, Quota};
-use sluice::{Clock, Key, Limit, MemoryStore, RateLimiter, SlidingLog, SlidingLogVariant, SystemClock, Timestamp};
+use sluice::{
+    Alignment, Clock, FixedWindow, Key, Limit, MemoryStore, Policy, RateLimiter, SlidingLog, SlidingLogVariant,
+    SystemClock, Timestamp, TokenBucket,
+};
 use std::future::Future;
 use std::hint::black_box;
 use std::num::NonZeroU32;
@@ -79,6 +85,42 @@ impl Tally {
     }
 }
 
+/// The algorithms measured against governor.
+#[derive(Clone, Copy)]
+enum Algorithm {
+    SlidingLog,
+    TokenBucket,
+    FixedWindow,
+}
+
+impl Algorithm {
+    /// `per_second` requests per second, burst `per_second`, in this algorithm.
+    fn policy(self, per_second: u64) -> Policy {
+        let second = Duration::from_secs(1);
+        let policy: Result<Policy, _> = match self {
+            Algorithm::SlidingLog => SlidingLog::new(per_second, second, SlidingLogVariant::Accepted).map(Policy::from),
+            Algorithm::TokenBucket => token_bucket(per_second).map(Policy::from),
+            Algorithm::FixedWindow => {
+                FixedWindow::new(per_second, second, Alignment::Aligned, Duration::ZERO).map(Policy::from)
+            }
+        };
+        policy.expect("valid policy")
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Algorithm::SlidingLog => "sliding_log",
+            Algorithm::TokenBucket => "token_bucket",
+            Algorithm::FixedWindow => "fixed_window",
+        }
+    }
+}
+
+/// A bucket of `per_second` tokens refilled by `per_second` every second.
+fn token_bucket(per_second: u64) -> Result<TokenBucket, sluice::PolicyError> {
+    TokenBucket::new(per_second, per_second, Duration::from_secs(1))
+}
+
 /// Both peers over the same keys, built once per group.
 struct Peers {
     keys: Vec<[u8; 16]>,
@@ -90,10 +132,8 @@ struct Peers {
 }
 
 impl Peers {
-    fn new(keys: usize, per_second: u32, prefill: bool) -> Self {
-        let policy = SlidingLog::new(u64::from(per_second), Duration::from_secs(1), SlidingLogVariant::Accepted)
-            .expect("valid sliding log");
-        let limit = Limit::new("bench", policy);
+    fn new(algorithm: Algorithm, keys: usize, per_second: u32, prefill: bool) -> Self {
+        let limit = Limit::new("bench", algorithm.policy(u64::from(per_second)));
         let store = MemoryStore::new();
         let limiter = RateLimiter::new(limit.clone()).with_store(store.clone());
         let rate = NonZeroU32::new(per_second).expect("non-zero rate");
@@ -106,38 +146,36 @@ impl Peers {
             limiter,
             governor,
         };
-        peers.prefill(if prefill { u64::from(per_second) } else { 1 });
+        let logged = matches!(algorithm, Algorithm::SlidingLog) && prefill;
+        peers.prefill(if logged { u64::from(per_second) } else { 1 });
         for key in &peers.keys {
             black_box(peers.governor_check(key));
         }
         peers
     }
 
-    /// Logs `per_key` requests for every key, so that the logs start at their steady-state
-    /// size: a log keeps growing until it holds `limit` entries (or expires entirely) and
-    /// never gives back its capacity, and measuring that growth would add page faults that
-    /// a long-running limiter no longer pays. All but the last request are spread over a
-    /// window that ended a second ago; the last is logged now, so no state is expired and
-    /// no sweep drops it.
+    /// Checks `per_key` requests for every key, so that sliding logs start at their
+    /// steady-state size: a log keeps growing until it holds `limit` entries (or expires
+    /// entirely) and never gives back its capacity, and measuring that growth would add
+    /// page faults that a long-running limiter no longer pays. All but the last request
+    /// are spread over a window that ended a second ago; the last is checked now, so no
+    /// state is expired and no sweep drops it.
     fn prefill(&self, per_key: u64) {
         let start = self.clock.now().as_micros() - 2_000_000;
         for key in &self.keys {
             let key = Key::new(key).expect("16-byte key");
             for index in 1..per_key {
                 let at = Timestamp::from_micros(start + index * 1_000_000 / per_key);
-                let verdict = self.store.check_now(key, std::slice::from_ref(&self.limit), at, 1);
-                assert!(verdict.is_ok_and(|verdict| verdict.decision.allowed));
+                assert!(self.store.check_one(key, &self.limit, at, 1).allowed);
             }
-            let verdict = self.store.check_now(key, std::slice::from_ref(&self.limit), self.clock.now(), 1);
-            assert!(verdict.is_ok_and(|verdict| verdict.decision.allowed));
+            assert!(self.store.check_one(key, &self.limit, self.clock.now(), 1).allowed);
         }
         assert_eq!(self.store.len(), self.keys.len(), "every key must hold a state");
     }
 
-    fn sluice_check_now(&self, key: &[u8; 16]) -> bool {
+    fn sluice_store(&self, key: &[u8; 16]) -> bool {
         let key = Key::new(key).expect("16-byte key");
-        let verdict = self.store.check_now(key, std::slice::from_ref(&self.limit), self.clock.now(), 1);
-        verdict.is_ok_and(|verdict| verdict.decision.allowed)
+        self.store.check_one(key, &self.limit, self.clock.now(), 1).allowed
     }
 
     fn sluice_limiter(&self, key: &[u8; 16]) -> bool {
@@ -152,7 +190,7 @@ impl Peers {
 type Check = fn(&Peers, &[u8; 16]) -> bool;
 
 const FUNCTIONS: [(&str, Check); 3] = [
-    ("sluice_check_now", Peers::sluice_check_now),
+    ("sluice_store", Peers::sluice_store),
     ("sluice_limiter_check", Peers::sluice_limiter),
     ("governor_check_key", Peers::governor_check),
 ];
@@ -205,9 +243,10 @@ fn two_threads(group: &mut BenchmarkGroup<'_, WallTime>, peers: &Peers, name: &s
     });
 }
 
-fn group(c: &mut Criterion, name: &str, keys: usize, per_second: u32, prefill: bool) {
+fn group(c: &mut Criterion, algorithm: Algorithm, case: &str, keys: usize, per_second: u32, prefill: bool) {
+    let name = &format!("keyed/{}/{case}/{keys}", algorithm.name());
     let started = Instant::now();
-    let peers = Peers::new(keys, per_second, prefill);
+    let peers = Peers::new(algorithm, keys, per_second, prefill);
     let logged = peers.store.heap_bytes();
     eprintln!("{name}: {keys} keys, {per_second}/s, set up in {:.1?}, {logged} heap bytes", started.elapsed());
     let mut group = c.benchmark_group(name);
@@ -230,12 +269,17 @@ fn group(c: &mut Criterion, name: &str, keys: usize, per_second: u32, prefill: b
 }
 
 fn keyed(c: &mut Criterion) {
+    let per_second = |keys: usize| (50_000_000 / keys).max(100) as u32;
     for keys in [1, 1_000, 1_000_000] {
-        let per_second = (50_000_000 / keys).max(100) as u32;
-        group(c, &format!("keyed/allowed/{keys}"), keys, per_second, true);
+        group(c, Algorithm::SlidingLog, "allowed", keys, per_second(keys), true);
     }
-    group(c, "keyed/allowed_fresh/1000000", 1_000_000, 100, false);
-    group(c, "keyed/over_limit/1", 1, 1_000, true);
+    group(c, Algorithm::SlidingLog, "allowed_fresh", 1_000_000, 100, false);
+    group(c, Algorithm::SlidingLog, "over_limit", 1, 1_000, true);
+    for algorithm in [Algorithm::TokenBucket, Algorithm::FixedWindow] {
+        for keys in [1_000, 1_000_000] {
+            group(c, algorithm, "allowed", keys, per_second(keys), true);
+        }
+    }
 }
 
 criterion_group!(benches, keyed);
