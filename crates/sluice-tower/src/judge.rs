@@ -49,8 +49,7 @@ pub(crate) fn judge<S, C>(shared: &Shared<S, C>, checked: Result<Verdict, StoreE
     let decision = verdict.decision;
     if decision.allowed && decision.delay > shared.max_delay {
         // Its turn is taken, but waiting that long is not allowed: retry when it comes.
-        let retry_after = Some(RetryAfter::After(decision.delay));
-        return reject(shared, limit, &Decision { allowed: false, retry_after, ..decision }, parts);
+        return reject(shared, limit, &decision.rejected(RetryAfter::After(decision.delay)), parts);
     }
     if !decision.allowed {
         return reject(shared, limit, &decision, parts);

@@ -3,7 +3,7 @@
 
 mod support;
 
-use sluice::{Decision, Key, Limit, RetryAfter, Source, Store, StoreError, Timestamp, Verdict};
+use sluice::{Key, Limit, RetryAfter, Source, Store, StoreError, Timestamp, Verdict};
 use sluice_tower::key::PeerIp;
 use sluice_tower::{OnStoreError, RateLimitLayer};
 use std::time::Duration;
@@ -26,14 +26,9 @@ impl Store for DownStore {
         };
         let mut decision = limits[0].policy().decide_fresh(now, cost);
         if source == Source::FailedClosed {
-            decision = Decision {
-                allowed: false,
-                remaining: 0,
-                retry_after: Some(RetryAfter::After(Duration::from_secs(1))),
-                ..decision
-            };
+            decision = decision.with_remaining(0).rejected(RetryAfter::After(Duration::from_secs(1)));
         }
-        Ok(Verdict { decision, limit: 0, source })
+        Ok(Verdict::new(decision, 0, source))
     }
 
     async fn reset(&self, _: Key<'_>, _: &[Limit]) -> Result<(), StoreError> {

@@ -17,7 +17,7 @@ pub use algorithm::sliding_window::SlidingWindow;
 pub use algorithm::token_bucket::TokenBucket;
 pub use algorithm::{EXACT_LIMIT, ParameterProblem, PolicyError};
 pub use config::{Config, ConfigError};
-pub use decision::{Decision, RetryAfter};
+pub use decision::{Decision, Quota, RetryAfter};
 pub use limit::{Key, KeyError, Limit, LimitId};
 pub use limiter::{CheckError, RateLimiter};
 pub use policy::Policy;

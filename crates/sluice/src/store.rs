@@ -46,7 +46,10 @@ pub trait Store: Send + Sync + 'static {
 }
 
 /// The outcome of a check against one or several limits.
+///
+/// Built with [`Verdict::new`] (or [`Verdict::combine`]) outside this crate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Verdict {
     /// The combined decision: the most restrictive limit's.
     pub decision: Decision,
@@ -57,6 +60,17 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// The `decision` of the limit at index `limit` of the limits checked, made by `source`.
+    pub fn new(decision: Decision, limit: usize, source: Source) -> Self {
+        Verdict { decision, limit, source }
+    }
+
+    /// The same verdict, attributed to `source`.
+    #[must_use]
+    pub fn with_source(self, source: Source) -> Self {
+        Verdict { source, ..self }
+    }
+
     /// Combines per-limit decisions made by the store into the most restrictive one, as
     /// it is (docs/semantics.md: "the reported decision is the most restrictive one"):
     /// rejections first, then the longest `retry_after`, then the fewest `remaining`; the
