@@ -24,11 +24,12 @@ pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(1);
 /// # Examples
 ///
 /// ```
-/// use sluice::{Limit, TokenBucket};
+/// use sluice::{Limit, TokenBucket, TokenBucketSettings};
 /// use sluice_tower::{RateLimitLayer, key::HeaderKey};
 /// use std::time::Duration;
 ///
-/// let per_api_key = Limit::new("api", TokenBucket::new(10, 1, Duration::from_secs(1))?);
+/// let bucket = TokenBucketSettings { capacity: 10, refill_amount: 1, refill_interval: Duration::from_secs(1) };
+/// let per_api_key = Limit::new("api", TokenBucket::new(bucket)?);
 /// let layer = RateLimitLayer::new(per_api_key, HeaderKey::new(http::HeaderName::from_static("x-api-key")))
 ///     .cost(|parts| if parts.method == http::Method::POST { 5 } else { 1 });
 /// let app = axum::Router::<()>::new().route("/api", axum::routing::get(|| async { "ok" })).layer(layer);

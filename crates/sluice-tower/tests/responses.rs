@@ -5,7 +5,7 @@ mod support;
 
 use http::{Response, StatusCode};
 use http_body_util::Full;
-use sluice::{Clock, LeakMode, LeakyBucket, TokenBucket};
+use sluice::{Clock, LeakMode, LeakyBucket, TokenBucket, TokenBucketSettings};
 use sluice_tower::RateLimitLayer;
 use sluice_tower::headers::Fields;
 use sluice_tower::key::PeerIp;
@@ -102,7 +102,8 @@ async fn a_cost_no_policy_can_ever_allow_gets_429_without_retry_after() {
 
 #[tokio::test]
 async fn token_bucket_fields_use_the_time_to_refill_from_empty() {
-    let bucket = sluice::Limit::new("api", TokenBucket::new(10, 1, Duration::from_secs(1)).unwrap());
+    let bucket = TokenBucketSettings { capacity: 10, refill_amount: 1, refill_interval: Duration::from_secs(1) };
+    let bucket = sluice::Limit::new("api", TokenBucket::new(bucket).unwrap());
     let response = send(&app(RateLimitLayer::new(bucket, PeerIp::new()).with_clock(clock())), from_peer(PEER)).await;
     assert_eq!(header(&response, "ratelimit-policy"), Some(r#""api";q=10;w=10"#));
     assert_eq!(header(&response, "ratelimit"), Some(r#""api";r=9;t=1"#));

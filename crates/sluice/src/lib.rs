@@ -14,7 +14,7 @@ pub use algorithm::fixed_window::{Alignment, FixedWindow};
 pub use algorithm::leaky_bucket::{LeakMode, LeakyBucket};
 pub use algorithm::sliding_log::{SlidingLog, SlidingLogVariant};
 pub use algorithm::sliding_window::SlidingWindow;
-pub use algorithm::token_bucket::TokenBucket;
+pub use algorithm::token_bucket::{TokenBucket, TokenBucketSettings};
 pub use algorithm::{EXACT_LIMIT, ParameterProblem, PolicyError};
 pub use config::{Config, ConfigError};
 pub use decision::{Decision, Quota, RetryAfter};

@@ -5,7 +5,7 @@ mod support;
 
 use sluice::{
     CheckError, LeakMode, LeakyBucket, Limit, ManualClock, RateLimiter, RetryAfter, SlidingLog, SlidingLogVariant,
-    TokenBucket,
+    TokenBucket, TokenBucketSettings,
 };
 use std::time::Duration;
 use support::{ms, ready};
@@ -13,7 +13,8 @@ use support::{ms, ready};
 #[test]
 fn acquire_waits_out_retry_after_on_the_limiter_clock() {
     let clock = ManualClock::default();
-    let limiter = RateLimiter::new(Limit::new("t", TokenBucket::new(1, 1, ms(250)).unwrap())).with_clock(clock.clone());
+    let bucket = TokenBucketSettings { capacity: 1, refill_amount: 1, refill_interval: ms(250) };
+    let limiter = RateLimiter::new(Limit::new("t", TokenBucket::new(bucket).unwrap())).with_clock(clock.clone());
     assert!(ready(limiter.acquire("k", 1, Duration::ZERO)).unwrap().allowed);
     let start = sluice::Clock::now(&clock);
     let decision = ready(limiter.acquire("k", 1, Duration::from_secs(1))).unwrap();
@@ -24,8 +25,8 @@ fn acquire_waits_out_retry_after_on_the_limiter_clock() {
 #[test]
 fn acquire_gives_up_past_max_wait_and_on_never() {
     let clock = ManualClock::default();
-    let limiter = RateLimiter::new(Limit::new("t", TokenBucket::new(2, 1, Duration::from_secs(10)).unwrap()))
-        .with_clock(clock.clone());
+    let bucket = TokenBucketSettings { capacity: 2, refill_amount: 1, refill_interval: Duration::from_secs(10) };
+    let limiter = RateLimiter::new(Limit::new("t", TokenBucket::new(bucket).unwrap())).with_clock(clock.clone());
     ready(limiter.check_n("k", 2)).unwrap();
     let gave_up = ready(limiter.acquire("k", 1, Duration::from_secs(9))).unwrap();
     assert!(!gave_up.allowed);

@@ -47,11 +47,12 @@ pub const DEFAULT_MAX_KEYS: usize = 10_000_000;
 /// # Examples
 ///
 /// ```
-/// use sluice::{Key, Limit, MemoryStore, Store, Timestamp, TokenBucket};
+/// use sluice::{Key, Limit, MemoryStore, Store, Timestamp, TokenBucket, TokenBucketSettings};
 /// use std::time::Duration;
 ///
 /// let store = MemoryStore::new();
-/// let api = Limit::new("api", TokenBucket::new(2, 1, Duration::from_secs(1))?);
+/// let bucket = TokenBucketSettings { capacity: 2, refill_amount: 1, refill_interval: Duration::from_secs(1) };
+/// let api = Limit::new("api", TokenBucket::new(bucket)?);
 /// let key = Key::new(b"user-1")?;
 /// let now = Timestamp::from_micros(1_700_000_000_000_000);
 /// let verdict = store.check_now(key, std::slice::from_ref(&api), now, 1)?;

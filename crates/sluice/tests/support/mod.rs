@@ -4,7 +4,7 @@
 
 use sluice::{
     Alignment, Decision, FixedWindow, LeakMode, LeakyBucket, Limit, ManualClock, Policy, RateLimiter, SlidingLog,
-    SlidingLogVariant, SlidingWindow, Timestamp, TokenBucket,
+    SlidingLogVariant, SlidingWindow, Timestamp, TokenBucket, TokenBucketSettings,
 };
 use std::future::Future;
 use std::pin::pin;
@@ -55,7 +55,7 @@ pub fn policies() -> Vec<Policy> {
         FixedWindow::new(3, ms(10), Alignment::Anchored, Duration::ZERO).unwrap().into(),
         SlidingWindow::new(4, ms(10), 1).unwrap().into(),
         SlidingWindow::new(4, ms(10), 5).unwrap().into(),
-        TokenBucket::new(3, 2, ms(4)).unwrap().into(),
+        TokenBucket::new(TokenBucketSettings { capacity: 3, refill_amount: 2, refill_interval: ms(4) }).unwrap().into(),
         LeakyBucket::new(ms(3), 2, LeakMode::NoDelay).unwrap().into(),
         LeakyBucket::new(ms(3), 2, LeakMode::Delay).unwrap().into(),
     ]
