@@ -90,9 +90,10 @@ impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
     /// The verdict of the memory store, which decides without waiting: no allocation and
     /// no clone of the inner service. `None` for stores that must be awaited.
     fn check_at_once(&self, key: &RequestKey, cost: u64) -> Option<Result<Verdict, StoreError>> {
-        let memory = (&self.shared.store as &dyn Any).downcast_ref::<MemoryStore>()?;
+        let limiter = &self.shared.limiter;
+        let memory = (limiter.store() as &dyn Any).downcast_ref::<MemoryStore>()?;
         let key = Key::new(key.as_bytes()).ok()?;
-        Some(memory.check_now(key, &self.shared.limits, self.shared.clock.now(), cost))
+        Some(memory.check_now(key, limiter.limits(), limiter.clock().now(), cost))
     }
 
     /// Carries out a judgement made in `call`: the ready inner service answers at once,
@@ -138,7 +139,10 @@ impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
         let (shared, inner) = (Arc::clone(&self.shared), self.take_ready_inner());
         ResponseFuture::boxed(async move {
             let checked = match Key::new(key.as_bytes()) {
-                Ok(key) => shared.store.check(key, &shared.limits, shared.clock.now(), cost).await,
+                Ok(key) => {
+                    let limiter = &shared.limiter;
+                    limiter.store().check(key, limiter.limits(), limiter.clock().now(), cost).await
+                }
                 Err(error) => Err(StoreError::Refused(error.to_string())),
             };
             let judgement = judge(&shared, checked, &parts);
@@ -174,7 +178,7 @@ where
         Judgement::Answer(answer) => Ok(answer.map(ResBody::from_rejection)),
         Judgement::Forward { delay, fields } => {
             if !delay.is_zero() {
-                shared.clock.sleep(delay).await;
+                shared.limiter.clock().sleep(delay).await;
             }
             let response = inner.call(Request::from_parts(parts, body)).await?;
             Ok(with_fields(response, fields))

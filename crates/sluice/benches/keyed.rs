@@ -23,13 +23,10 @@ use common::key_bytes;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main, measurement::WallTime};
 use governor::{DefaultKeyedRateLimiter, Quota};
 use sluice::{Clock, Key, Limit, MemoryStore, RateLimiter, SlidingLog, SlidingLogVariant, SystemClock, Timestamp};
-use std::future::Future;
 use std::hint::black_box;
 use std::num::NonZeroU32;
-use std::pin::pin;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 /// xorshift64: a cheap pseudo-random walk over the keys.
@@ -47,16 +44,6 @@ impl Walk {
         x ^= x << 17;
         self.0 = x;
         ((u128::from(x) * keys as u128) >> 64) as usize
-    }
-}
-
-/// Polls a future once: the memory store's future is ready at once.
-fn poll_once<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut context = Context::from_waker(Waker::noop());
-    match future.as_mut().poll(&mut context) {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("the memory store's future must be ready at once"),
     }
 }
 
@@ -95,7 +82,7 @@ impl Peers {
             .expect("valid sliding log");
         let limit = Limit::new("bench", policy);
         let store = MemoryStore::new();
-        let limiter = RateLimiter::new(limit.clone()).with_store(store.clone());
+        let limiter = RateLimiter::builder().limit(limit.clone()).store(store.clone()).build().expect("one limit");
         let rate = NonZeroU32::new(per_second).expect("non-zero rate");
         let governor = DefaultKeyedRateLimiter::keyed(Quota::per_second(rate));
         let peers = Peers {
@@ -141,7 +128,7 @@ impl Peers {
     }
 
     fn sluice_limiter(&self, key: &[u8; 16]) -> bool {
-        poll_once(self.limiter.check(key)).is_ok_and(|decision| decision.allowed)
+        self.limiter.check(key).is_ok_and(|decision| decision.allowed)
     }
 
     fn governor_check(&self, key: &[u8; 16]) -> bool {

@@ -2,7 +2,7 @@
 
 pub mod memory;
 
-use crate::{Clock, Decision, Key, Limit, Timestamp};
+use crate::{Decision, Key, Limit, Timestamp};
 use std::future::Future;
 
 /// A store of per-key states that decides requests atomically.
@@ -29,20 +29,6 @@ pub trait Store: Send + Sync + 'static {
     /// Failure modes do not apply: a store that cannot forget says so
     /// ([`StoreError::Unavailable`]) instead of pretending it did.
     fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send;
-
-    /// An empty store like this one that judges state lifetime by `clock`, for stores that
-    /// keep time of their own (the memory store); `None` for the others.
-    ///
-    /// A [`RateLimiter`](crate::RateLimiter) calls it on the store it created itself when
-    /// given another clock, so that a limiter on a [`ManualClock`](crate::ManualClock) never
-    /// has its states swept by the system clock.
-    fn empty_with_clock<C: Clock + Clone>(&self, clock: &C) -> Option<Self>
-    where
-        Self: Sized,
-    {
-        let _ = clock;
-        None
-    }
 }
 
 /// The outcome of a check against one or several limits.

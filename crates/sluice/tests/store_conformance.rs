@@ -10,7 +10,7 @@ use sluice::{
     Timestamp, TokenBucket, TokenBucketSettings,
 };
 use std::time::Duration;
-use support::{ms, policies, ready, us};
+use support::{ms, policies, us};
 
 /// A deterministic trace of (time µs, cost): bursts, equal times, gaps, a step back.
 fn trace() -> Vec<(u64, u64)> {
@@ -163,16 +163,16 @@ fn reset_keeps_the_count_of_states_right() {
     assert_eq!(store.len(), 2);
 }
 
-#[test]
-fn memory_store_conforms() {
-    ready(conformance(|| MemoryStore::builder().clock(ManualClock::default()).build()));
+#[tokio::test]
+async fn memory_store_conforms() {
+    conformance(|| MemoryStore::builder().clock(ManualClock::default()).build()).await;
 }
 
-#[test]
-fn default_memory_store_conforms() {
+#[tokio::test]
+async fn default_memory_store_conforms() {
     // The default store sweeps by the system clock; with a handful of keys no sweep runs,
     // and it must decide exactly as the pure algorithms do.
-    ready(conformance(MemoryStore::new));
+    conformance(MemoryStore::new).await;
 }
 
 #[test]

@@ -24,7 +24,7 @@ pub use snapshot::{RestoreReport, SnapshotError};
 
 use crate::policy::with_algorithm;
 use crate::store::{Store, StoreError, Verdict};
-use crate::{Clock, Decision, Key, Limit, LimitId, Timestamp};
+use crate::{Decision, Key, Limit, LimitId, Timestamp};
 use ahash::RandomState;
 use keyed::Request;
 use parking_lot::Mutex;
@@ -216,12 +216,6 @@ impl Store for MemoryStore {
     fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.reset_now(key, limits);
         ready(Ok(()))
-    }
-
-    fn empty_with_clock<C: Clock + Clone>(&self, clock: &C) -> Option<Self> {
-        let shards = self.inner.shards.len();
-        let builder = MemoryStore::builder().shards(shards).max_keys(self.inner.shard_capacity * shards);
-        Some(builder.clock(clock.clone()).build())
     }
 }
 
