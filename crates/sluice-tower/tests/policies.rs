@@ -119,3 +119,19 @@ async fn one_layer_on_several_routes_shares_one_limit() {
     assert_eq!(status(&app, request("/a")).await, 200);
     assert_eq!(status(&app, request("/b")).await, 429);
 }
+
+#[tokio::test]
+async fn the_layer_keeps_its_states_in_the_limiter_store_on_the_limiter_clock() {
+    // The memory store the limiter's builder made judges states by the manual clock: a
+    // minute on it frees the key, whatever the system clock says.
+    let clock = clock();
+    let limiter = limiter([sliding_log("api", 1, Duration::from_secs(60))], clock.clone());
+    let store = limiter.store().clone();
+    let app = app(RateLimitLayer::from_limiter(limiter, PeerIp::new()));
+    assert_eq!(status(&app, from_peer(PEER)).await, 200);
+    assert_eq!(store.len(), 1, "the state is in the limiter's store");
+    assert_eq!(status(&app, from_peer(PEER)).await, 429);
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(store.sweep(), 1, "swept by the limiter's clock");
+    assert_eq!(status(&app, from_peer(PEER)).await, 200);
+}
