@@ -154,7 +154,7 @@ impl Blocked {
     /// shortened by the time elapsed since Redis decided.
     fn answer_at(&self, at: u64) -> Verdict {
         let elapsed = Duration::from_micros(at - self.decided_at);
-        let mut verdict = Verdict { source: Source::Cache, ..self.verdict };
+        let mut verdict = self.verdict.with_source(Source::Cache);
         let decision = &mut verdict.decision;
         decision.reset_after = decision.reset_after.saturating_sub(elapsed);
         decision.retry_after = Some(RetryAfter::After(Duration::from_micros(self.until - at)));
@@ -169,20 +169,13 @@ fn micros(duration: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice::{Alignment, Decision, FixedWindow};
+    use sluice::{Alignment, Decision, FixedWindow, Quota};
 
     const ID: &[u8] = b"state-key";
 
     fn rejected_until(wait: Duration) -> Verdict {
-        let decision = Decision {
-            allowed: false,
-            limit: 1,
-            remaining: 0,
-            reset_after: wait,
-            retry_after: Some(RetryAfter::After(wait)),
-            delay: Duration::ZERO,
-        };
-        Verdict { decision, limit: 0, source: Source::Store }
+        let decision = Decision::allowed(Quota { limit: 1, remaining: 0 }, wait).rejected(RetryAfter::After(wait));
+        Verdict::new(decision, 0, Source::Store)
     }
 
     fn one_per_minute() -> Limit {

@@ -35,18 +35,12 @@ impl FailureMode {
             FailureMode::Open => fresh(limits, now, cost, Source::FailedOpen),
             FailureMode::Closed => {
                 let mut verdict = fresh(limits, now, cost, Source::FailedClosed)?;
-                verdict.decision = Decision {
-                    allowed: false,
-                    remaining: 0,
-                    retry_after: Some(RetryAfter::After(CLOSED_RETRY)),
-                    delay: Duration::ZERO,
-                    ..verdict.decision
-                };
+                verdict.decision = verdict.decision.with_remaining(0).rejected(RetryAfter::After(CLOSED_RETRY));
                 Some(verdict)
             }
             FailureMode::Fallback => {
                 let verdict = fallback.check_now(key, limits, now, cost).ok()?;
-                Some(Verdict { source: Source::Fallback, ..verdict })
+                Some(verdict.with_source(Source::Fallback))
             }
         }
     }
@@ -55,5 +49,5 @@ impl FailureMode {
 /// The verdict for keys never seen before.
 fn fresh(limits: &[Limit], now: Timestamp, cost: u64, source: Source) -> Option<Verdict> {
     let decisions: Vec<Decision> = limits.iter().map(|limit| limit.policy().decide_fresh(now, cost)).collect();
-    Verdict::combine(&decisions).map(|verdict| Verdict { source, ..verdict })
+    Verdict::combine(&decisions).map(|verdict| verdict.with_source(source))
 }

@@ -1,7 +1,7 @@
 //! The check script and its arguments: one `EVALSHA` per check, whatever the limits.
 
 use crate::settings::RedisSettings;
-use sluice::{Decision, EXACT_LIMIT, LeakMode, Limit, Policy, RetryAfter, StoreError};
+use sluice::{Decision, EXACT_LIMIT, LeakMode, Limit, Policy, Quota, RetryAfter, StoreError};
 use std::time::Duration;
 
 /// The script for several limits at once, all or nothing: the common start, every
@@ -189,12 +189,12 @@ fn decode_one(fields: &[i64]) -> Result<Decision, StoreError> {
             unsigned(4).map_err(|_| StoreError::Malformed(format!("bad retry_after {wait}")))?,
         ))),
     };
-    Ok(Decision {
-        allowed: fields[0] == 1,
-        limit: unsigned(1)?,
-        remaining: unsigned(2)?,
-        reset_after: Duration::from_micros(unsigned(3)?),
-        retry_after,
-        delay: Duration::from_micros(unsigned(5)?),
-    })
+    let quota = Quota { limit: unsigned(1)?, remaining: unsigned(2)? };
+    let decided = Decision::allowed(quota, Duration::from_micros(unsigned(3)?));
+    let decided = match (fields[0] == 1, retry_after) {
+        (true, None) => decided,
+        (false, Some(retry_after)) => decided.rejected(retry_after),
+        _ => return Err(StoreError::Malformed(format!("allowed and retry_after disagree: {fields:?}"))),
+    };
+    Ok(decided.delayed(Duration::from_micros(unsigned(5)?)))
 }

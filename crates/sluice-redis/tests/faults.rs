@@ -5,7 +5,7 @@
 
 mod support;
 
-use sluice::{Key, Limit, Source, Store, Timestamp, TokenBucket, Verdict};
+use sluice::{Key, Limit, Source, Store, Timestamp, TokenBucket, TokenBucketSettings, Verdict};
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
 use std::time::{Duration, Instant};
 use support::redis::RedisServer;
@@ -30,7 +30,8 @@ async fn stream_through_an_outage(mode: FailureMode) {
         RedisSettings { failure_mode: mode, timeout: TIMEOUT, blocked_cache: false, ..RedisSettings::injected_time() };
     let store = RedisStore::connect(&server.url(), settings).await.unwrap();
     // 5 requests per window: the stream below exhausts it, so sources and decisions differ.
-    let limit = Limit::new("stream", TokenBucket::new(5, 1, Duration::from_secs(3600)).unwrap());
+    let bucket = TokenBucketSettings { capacity: 5, refill_amount: 1, refill_interval: Duration::from_secs(3600) };
+    let limit = Limit::new("stream", TokenBucket::new(bucket).unwrap());
     let mut at = 1_763_700_000_000_000;
     for i in 0..8 {
         let verdict = timed_check(&store, &limit, at).await;
@@ -86,7 +87,8 @@ async fn a_reset_while_redis_is_down_fails_whatever_the_failure_mode() {
     for mode in [FailureMode::Open, FailureMode::Closed, FailureMode::Fallback] {
         let settings = RedisSettings { failure_mode: mode, timeout: TIMEOUT, ..RedisSettings::injected_time() };
         let store = RedisStore::connect(&server.url(), settings).await.unwrap();
-        let limit = Limit::new("reset", TokenBucket::new(5, 1, Duration::from_secs(3600)).unwrap());
+        let bucket = TokenBucketSettings { capacity: 5, refill_amount: 1, refill_interval: Duration::from_secs(3600) };
+        let limit = Limit::new("reset", TokenBucket::new(bucket).unwrap());
         timed_check(&store, &limit, 1_763_700_000_000_000).await;
         server.kill();
         let started = Instant::now();

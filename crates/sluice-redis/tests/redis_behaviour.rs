@@ -6,7 +6,7 @@ mod support;
 
 use sluice::{
     Alignment, FixedWindow, Key, LeakMode, LeakyBucket, Limit, SlidingLog, SlidingLogVariant, Store, Timestamp,
-    TokenBucket, Verdict,
+    TokenBucket, TokenBucketSettings, Verdict,
 };
 use sluice_redis::{RedisSettings, RedisStore, TimeSource};
 use std::time::{Duration, SystemTime};
@@ -90,7 +90,10 @@ async fn ttls_cover_the_window_plus_the_allowed_clock_skew() {
     // of skew. One limit of each algorithm whose script writes its own TTL.
     let second = Duration::from_secs(1);
     let limits = [
-        Limit::new("bucket", TokenBucket::new(10, 1, second).unwrap()),
+        Limit::new(
+            "bucket",
+            TokenBucket::new(TokenBucketSettings { capacity: 10, refill_amount: 1, refill_interval: second }).unwrap(),
+        ),
         Limit::new("gcra", LeakyBucket::new(second, 9, LeakMode::NoDelay).unwrap()),
         Limit::new("window", FixedWindow::new(10, 4 * second, Alignment::Anchored, Duration::ZERO).unwrap()),
         log_limit(10, 4 * second),
@@ -235,7 +238,8 @@ async fn a_reset_key_starts_fresh_and_other_keys_keep_their_state() {
     let settings = RedisSettings::injected_time();
     let store = store(&server, settings.clone()).await;
     let log = log_limit(1, Duration::from_secs(60));
-    let bucket = Limit::new("bucket", TokenBucket::new(1, 1, Duration::from_secs(60)).unwrap());
+    let bucket = TokenBucketSettings { capacity: 1, refill_amount: 1, refill_interval: Duration::from_secs(60) };
+    let bucket = Limit::new("bucket", TokenBucket::new(bucket).unwrap());
     for key in ["k", "other"] {
         for limit in [&log, &bucket] {
             assert!(check(&store, limit, key, NOW, 1).await.decision.allowed);
@@ -257,7 +261,8 @@ async fn a_reset_key_is_asked_of_redis_again_not_of_the_blocked_cache() {
     let server = RedisServer::start();
     let store = store(&server, RedisSettings::injected_time()).await;
     let log = log_limit(1, Duration::from_secs(60));
-    let bucket = Limit::new("bucket", TokenBucket::new(5, 1, Duration::from_secs(60)).unwrap());
+    let bucket = TokenBucketSettings { capacity: 5, refill_amount: 1, refill_interval: Duration::from_secs(60) };
+    let bucket = Limit::new("bucket", TokenBucket::new(bucket).unwrap());
     let both = [log.clone(), bucket];
     let key = Key::new(b"k").unwrap();
     let at = |offset: u64| Timestamp::from_micros(NOW + offset);

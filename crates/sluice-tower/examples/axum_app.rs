@@ -7,7 +7,7 @@
 //! ```
 
 use axum::{Router, http::HeaderName, routing::get};
-use sluice::{Limit, SlidingLog, SlidingLogVariant, TokenBucket};
+use sluice::{Limit, SlidingLog, SlidingLogVariant, TokenBucket, TokenBucketSettings};
 use sluice_tower::RateLimitLayer;
 use sluice_tower::key::{HeaderKey, PeerIp};
 use std::net::SocketAddr;
@@ -16,7 +16,8 @@ use std::time::Duration;
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let hello = Limit::new("hello", SlidingLog::new(5, Duration::from_secs(10), SlidingLogVariant::Accepted)?);
-    let api = Limit::new("api", TokenBucket::new(10, 1, Duration::from_secs(1))?);
+    let bucket = TokenBucketSettings { capacity: 10, refill_amount: 1, refill_interval: Duration::from_secs(1) };
+    let api = Limit::new("api", TokenBucket::new(bucket)?);
     let api_key = HeaderKey::new(HeaderName::from_static("x-api-key"));
 
     let app = Router::new()

@@ -44,13 +44,13 @@ pub(crate) fn judge<S, C>(shared: &Shared<S, C>, checked: Result<Verdict, StoreE
         Ok(verdict) => verdict,
         Err(error) => return store_error(shared, &error, parts),
     };
-    let index = verdict.limit.min(shared.limits.len() - 1);
-    let limit = &shared.limits[index];
+    let limits = shared.limiter.limits();
+    let index = verdict.limit.min(limits.len() - 1);
+    let limit = &limits[index];
     let decision = verdict.decision;
     if decision.allowed && decision.delay > shared.max_delay {
         // Its turn is taken, but waiting that long is not allowed: retry when it comes.
-        let retry_after = Some(RetryAfter::After(decision.delay));
-        return reject(shared, limit, &Decision { allowed: false, retry_after, ..decision }, parts);
+        return reject(shared, limit, &decision.rejected(RetryAfter::After(decision.delay)), parts);
     }
     if !decision.allowed {
         return reject(shared, limit, &decision, parts);

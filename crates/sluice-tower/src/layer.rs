@@ -6,7 +6,7 @@ use crate::response::{Rejection, RejectionBody, default_rejection};
 use crate::service::RateLimit;
 use crate::shared::{OnStoreError, Shared, policy_fields};
 use http::request::Parts;
-use sluice::{Clock, Limit, MemoryStore, Store, SystemClock};
+use sluice::{Clock, Limit, MemoryStore, RateLimiter, Store, SystemClock};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,11 +24,12 @@ pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(1);
 /// # Examples
 ///
 /// ```
-/// use sluice::{Limit, TokenBucket};
+/// use sluice::{Limit, TokenBucket, TokenBucketSettings};
 /// use sluice_tower::{RateLimitLayer, key::HeaderKey};
 /// use std::time::Duration;
 ///
-/// let per_api_key = Limit::new("api", TokenBucket::new(10, 1, Duration::from_secs(1))?);
+/// let bucket = TokenBucketSettings { capacity: 10, refill_amount: 1, refill_interval: Duration::from_secs(1) };
+/// let per_api_key = Limit::new("api", TokenBucket::new(bucket)?);
 /// let layer = RateLimitLayer::new(per_api_key, HeaderKey::new(http::HeaderName::from_static("x-api-key")))
 ///     .cost(|parts| if parts.method == http::Method::POST { 5 } else { 1 });
 /// let app = axum::Router::<()>::new().route("/api", axum::routing::get(|| async { "ok" })).layer(layer);
@@ -43,26 +44,41 @@ pub struct RateLimitLayer<S = MemoryStore, C = SystemClock> {
 impl RateLimitLayer {
     /// Limits requests by `key` with one policy, in memory, on the system clock.
     pub fn new(limit: Limit, key: impl KeyExtractor) -> Self {
-        RateLimitLayer::all_of([limit], key)
+        RateLimitLayer::from_limiter(RateLimiter::new(limit), key)
     }
+}
 
-    /// Limits requests by `key` with several policies: a request passes only if every
-    /// one allows it (such as 10 per second and 1000 per day), and consumes from none
-    /// otherwise.
+impl<S: Store + Clone, C: Clock + Clone> RateLimitLayer<S, C> {
+    /// Limits requests by `key` with `limiter`'s policies, store and clock.
     ///
-    /// # Panics
+    /// Build the limiter with [`RateLimiter::builder`]: several policies (a request passes
+    /// only if every one allows it, such as 10 per second and 1000 per day, and consumes
+    /// from none otherwise); another clock (a `ManualClock` in tests), which a memory store
+    /// made by the builder follows and on which shaped requests wait; or another store,
+    /// such as a `RedisStore` shared by every instance of the service, whose failure mode
+    /// decides while it is unreachable.
     ///
-    /// When `limits` is empty.
-    pub fn all_of(limits: impl IntoIterator<Item = Limit>, key: impl KeyExtractor) -> Self {
-        let limits: Arc<[Limit]> = limits.into_iter().collect();
-        assert!(!limits.is_empty(), "a rate limit layer needs at least one limit");
+    /// # Examples
+    ///
+    /// ```
+    /// use sluice::{Limit, RateLimiter, SlidingLog, SlidingLogVariant};
+    /// use sluice_tower::{RateLimitLayer, key::PeerIp};
+    /// use std::time::Duration;
+    ///
+    /// let per_second = SlidingLog::new(10, Duration::from_secs(1), SlidingLogVariant::Accepted)?;
+    /// let per_day = SlidingLog::new(1_000, Duration::from_secs(86_400), SlidingLogVariant::Accepted)?;
+    /// let limiter = RateLimiter::builder()
+    ///     .limits([Limit::new("second", per_second), Limit::new("day", per_day)])
+    ///     .build()?;
+    /// let layer = RateLimitLayer::from_limiter(limiter, PeerIp::new());
+    /// assert_eq!(layer.limits().len(), 2);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_limiter(limiter: RateLimiter<S, C>, key: impl KeyExtractor) -> Self {
         let on_rejection = Arc::new(|rejection: &Rejection<'_>| default_rejection(rejection));
         let shared = Shared {
-            policy_fields: policy_fields(&limits, Fields::default()),
-            limits,
-            store: MemoryStore::new(),
-            clock: SystemClock::new(),
-            own_store: true,
+            policy_fields: policy_fields(limiter.limits(), Fields::default()),
+            limiter,
             key: Arc::new(key),
             cost: None,
             missing_key: MissingKey::default(),
@@ -72,28 +88,6 @@ impl RateLimitLayer {
             on_store_error: OnStoreError::default(),
         };
         RateLimitLayer { shared: Arc::new(shared) }
-    }
-}
-
-impl<S: Store + Clone, C: Clock + Clone> RateLimitLayer<S, C> {
-    /// The same layer on another store, such as a `RedisStore` shared by every instance
-    /// of the service. The store's failure mode decides while it is unreachable.
-    pub fn with_store<T: Store + Clone>(self, store: T) -> RateLimitLayer<T, C> {
-        let shared = self.into_shared();
-        let clock = shared.clock.clone();
-        RateLimitLayer { shared: Arc::new(shared.rebuild(store, clock, false)) }
-    }
-
-    /// The same layer reading another clock (a `ManualClock` in tests); shaped requests
-    /// wait on it. A store the layer made itself follows the clock too.
-    pub fn with_clock<D: Clock + Clone>(self, clock: D) -> RateLimitLayer<S, D> {
-        let shared = self.into_shared();
-        let store = match shared.own_store {
-            true => shared.store.empty_with_clock(&clock).unwrap_or_else(|| shared.store.clone()),
-            false => shared.store.clone(),
-        };
-        let own_store = shared.own_store;
-        RateLimitLayer { shared: Arc::new(shared.rebuild(store, clock, own_store)) }
     }
 
     /// Each request costs what `cost` says (1 without it; 0 only looks).
@@ -110,7 +104,7 @@ impl<S: Store + Clone, C: Clock + Clone> RateLimitLayer<S, C> {
     pub fn fields(self, fields: Fields) -> Self {
         self.map(|shared| {
             shared.fields = fields;
-            shared.policy_fields = policy_fields(&shared.limits, fields);
+            shared.policy_fields = policy_fields(shared.limiter.limits(), fields);
         })
     }
 
@@ -137,12 +131,12 @@ impl<S: Store + Clone, C: Clock + Clone> RateLimitLayer<S, C> {
 
     /// The policies checked.
     pub fn limits(&self) -> &[Limit] {
-        &self.shared.limits
+        self.shared.limiter.limits()
     }
 
     /// The store.
     pub fn store(&self) -> &S {
-        &self.shared.store
+        self.shared.limiter.store()
     }
 
     fn map(self, change: impl FnOnce(&mut Shared<S, C>)) -> Self {
@@ -153,26 +147,6 @@ impl<S: Store + Clone, C: Clock + Clone> RateLimitLayer<S, C> {
 
     fn into_shared(self) -> Shared<S, C> {
         Arc::try_unwrap(self.shared).unwrap_or_else(|shared| (*shared).clone())
-    }
-}
-
-impl<S, C> Shared<S, C> {
-    /// The same settings with another store and clock.
-    fn rebuild<T, D>(self, store: T, clock: D, own_store: bool) -> Shared<T, D> {
-        Shared {
-            limits: self.limits,
-            store,
-            clock,
-            own_store,
-            key: self.key,
-            cost: self.cost,
-            missing_key: self.missing_key,
-            fields: self.fields,
-            policy_fields: self.policy_fields,
-            max_delay: self.max_delay,
-            on_rejection: self.on_rejection,
-            on_store_error: self.on_store_error,
-        }
     }
 }
 

@@ -11,6 +11,12 @@
 //! # Ok::<(), sluice::PolicyError>(())
 //! ```
 //!
+//! [`RateLimitLayer::new`] takes one policy, in memory, on the system clock. For several
+//! policies, another clock (a `ManualClock` in tests) or another store (such as a
+//! `RedisStore` shared by every instance of the service), build a [`sluice::RateLimiter`]
+//! with [`sluice::RateLimiter::builder`] and give it to [`RateLimitLayer::from_limiter`]:
+//! a memory store made by that builder follows the limiter's clock.
+//!
 //! # How it works
 //!
 //! For each request the layer takes a key from the request head (the [`key`] module's

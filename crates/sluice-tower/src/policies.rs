@@ -57,7 +57,7 @@ impl Policies {
         self.limits.iter().find(|limit| limit.name() == name).cloned().ok_or_else(|| UnknownPolicy(name.to_owned()))
     }
 
-    /// The policies called `names`, for [`RateLimitLayer::all_of`](crate::RateLimitLayer::all_of).
+    /// The policies called `names`, for [`RateLimiterBuilder::limits`](sluice::RateLimiterBuilder::limits).
     ///
     /// # Errors
     ///

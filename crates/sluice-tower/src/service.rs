@@ -90,13 +90,12 @@ impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
     /// The verdict of the memory store, which decides without waiting: no allocation and
     /// no clone of the inner service. `None` for stores that must be awaited.
     fn check_at_once(&self, key: &RequestKey, cost: u64) -> Option<Result<Verdict, StoreError>> {
-        let memory = (&self.shared.store as &dyn Any).downcast_ref::<MemoryStore>()?;
+        let limiter = &self.shared.limiter;
+        let memory = (limiter.store() as &dyn Any).downcast_ref::<MemoryStore>()?;
         let key = Key::new(key.as_bytes()).ok()?;
-        let now = self.shared.clock.now();
-        match &self.shared.limits[..] {
-            [limit] => {
-                Some(Ok(Verdict { decision: memory.check_one(key, limit, now, cost), limit: 0, source: Source::Store }))
-            }
+        let now = limiter.clock().now();
+        match limiter.limits() {
+            [limit] => Some(Ok(Verdict::new(memory.check_one(key, limit, now, cost), 0, Source::Store))),
             limits => Some(memory.check_now(key, limits, now, cost)),
         }
     }
@@ -144,7 +143,10 @@ impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
         let (shared, inner) = (Arc::clone(&self.shared), self.take_ready_inner());
         ResponseFuture::boxed(async move {
             let checked = match Key::new(key.as_bytes()) {
-                Ok(key) => shared.store.check(key, &shared.limits, shared.clock.now(), cost).await,
+                Ok(key) => {
+                    let limiter = &shared.limiter;
+                    limiter.store().check(key, limiter.limits(), limiter.clock().now(), cost).await
+                }
                 Err(error) => Err(StoreError::Refused(error.to_string())),
             };
             let judgement = judge(&shared, checked, &parts);
@@ -180,7 +182,7 @@ where
         Judgement::Answer(answer) => Ok(answer.map(ResBody::from_rejection)),
         Judgement::Forward { delay, fields } => {
             if !delay.is_zero() {
-                shared.clock.sleep(delay).await;
+                shared.limiter.clock().sleep(delay).await;
             }
             let response = inner.call(Request::from_parts(parts, body)).await?;
             Ok(with_fields(response, fields))

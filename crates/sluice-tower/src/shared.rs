@@ -5,7 +5,7 @@ use crate::headers::{Fields, PolicyFields};
 use crate::key::{KeyExtractor, MissingKey};
 use crate::response::{Rejection, RejectionBody};
 use http::request::Parts;
-use sluice::Limit;
+use sluice::{Limit, RateLimiter};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -29,11 +29,8 @@ pub enum OnStoreError {
 /// Everything the services of one layer share.
 #[derive(Clone)]
 pub(crate) struct Shared<S, C> {
-    pub(crate) limits: Arc<[Limit]>,
-    pub(crate) store: S,
-    pub(crate) clock: C,
-    /// The store was made by the layer, so it may follow a new clock.
-    pub(crate) own_store: bool,
+    /// The policies, the store and the clock.
+    pub(crate) limiter: RateLimiter<S, C>,
     pub(crate) key: Arc<dyn KeyExtractor>,
     pub(crate) cost: Option<CostFn>,
     pub(crate) missing_key: MissingKey,
@@ -53,9 +50,9 @@ pub(crate) fn policy_fields(limits: &[Limit], fields: Fields) -> Arc<[PolicyFiel
 impl<S: fmt::Debug, C: fmt::Debug> fmt::Debug for Shared<S, C> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RateLimitLayer")
-            .field("limits", &self.limits.iter().map(Limit::name).collect::<Vec<_>>())
-            .field("store", &self.store)
-            .field("clock", &self.clock)
+            .field("limits", &self.limiter.limits().iter().map(Limit::name).collect::<Vec<_>>())
+            .field("store", self.limiter.store())
+            .field("clock", self.limiter.clock())
             .field("missing_key", &self.missing_key)
             .field("fields", &self.fields)
             .field("max_delay", &self.max_delay)

@@ -3,7 +3,7 @@
 
 mod support;
 
-use sluice::{Decision, Key, Limit, RetryAfter, Source, Store, StoreError, Timestamp, Verdict};
+use sluice::{Key, Limit, RateLimiter, RetryAfter, Source, Store, StoreError, Timestamp, Verdict};
 use sluice_tower::key::PeerIp;
 use sluice_tower::{OnStoreError, RateLimitLayer};
 use std::time::Duration;
@@ -26,14 +26,9 @@ impl Store for DownStore {
         };
         let mut decision = limits[0].policy().decide_fresh(now, cost);
         if source == Source::FailedClosed {
-            decision = Decision {
-                allowed: false,
-                remaining: 0,
-                retry_after: Some(RetryAfter::After(Duration::from_secs(1))),
-                ..decision
-            };
+            decision = decision.with_remaining(0).rejected(RetryAfter::After(Duration::from_secs(1)));
         }
-        Ok(Verdict { decision, limit: 0, source })
+        Ok(Verdict::new(decision, 0, source))
     }
 
     async fn reset(&self, _: Key<'_>, _: &[Limit]) -> Result<(), StoreError> {
@@ -42,9 +37,9 @@ impl Store for DownStore {
 }
 
 fn layer(store: DownStore) -> RateLimitLayer<DownStore, sluice::ManualClock> {
-    RateLimitLayer::new(sliding_log("api", 5, Duration::from_secs(60)), PeerIp::new())
-        .with_store(store)
-        .with_clock(clock())
+    let limit = sliding_log("api", 5, Duration::from_secs(60));
+    let limiter = RateLimiter::builder().limit(limit).store(store).clock(clock()).build().expect("one limit");
+    RateLimitLayer::from_limiter(limiter, PeerIp::new())
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@ mod support;
 use sluice_tower::RateLimitLayer;
 use sluice_tower::key::PeerIp;
 use std::time::Duration;
-use support::{clock, sliding_log};
+use support::{clock, limiter, sliding_log};
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 use tonic_health::pb::HealthCheckRequest;
@@ -16,7 +16,7 @@ use tonic_types::StatusExt;
 async fn grpc_clients_get_resource_exhausted_with_retry_info() {
     let (_reporter, health) = tonic_health::server::health_reporter();
     let limit = sliding_log("rpc", 2, Duration::from_secs(3600));
-    let layer = RateLimitLayer::new(limit, PeerIp::new()).with_clock(clock());
+    let layer = RateLimitLayer::from_limiter(limiter([limit], clock()), PeerIp::new());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -15,7 +15,7 @@ use sluice_tower::key::PeerIp;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::time::Duration;
-use support::{clock, sliding_log};
+use support::{clock, limiter, sliding_log};
 use tower::{Layer, ServiceExt, service_fn};
 
 async fn hello(_: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
@@ -24,8 +24,10 @@ async fn hello(_: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infallible
 
 #[tokio::test]
 async fn a_hyper_service_is_limited_per_peer() {
-    let layer =
-        RateLimitLayer::new(sliding_log("hyper", 2, Duration::from_secs(3600)), PeerIp::new()).with_clock(clock());
+    let layer = RateLimitLayer::from_limiter(
+        limiter([sliding_log("hyper", 2, Duration::from_secs(3600))], clock()),
+        PeerIp::new(),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let server = tokio::spawn(async move {

@@ -23,7 +23,7 @@ fn with_forwarded(peer: &str, name: &str, value: &str) -> Request<Body> {
 
 #[tokio::test]
 async fn peer_ip_keys_each_peer_apart() {
-    let app = app(RateLimitLayer::new(one_per_minute(), PeerIp::new()).with_clock(clock()));
+    let app = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), PeerIp::new()));
     assert_eq!(status(&app, from_peer("192.0.2.1:1000")).await, 200);
     assert_eq!(status(&app, from_peer("192.0.2.1:2000")).await, 429, "same address, other port");
     assert_eq!(status(&app, from_peer("192.0.2.2:1000")).await, 200);
@@ -31,7 +31,7 @@ async fn peer_ip_keys_each_peer_apart() {
 
 #[tokio::test]
 async fn peer_ip_reads_a_plain_socket_address_extension_too() {
-    let app = app(RateLimitLayer::new(one_per_minute(), PeerIp::new()).with_clock(clock()));
+    let app = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), PeerIp::new()));
     let request = || {
         let mut request = Request::get("/").body(Body::empty()).unwrap();
         request.extensions_mut().insert("198.51.100.7:9".parse::<std::net::SocketAddr>().unwrap());
@@ -43,7 +43,7 @@ async fn peer_ip_reads_a_plain_socket_address_extension_too() {
 
 #[tokio::test]
 async fn ipv6_clients_share_their_slash_64_by_default() {
-    let app = app(RateLimitLayer::new(one_per_minute(), PeerIp::new()).with_clock(clock()));
+    let app = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), PeerIp::new()));
     assert_eq!(status(&app, from_peer("[2001:db8:1:2::1]:80")).await, 200);
     assert_eq!(status(&app, from_peer("[2001:db8:1:2:ffff::9]:80")).await, 429, "same /64");
     assert_eq!(status(&app, from_peer("[2001:db8:1:3::1]:80")).await, 200, "next /64");
@@ -51,7 +51,7 @@ async fn ipv6_clients_share_their_slash_64_by_default() {
 
 #[tokio::test]
 async fn ipv6_prefix_is_configurable() {
-    let app = app(RateLimitLayer::new(one_per_minute(), PeerIp::new().ipv6_prefix(128)).with_clock(clock()));
+    let app = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), PeerIp::new().ipv6_prefix(128)));
     assert_eq!(status(&app, from_peer("[2001:db8:1:2::1]:80")).await, 200);
     assert_eq!(status(&app, from_peer("[2001:db8:1:2::2]:80")).await, 200, "/128: other address, other key");
 }
@@ -59,7 +59,7 @@ async fn ipv6_prefix_is_configurable() {
 #[tokio::test]
 async fn forwarding_headers_are_ignored_without_trusted_proxies() {
     let untrusting = ClientIp::behind(TrustedProxies::Cidrs(Vec::new()));
-    let app = app(RateLimitLayer::new(one_per_minute(), untrusting).with_clock(clock()));
+    let app = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), untrusting));
     assert_eq!(status(&app, with_forwarded("192.0.2.1:1", "x-forwarded-for", "203.0.113.1")).await, 200);
     // A spoofed header from the same untrusted peer does not buy a fresh key.
     assert_eq!(status(&app, with_forwarded("192.0.2.1:1", "x-forwarded-for", "203.0.113.2")).await, 429);
@@ -69,7 +69,7 @@ async fn forwarding_headers_are_ignored_without_trusted_proxies() {
 #[tokio::test]
 async fn a_spoofed_header_from_an_untrusted_peer_is_ignored() {
     let proxies = TrustedProxies::cidrs(["10.0.0.0/8"]).unwrap();
-    let app = app(RateLimitLayer::new(one_per_minute(), ClientIp::behind(proxies)).with_clock(clock()));
+    let app = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), ClientIp::behind(proxies)));
     assert_eq!(status(&app, with_forwarded("203.0.113.50:1", "x-forwarded-for", "198.51.100.1")).await, 200);
     assert_eq!(status(&app, with_forwarded("203.0.113.50:1", "x-forwarded-for", "198.51.100.2")).await, 429);
     // The client it claimed to be still has its own quota.
@@ -79,7 +79,7 @@ async fn a_spoofed_header_from_an_untrusted_peer_is_ignored() {
 #[tokio::test]
 async fn behind_trusted_proxies_the_client_is_the_first_untrusted_address_from_the_right() {
     let proxies = TrustedProxies::cidrs(["10.0.0.0/8"]).unwrap();
-    let app = app(RateLimitLayer::new(one_per_minute(), ClientIp::behind(proxies)).with_clock(clock()));
+    let app = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), ClientIp::behind(proxies)));
     let chain = "6.6.6.6, 203.0.113.9, 10.0.0.7";
     assert_eq!(status(&app, with_forwarded("10.0.0.1:1", "x-forwarded-for", chain)).await, 200);
     // Same client through another proxy, with another spoofed left-most entry.
@@ -91,7 +91,10 @@ async fn behind_trusted_proxies_the_client_is_the_first_untrusted_address_from_t
 
 #[tokio::test]
 async fn a_hop_count_trusts_that_many_proxies() {
-    let app = app(RateLimitLayer::new(one_per_minute(), ClientIp::behind(TrustedProxies::hops(1))).with_clock(clock()));
+    let app = app(RateLimitLayer::from_limiter(
+        limiter([one_per_minute()], clock()),
+        ClientIp::behind(TrustedProxies::hops(1)),
+    ));
     assert_eq!(status(&app, with_forwarded("10.0.0.1:1", "x-forwarded-for", "1.1.1.1, 203.0.113.9")).await, 200);
     assert_eq!(status(&app, with_forwarded("10.0.0.2:1", "x-forwarded-for", "2.2.2.2, 203.0.113.9")).await, 429);
 }
@@ -99,7 +102,7 @@ async fn a_hop_count_trusts_that_many_proxies() {
 #[tokio::test]
 async fn header_key_limits_each_api_key_apart() {
     let api_key = HeaderKey::new(HeaderName::from_static("x-api-key"));
-    let app = app(RateLimitLayer::new(one_per_minute(), api_key).with_clock(clock()));
+    let app = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), api_key));
     let request = |key: &str| Request::get("/").header("x-api-key", key).body(Body::empty()).unwrap();
     assert_eq!(status(&app, request("a")).await, 200);
     assert_eq!(status(&app, request("a")).await, 429);
@@ -117,7 +120,7 @@ impl std::fmt::Display for UserId {
 
 #[tokio::test]
 async fn extension_key_limits_each_user_apart() {
-    let app = app(RateLimitLayer::new(one_per_minute(), ExtensionKey::<UserId>::new()).with_clock(clock()));
+    let app = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), ExtensionKey::<UserId>::new()));
     let request = |user: u32| {
         let mut request = Request::get("/").body(Body::empty()).unwrap();
         request.extensions_mut().insert(UserId(user));
@@ -131,7 +134,7 @@ async fn extension_key_limits_each_user_apart() {
 #[tokio::test]
 async fn a_closure_is_a_key_extractor() {
     let by_path = |parts: &http::request::Parts| Some(RequestKey::from(parts.uri.query().unwrap_or("none")));
-    let app = app(RateLimitLayer::new(one_per_minute(), by_path).with_clock(clock()));
+    let app = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), by_path));
     let request = |query: &str| Request::get(format!("/?{query}")).body(Body::empty()).unwrap();
     assert_eq!(status(&app, request("t=1")).await, 200);
     assert_eq!(status(&app, request("t=1")).await, 429);
@@ -140,9 +143,10 @@ async fn a_closure_is_a_key_extractor() {
 
 #[tokio::test]
 async fn a_request_without_a_key_is_rejected_400_with_problem_json_by_default() {
-    let app =
-        app(RateLimitLayer::new(one_per_minute(), HeaderKey::new(HeaderName::from_static("x-api-key")))
-            .with_clock(clock()));
+    let app = app(RateLimitLayer::from_limiter(
+        limiter([one_per_minute()], clock()),
+        HeaderKey::new(HeaderName::from_static("x-api-key")),
+    ));
     let response = send(&app, Request::get("/").body(Body::empty()).unwrap()).await;
     assert_eq!(response.status(), StatusCode::BAD_REQUEST);
     assert_eq!(header(&response, "content-type"), Some("application/problem+json"));
@@ -158,22 +162,23 @@ async fn the_missing_key_rule_can_answer_401_or_share_one_key() {
         app(RateLimitLayer::new(one_per_minute(), api_key()).missing_key(MissingKey::Reject(StatusCode::UNAUTHORIZED)));
     assert_eq!(status(&app401, Request::get("/").body(Body::empty()).unwrap()).await, 401);
     let shared = MissingKey::Shared(RequestKey::from("anonymous"));
-    let app = app(RateLimitLayer::new(one_per_minute(), api_key()).missing_key(shared).with_clock(clock()));
+    let app = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), api_key()).missing_key(shared));
     assert_eq!(status(&app, Request::get("/").body(Body::empty()).unwrap()).await, 200);
     assert_eq!(status(&app, Request::get("/").body(Body::empty()).unwrap()).await, 429, "keyless requests share");
 }
 
 #[tokio::test]
 async fn a_key_longer_than_1024_bytes_follows_the_missing_key_rule() {
-    let app =
-        app(RateLimitLayer::new(one_per_minute(), HeaderKey::new(HeaderName::from_static("x-api-key")))
-            .with_clock(clock()));
+    let app = app(RateLimitLayer::from_limiter(
+        limiter([one_per_minute()], clock()),
+        HeaderKey::new(HeaderName::from_static("x-api-key")),
+    ));
     let request = Request::get("/").header("x-api-key", "k".repeat(1025)).body(Body::empty()).unwrap();
     assert_eq!(status(&app, request).await, 400);
 }
 
 #[tokio::test]
 async fn without_connection_info_peer_ip_has_no_key() {
-    let app = app(RateLimitLayer::new(one_per_minute(), PeerIp::new()).with_clock(clock()));
+    let app = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), PeerIp::new()));
     assert_eq!(status(&app, Request::get("/").body(Body::empty()).unwrap()).await, 400);
 }

@@ -18,7 +18,7 @@ async fn every_policy_must_allow_and_a_rejection_consumes_from_none() {
     let clock = clock();
     let per_second = sliding_log("per_second", 2, Duration::from_secs(1));
     let per_minute = sliding_log("per_minute", 3, Duration::from_secs(60));
-    let app = app(RateLimitLayer::all_of([per_second, per_minute], PeerIp::new()).with_clock(clock.clone()));
+    let app = app(RateLimitLayer::from_limiter(limiter([per_second, per_minute], clock.clone()), PeerIp::new()));
     assert_eq!(status(&app, from_peer(PEER)).await, 200);
     let response = send(&app, from_peer(PEER)).await;
     // Both allow: the fields are the most restrictive policy's (fewest remaining).
@@ -39,9 +39,11 @@ async fn every_policy_must_allow_and_a_rejection_consumes_from_none() {
 
 #[tokio::test]
 async fn each_request_costs_what_the_closure_says() {
-    let layer = RateLimitLayer::new(sliding_log("api", 10, Duration::from_secs(60)), PeerIp::new())
-        .cost(|parts| if parts.method == Method::POST { 4 } else { 1 })
-        .with_clock(clock());
+    let layer = RateLimitLayer::from_limiter(
+        limiter([sliding_log("api", 10, Duration::from_secs(60))], clock()),
+        PeerIp::new(),
+    )
+    .cost(|parts| if parts.method == Method::POST { 4 } else { 1 });
     let app = app(layer);
     let post = || {
         let mut request = from_peer(PEER);
@@ -78,7 +80,7 @@ async fn policies_come_from_the_services_yaml_file() {
     assert_eq!(policies.limits().len(), 2);
     let clock = clock();
     let limits = policies.all_of(["per_second", "per_day"]).unwrap();
-    let app = app(RateLimitLayer::all_of(limits, PeerIp::new()).with_clock(clock.clone()));
+    let app = app(RateLimitLayer::from_limiter(limiter(limits, clock.clone()), PeerIp::new()));
     assert_eq!(status(&app, from_peer(PEER)).await, 200);
     assert_eq!(status(&app, from_peer(PEER)).await, 200);
     assert_eq!(status(&app, from_peer(PEER)).await, 429);
@@ -101,8 +103,10 @@ fn yaml_problems_are_all_reported_with_their_paths() {
 
 #[tokio::test]
 async fn one_layer_on_several_routes_shares_one_limit() {
-    let layer =
-        RateLimitLayer::new(sliding_log("shared", 1, Duration::from_secs(60)), PeerIp::new()).with_clock(clock());
+    let layer = RateLimitLayer::from_limiter(
+        limiter([sliding_log("shared", 1, Duration::from_secs(60))], clock()),
+        PeerIp::new(),
+    );
     let app = axum::Router::new()
         .route("/a", axum::routing::get(|| async { "a" }))
         .route("/b", axum::routing::get(|| async { "b" }))
@@ -114,4 +118,20 @@ async fn one_layer_on_several_routes_shares_one_limit() {
     };
     assert_eq!(status(&app, request("/a")).await, 200);
     assert_eq!(status(&app, request("/b")).await, 429);
+}
+
+#[tokio::test]
+async fn the_layer_keeps_its_states_in_the_limiter_store_on_the_limiter_clock() {
+    // The memory store the limiter's builder made judges states by the manual clock: a
+    // minute on it frees the key, whatever the system clock says.
+    let clock = clock();
+    let limiter = limiter([sliding_log("api", 1, Duration::from_secs(60))], clock.clone());
+    let store = limiter.store().clone();
+    let app = app(RateLimitLayer::from_limiter(limiter, PeerIp::new()));
+    assert_eq!(status(&app, from_peer(PEER)).await, 200);
+    assert_eq!(store.len(), 1, "the state is in the limiter's store");
+    assert_eq!(status(&app, from_peer(PEER)).await, 429);
+    clock.advance(Duration::from_secs(60));
+    assert_eq!(store.sweep(), 1, "swept by the limiter's clock");
+    assert_eq!(status(&app, from_peer(PEER)).await, 200);
 }

@@ -9,6 +9,7 @@ mod redis_server;
 
 use axum::Router;
 use redis_server::RedisServer;
+use sluice::RateLimiter;
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
 use sluice_tower::RateLimitLayer;
 use sluice_tower::key::PeerIp;
@@ -23,7 +24,8 @@ async fn instance(server: &RedisServer, failure_mode: FailureMode, clock: &sluic
         RedisSettings { failure_mode, timeout: Duration::from_millis(200), ..RedisSettings::injected_time() };
     let store = RedisStore::connect(&server.url(), settings).await.expect("connect to redis-server");
     let limit = sliding_log("shared", 3, Duration::from_secs(60));
-    app(RateLimitLayer::new(limit, PeerIp::new()).with_store(store).with_clock(clock.clone()))
+    let limiter = RateLimiter::builder().limit(limit).store(store).clock(clock.clone()).build().expect("one limit");
+    app(RateLimitLayer::from_limiter(limiter, PeerIp::new()))
 }
 
 #[tokio::test]

@@ -5,7 +5,7 @@ mod support;
 
 use http::{Response, StatusCode};
 use http_body_util::Full;
-use sluice::{Clock, LeakMode, LeakyBucket, TokenBucket};
+use sluice::{Clock, LeakMode, LeakyBucket, TokenBucket, TokenBucketSettings};
 use sluice_tower::RateLimitLayer;
 use sluice_tower::headers::Fields;
 use sluice_tower::key::PeerIp;
@@ -16,8 +16,10 @@ const PEER: &str = "192.0.2.1:1000";
 
 #[tokio::test]
 async fn allowed_responses_carry_the_ietf_fields() {
-    let app =
-        app(RateLimitLayer::new(sliding_log("api", 100, Duration::from_secs(60)), PeerIp::new()).with_clock(clock()));
+    let app = app(RateLimitLayer::from_limiter(
+        limiter([sliding_log("api", 100, Duration::from_secs(60))], clock()),
+        PeerIp::new(),
+    ));
     let response = send(&app, from_peer(PEER)).await;
     assert_eq!(response.status(), StatusCode::OK);
     assert_eq!(header(&response, "ratelimit-policy"), Some(r#""api";q=100;w=60"#));
@@ -29,9 +31,11 @@ async fn allowed_responses_carry_the_ietf_fields() {
 
 #[tokio::test]
 async fn legacy_fields_are_added_on_request() {
-    let layer = RateLimitLayer::new(sliding_log("api", 100, Duration::from_secs(60)), PeerIp::new())
-        .fields(Fields::IetfAndLegacy)
-        .with_clock(clock());
+    let layer = RateLimitLayer::from_limiter(
+        limiter([sliding_log("api", 100, Duration::from_secs(60))], clock()),
+        PeerIp::new(),
+    )
+    .fields(Fields::IetfAndLegacy);
     let response = send(&app(layer), from_peer(PEER)).await;
     assert_eq!(header(&response, "x-ratelimit-limit"), Some("100"));
     assert_eq!(header(&response, "x-ratelimit-remaining"), Some("99"));
@@ -40,9 +44,9 @@ async fn legacy_fields_are_added_on_request() {
 
 #[tokio::test]
 async fn fields_can_be_kept_for_rejections_only() {
-    let layer = RateLimitLayer::new(sliding_log("api", 1, Duration::from_secs(60)), PeerIp::new())
-        .fields(Fields::OnRejectionsOnly)
-        .with_clock(clock());
+    let layer =
+        RateLimitLayer::from_limiter(limiter([sliding_log("api", 1, Duration::from_secs(60))], clock()), PeerIp::new())
+            .fields(Fields::OnRejectionsOnly);
     let app = app(layer);
     let allowed = send(&app, from_peer(PEER)).await;
     assert_eq!(header(&allowed, "ratelimit"), None);
@@ -54,9 +58,10 @@ async fn fields_can_be_kept_for_rejections_only() {
 #[tokio::test]
 async fn a_rejection_is_429_with_retry_after_and_a_problem_json_body() {
     let clock = clock();
-    let app =
-        app(RateLimitLayer::new(sliding_log("hello", 2, Duration::from_secs(10)), PeerIp::new())
-            .with_clock(clock.clone()));
+    let app = app(RateLimitLayer::from_limiter(
+        limiter([sliding_log("hello", 2, Duration::from_secs(10))], clock.clone()),
+        PeerIp::new(),
+    ));
     assert_eq!(status(&app, from_peer(PEER)).await, 200);
     clock.advance(Duration::from_millis(2_500));
     assert_eq!(status(&app, from_peer(PEER)).await, 200);
@@ -77,9 +82,10 @@ async fn a_rejection_is_429_with_retry_after_and_a_problem_json_body() {
 #[tokio::test]
 async fn retry_after_is_never_zero() {
     let clock = clock();
-    let app =
-        app(RateLimitLayer::new(sliding_log("tiny", 1, Duration::from_millis(10)), PeerIp::new())
-            .with_clock(clock.clone()));
+    let app = app(RateLimitLayer::from_limiter(
+        limiter([sliding_log("tiny", 1, Duration::from_millis(10))], clock.clone()),
+        PeerIp::new(),
+    ));
     assert_eq!(status(&app, from_peer(PEER)).await, 200);
     clock.advance(Duration::from_millis(9));
     let response = send(&app, from_peer(PEER)).await;
@@ -89,9 +95,9 @@ async fn retry_after_is_never_zero() {
 
 #[tokio::test]
 async fn a_cost_no_policy_can_ever_allow_gets_429_without_retry_after() {
-    let layer = RateLimitLayer::new(sliding_log("api", 5, Duration::from_secs(60)), PeerIp::new())
-        .cost(|_| 6)
-        .with_clock(clock());
+    let layer =
+        RateLimitLayer::from_limiter(limiter([sliding_log("api", 5, Duration::from_secs(60))], clock()), PeerIp::new())
+            .cost(|_| 6);
     let response = send(&app(layer), from_peer(PEER)).await;
     assert_eq!(response.status(), 429);
     assert_eq!(header(&response, "retry-after"), None);
@@ -102,22 +108,24 @@ async fn a_cost_no_policy_can_ever_allow_gets_429_without_retry_after() {
 
 #[tokio::test]
 async fn token_bucket_fields_use_the_time_to_refill_from_empty() {
-    let bucket = sluice::Limit::new("api", TokenBucket::new(10, 1, Duration::from_secs(1)).unwrap());
-    let response = send(&app(RateLimitLayer::new(bucket, PeerIp::new()).with_clock(clock())), from_peer(PEER)).await;
+    let bucket = TokenBucketSettings { capacity: 10, refill_amount: 1, refill_interval: Duration::from_secs(1) };
+    let bucket = sluice::Limit::new("api", TokenBucket::new(bucket).unwrap());
+    let response =
+        send(&app(RateLimitLayer::from_limiter(limiter([bucket], clock()), PeerIp::new())), from_peer(PEER)).await;
     assert_eq!(header(&response, "ratelimit-policy"), Some(r#""api";q=10;w=10"#));
     assert_eq!(header(&response, "ratelimit"), Some(r#""api";r=9;t=1"#));
 }
 
 #[tokio::test]
 async fn the_rejection_can_be_answered_by_a_closure_and_keeps_the_fields() {
-    let layer = RateLimitLayer::new(sliding_log("api", 1, Duration::from_secs(60)), PeerIp::new())
-        .on_rejection(|rejection| {
-            let text = format!("slow down, {}", rejection.limit.name());
-            let mut response = Response::new(Full::new(text.into()));
-            *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
-            response
-        })
-        .with_clock(clock());
+    let layer =
+        RateLimitLayer::from_limiter(limiter([sliding_log("api", 1, Duration::from_secs(60))], clock()), PeerIp::new())
+            .on_rejection(|rejection| {
+                let text = format!("slow down, {}", rejection.limit.name());
+                let mut response = Response::new(Full::new(text.into()));
+                *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+                response
+            });
     let app = app(layer);
     assert_eq!(status(&app, from_peer(PEER)).await, 200);
     let response = send(&app, from_peer(PEER)).await;
@@ -130,7 +138,8 @@ async fn the_rejection_can_be_answered_by_a_closure_and_keeps_the_fields() {
 #[tokio::test]
 async fn grpc_requests_are_rejected_with_resource_exhausted_and_retry_info() {
     use tonic_types::StatusExt;
-    let layer = RateLimitLayer::new(sliding_log("rpc", 1, Duration::from_secs(30)), PeerIp::new()).with_clock(clock());
+    let layer =
+        RateLimitLayer::from_limiter(limiter([sliding_log("rpc", 1, Duration::from_secs(30))], clock()), PeerIp::new());
     let app = app(layer);
     let grpc = || {
         let mut request = from_peer(PEER);
@@ -151,7 +160,7 @@ async fn grpc_requests_are_rejected_with_resource_exhausted_and_retry_info() {
 async fn a_shaping_delay_waits_on_the_layer_clock() {
     let clock = clock();
     let shaper = sluice::Limit::new("shape", LeakyBucket::new(Duration::from_millis(200), 3, LeakMode::Delay).unwrap());
-    let app = app(RateLimitLayer::new(shaper, PeerIp::new()).with_clock(clock.clone()));
+    let app = app(RateLimitLayer::from_limiter(limiter([shaper], clock.clone()), PeerIp::new()));
     for expected_wait_ms in [0, 200, 400, 600] {
         let before = clock.now();
         assert_eq!(status(&app, from_peer(PEER)).await, 200);
@@ -165,8 +174,8 @@ async fn a_shaping_delay_waits_on_the_layer_clock() {
 async fn a_shaping_delay_past_the_maximum_is_a_rejection() {
     let clock = clock();
     let shaper = sluice::Limit::new("shape", LeakyBucket::new(Duration::from_secs(1), 5, LeakMode::Delay).unwrap());
-    let layer =
-        RateLimitLayer::new(shaper, PeerIp::new()).max_delay(Duration::from_millis(1_500)).with_clock(clock.clone());
+    let layer = RateLimitLayer::from_limiter(limiter([shaper], clock.clone()), PeerIp::new())
+        .max_delay(Duration::from_millis(1_500));
     let app = app(layer);
     let start = clock.now();
     assert_eq!(status(&app, from_peer(PEER)).await, 200);

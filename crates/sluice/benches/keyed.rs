@@ -27,15 +27,12 @@ use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main, meas
 use governor::{DefaultKeyedRateLimiter, Quota};
 use sluice::{
     Alignment, Clock, FixedWindow, Key, Limit, MemoryStore, Policy, RateLimiter, SlidingLog, SlidingLogVariant,
-    SystemClock, Timestamp, TokenBucket,
+    SystemClock, Timestamp, TokenBucket, TokenBucketSettings,
 };
-use std::future::Future;
 use std::hint::black_box;
 use std::num::NonZeroU32;
-use std::pin::pin;
 use std::sync::Barrier;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 /// xorshift64: a cheap pseudo-random walk over the keys.
@@ -53,16 +50,6 @@ impl Walk {
         x ^= x << 17;
         self.0 = x;
         ((u128::from(x) * keys as u128) >> 64) as usize
-    }
-}
-
-/// Polls a future once: the memory store's future is ready at once.
-fn poll_once<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut context = Context::from_waker(Waker::noop());
-    match future.as_mut().poll(&mut context) {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("the memory store's future must be ready at once"),
     }
 }
 
@@ -118,7 +105,11 @@ impl Algorithm {
 
 /// A bucket of `per_second` tokens refilled by `per_second` every second.
 fn token_bucket(per_second: u64) -> Result<TokenBucket, sluice::PolicyError> {
-    TokenBucket::new(per_second, per_second, Duration::from_secs(1))
+    TokenBucket::new(TokenBucketSettings {
+        capacity: per_second,
+        refill_amount: per_second,
+        refill_interval: Duration::from_secs(1),
+    })
 }
 
 /// Both peers over the same keys, built once per group.
@@ -135,7 +126,7 @@ impl Peers {
     fn new(algorithm: Algorithm, keys: usize, per_second: u32, prefill: bool) -> Self {
         let limit = Limit::new("bench", algorithm.policy(u64::from(per_second)));
         let store = MemoryStore::new();
-        let limiter = RateLimiter::new(limit.clone()).with_store(store.clone());
+        let limiter = RateLimiter::builder().limit(limit.clone()).store(store.clone()).build().expect("one limit");
         let rate = NonZeroU32::new(per_second).expect("non-zero rate");
         let governor = DefaultKeyedRateLimiter::keyed(Quota::per_second(rate));
         let peers = Peers {
@@ -179,7 +170,7 @@ impl Peers {
     }
 
     fn sluice_limiter(&self, key: &[u8; 16]) -> bool {
-        poll_once(self.limiter.check(key)).is_ok_and(|decision| decision.allowed)
+        self.limiter.check(key).is_ok_and(|decision| decision.allowed)
     }
 
     fn governor_check(&self, key: &[u8; 16]) -> bool {

@@ -17,7 +17,7 @@ use governor::{DefaultKeyedRateLimiter, Quota};
 use sluice::algorithm::sliding_log::SlidingLogState;
 use sluice::{
     Algorithm, Alignment, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, Policy, SlidingLog,
-    SlidingLogVariant, SlidingWindow, Timestamp, TokenBucket,
+    SlidingLogVariant, SlidingWindow, Timestamp, TokenBucket, TokenBucketSettings,
 };
 use std::alloc::System;
 use std::hint::black_box;
@@ -74,7 +74,12 @@ fn policies() -> Vec<(&'static str, Policy)> {
         ("sliding_log", SlidingLog::new(100, SECOND, SlidingLogVariant::Accepted).expect("valid").into()),
         ("fixed_window", FixedWindow::new(100, SECOND, Alignment::Aligned, Duration::ZERO).expect("valid").into()),
         ("sliding_window B=1", SlidingWindow::new(100, SECOND, 1).expect("valid").into()),
-        ("token_bucket", TokenBucket::new(100, 100, SECOND).expect("valid").into()),
+        (
+            "token_bucket",
+            TokenBucket::new(TokenBucketSettings { capacity: 100, refill_amount: 100, refill_interval: SECOND })
+                .expect("valid")
+                .into(),
+        ),
         ("leaky_bucket", LeakyBucket::new(Duration::from_millis(10), 100, LeakMode::NoDelay).expect("valid").into()),
     ]
 }

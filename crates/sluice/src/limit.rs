@@ -56,10 +56,11 @@ impl Limit {
     /// # Examples
     ///
     /// ```
-    /// use sluice::{Limit, TokenBucket};
+    /// use sluice::{Limit, TokenBucket, TokenBucketSettings};
     /// use std::time::Duration;
     ///
-    /// let api = Limit::new("api", TokenBucket::new(10, 1, Duration::from_secs(1))?);
+    /// let bucket = TokenBucketSettings { capacity: 10, refill_amount: 1, refill_interval: Duration::from_secs(1) };
+    /// let api = Limit::new("api", TokenBucket::new(bucket)?);
     /// assert_eq!(
     ///     api.definition(),
     ///     "sluice.limit.v2\nname=3:api\nalgorithm=token_bucket\n\

@@ -2,7 +2,7 @@
 
 pub mod memory;
 
-use crate::{Clock, Decision, Key, Limit, Timestamp};
+use crate::{Decision, Key, Limit, Timestamp};
 use std::future::Future;
 
 /// A store of per-key states that decides requests atomically.
@@ -29,24 +29,13 @@ pub trait Store: Send + Sync + 'static {
     /// Failure modes do not apply: a store that cannot forget says so
     /// ([`StoreError::Unavailable`]) instead of pretending it did.
     fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send;
-
-    /// An empty store like this one that judges state lifetime by `clock`, for stores that
-    /// keep time of their own (the memory store); `None` for the others.
-    ///
-    /// A [`RateLimiter`](crate::RateLimiter) calls it on the store it created itself when
-    /// given another clock, so that a limiter on a [`ManualClock`](crate::ManualClock) never
-    /// has its states swept by the system clock.
-    fn empty_with_clock<C: Clock + Clone>(&self, clock: &C) -> Option<Self>
-    where
-        Self: Sized,
-    {
-        let _ = clock;
-        None
-    }
 }
 
 /// The outcome of a check against one or several limits.
+///
+/// Built with [`Verdict::new`] (or [`Verdict::combine`]) outside this crate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Verdict {
     /// The combined decision: the most restrictive limit's.
     pub decision: Decision,
@@ -57,6 +46,17 @@ pub struct Verdict {
 }
 
 impl Verdict {
+    /// The `decision` of the limit at index `limit` of the limits checked, made by `source`.
+    pub fn new(decision: Decision, limit: usize, source: Source) -> Self {
+        Verdict { decision, limit, source }
+    }
+
+    /// The same verdict, attributed to `source`.
+    #[must_use]
+    pub fn with_source(self, source: Source) -> Self {
+        Verdict { source, ..self }
+    }
+
     /// Combines per-limit decisions made by the store into the most restrictive one, as
     /// it is (docs/semantics.md: "the reported decision is the most restrictive one"):
     /// rejections first, then the longest `retry_after`, then the fewest `remaining`; the

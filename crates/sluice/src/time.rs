@@ -175,19 +175,13 @@ mod tests {
         assert!(drift < 1_000_000, "system clock is {drift} µs from wall time");
     }
 
-    #[test]
-    fn manual_clock_clones_share_time_and_sleep_advances() {
+    #[tokio::test]
+    async fn manual_clock_clones_share_time_and_sleep_advances() {
         let clock = ManualClock::default();
         let other = clock.clone();
-        futures_timer_free_block_on(other.sleep(Duration::from_micros(7)));
+        other.sleep(Duration::from_micros(7)).await;
         assert_eq!(clock.now(), Timestamp::from_micros(7));
         clock.set(Timestamp::from_micros(3));
         assert_eq!(other.now(), Timestamp::from_micros(3));
-    }
-
-    fn futures_timer_free_block_on<F: Future<Output = ()>>(future: F) {
-        let mut future = std::pin::pin!(future);
-        let mut context = std::task::Context::from_waker(std::task::Waker::noop());
-        assert!(future.as_mut().poll(&mut context).is_ready());
     }
 }

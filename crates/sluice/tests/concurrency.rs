@@ -3,7 +3,9 @@
 
 mod support;
 
-use sluice::{Key, Limit, ManualClock, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp, TokenBucket};
+use sluice::{
+    Key, Limit, ManualClock, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp, TokenBucket, TokenBucketSettings,
+};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -40,7 +42,8 @@ fn threads_on_one_key_get_exactly_the_limit() {
 fn threads_on_one_key_with_two_limits_get_the_smaller_limit() {
     let store = MemoryStore::builder().clock(ManualClock::default()).build();
     let log = Limit::new("log", SlidingLog::new(700, Duration::from_secs(60), SlidingLogVariant::Accepted).unwrap());
-    let bucket = Limit::new("bucket", TokenBucket::new(500, 1, Duration::from_secs(60)).unwrap());
+    let bucket = TokenBucketSettings { capacity: 500, refill_amount: 1, refill_interval: Duration::from_secs(60) };
+    let bucket = Limit::new("bucket", TokenBucket::new(bucket).unwrap());
     let allowed = hammer(&store, &[log.clone(), bucket], 4, 2_000);
     assert_eq!(allowed, 500);
     // The log recorded exactly the admitted requests, not the rejected ones.

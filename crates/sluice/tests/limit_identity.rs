@@ -6,7 +6,7 @@ mod support;
 
 use sluice::{
     Alignment, Clock, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, Policy, SlidingLog,
-    SlidingLogVariant, Timestamp, TokenBucket,
+    SlidingLogVariant, Timestamp, TokenBucket, TokenBucketSettings,
 };
 use std::time::Duration;
 use support::{ms, policies};
@@ -60,8 +60,12 @@ fn every_parameter_changes_the_identity() {
         FixedWindow::new(3, ms(10), Alignment::Aligned, Duration::ZERO).unwrap().into(),
         SlidingLog::new(3, ms(10), SlidingLogVariant::Accepted).unwrap().into(),
         SlidingLog::new(3, ms(10), SlidingLogVariant::Attempts).unwrap().into(),
-        TokenBucket::new(3, 1, ms(10)).unwrap().into(),
-        TokenBucket::new(3, 2, ms(10)).unwrap().into(),
+        TokenBucket::new(TokenBucketSettings { capacity: 3, refill_amount: 1, refill_interval: ms(10) })
+            .unwrap()
+            .into(),
+        TokenBucket::new(TokenBucketSettings { capacity: 3, refill_amount: 2, refill_interval: ms(10) })
+            .unwrap()
+            .into(),
         LeakyBucket::new(ms(10), 2, LeakMode::NoDelay).unwrap().into(),
         LeakyBucket::new(ms(10), 2, LeakMode::Delay).unwrap().into(),
         LeakyBucket::new(ms(10), 3, LeakMode::Delay).unwrap().into(),
@@ -77,7 +81,8 @@ fn every_parameter_changes_the_identity() {
 /// A name that holds a line of the encoding cannot pass for another definition.
 #[test]
 fn names_cannot_forge_a_definition() {
-    let policy = || TokenBucket::new(3, 2, ms(4)).unwrap();
+    let bucket = TokenBucketSettings { capacity: 3, refill_amount: 2, refill_interval: ms(4) };
+    let policy = || TokenBucket::new(bucket).unwrap();
     let plain = Limit::new("a", policy());
     let forged = Limit::new("a\nalgorithm=token_bucket", policy());
     assert_ne!(plain.definition(), forged.definition());

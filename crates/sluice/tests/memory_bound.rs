@@ -3,7 +3,9 @@
 
 mod support;
 
-use sluice::{Key, Limit, ManualClock, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp, TokenBucket};
+use sluice::{
+    Key, Limit, ManualClock, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp, TokenBucket, TokenBucketSettings,
+};
 use std::time::Duration;
 
 fn flood_key(i: u64) -> String {
@@ -15,7 +17,8 @@ fn flood_key(i: u64) -> String {
 fn flooding_random_keys_never_exceeds_the_cap() {
     let clock = ManualClock::at(Timestamp::from_micros(1_000_000));
     let store = MemoryStore::builder().clock(clock.clone()).max_keys(1_000).shards(8).build();
-    let limit = [Limit::new("api", TokenBucket::new(10, 1, Duration::from_secs(3600)).unwrap())];
+    let bucket = TokenBucketSettings { capacity: 10, refill_amount: 1, refill_interval: Duration::from_secs(3600) };
+    let limit = [Limit::new("api", TokenBucket::new(bucket).unwrap())];
     let now = clock.now_timestamp();
     for i in 0..50_000u64 {
         let key = flood_key(i);
@@ -54,7 +57,8 @@ fn under_a_flood_the_longest_lived_states_are_kept() {
 fn fresh_states_are_swept_by_the_store_clock_only() {
     let clock = ManualClock::at(Timestamp::from_micros(0));
     let store = MemoryStore::builder().clock(clock.clone()).build();
-    let limit = [Limit::new("api", TokenBucket::new(2, 1, Duration::from_secs(1)).unwrap())];
+    let bucket = TokenBucketSettings { capacity: 2, refill_amount: 1, refill_interval: Duration::from_secs(1) };
+    let limit = [Limit::new("api", TokenBucket::new(bucket).unwrap())];
     for i in 0..100u64 {
         let key = flood_key(i);
         store.check_now(Key::new(key.as_bytes()).unwrap(), &limit, Timestamp::from_micros(5_000_000), 1).unwrap();
@@ -73,7 +77,8 @@ fn fresh_states_are_swept_by_the_store_clock_only() {
 fn sweeps_run_as_keys_are_added() {
     let clock = ManualClock::at(Timestamp::from_micros(0));
     let store = MemoryStore::builder().clock(clock.clone()).shards(1).build();
-    let limit = [Limit::new("api", TokenBucket::new(2, 1, Duration::from_secs(1)).unwrap())];
+    let bucket = TokenBucketSettings { capacity: 2, refill_amount: 1, refill_interval: Duration::from_secs(1) };
+    let limit = [Limit::new("api", TokenBucket::new(bucket).unwrap())];
     let add = |range: std::ops::Range<u64>, at: u64| {
         for i in range {
             let key = flood_key(i);

@@ -22,7 +22,7 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use sluice::{
     Algorithm, Alignment, Decision, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, Policy,
-    RetryAfter, SlidingLog, SlidingLogVariant, SlidingWindow, Timestamp, TokenBucket,
+    RetryAfter, SlidingLog, SlidingLogVariant, SlidingWindow, Timestamp, TokenBucket, TokenBucketSettings,
 };
 use std::time::Duration;
 
@@ -79,7 +79,10 @@ impl Spec {
         let Spec::TokenBucket { capacity, amount, interval } = *self else {
             return None;
         };
-        Some(TokenBucket::new(capacity, amount, us(interval)).unwrap())
+        Some(
+            TokenBucket::new(TokenBucketSettings { capacity, refill_amount: amount, refill_interval: us(interval) })
+                .unwrap(),
+        )
     }
 
     fn leaky_bucket(&self) -> Option<LeakyBucket> {
@@ -402,7 +405,8 @@ proptest! {
     ) {
         let Spec::LeakyBucket { interval, burst, .. } = spec else { unreachable!() };
         let gcra = LeakyBucket::new(us(interval), burst, LeakMode::NoDelay).unwrap();
-        let bucket = TokenBucket::new(burst + 1, 1, us(interval)).unwrap();
+        let bucket = TokenBucketSettings { capacity: burst + 1, refill_amount: 1, refill_interval: us(interval) };
+        let bucket = TokenBucket::new(bucket).unwrap();
         let (mut tat, mut tokens) = Default::default();
         for (index, &(now, cost)) in trace.iter().enumerate() {
             let now = Timestamp::from_micros(now);

@@ -8,7 +8,7 @@ mod support;
 use proptest::prelude::*;
 use sluice::{
     Clock, Key, Limit, LimitId, ManualClock, MemoryStore, SlidingLog, SlidingLogVariant, SlidingWindow, SnapshotError,
-    Timestamp, TokenBucket, Verdict,
+    Timestamp, TokenBucket, TokenBucketSettings, Verdict,
 };
 use std::time::Duration;
 use support::{ms, policies};
@@ -114,10 +114,13 @@ fn drained(limit: &Limit, clock: &ManualClock) -> MemoryStore {
 #[test]
 fn a_changed_limit_starts_fresh() {
     let clock = ManualClock::default();
-    let api = Limit::new("api", TokenBucket::new(3, 1, Duration::from_secs(60)).unwrap());
+    let bucket = TokenBucketSettings { capacity: 3, refill_amount: 1, refill_interval: Duration::from_secs(60) };
+    let api = Limit::new("api", TokenBucket::new(bucket).unwrap());
     let snapshot = drained(&api, &clock).snapshot();
-    let changed = Limit::new("api", TokenBucket::new(4, 1, Duration::from_secs(60)).unwrap());
-    let renamed = Limit::new("api-v2", TokenBucket::new(3, 1, Duration::from_secs(60)).unwrap());
+    let bucket = TokenBucketSettings { capacity: 4, refill_amount: 1, refill_interval: Duration::from_secs(60) };
+    let changed = Limit::new("api", TokenBucket::new(bucket).unwrap());
+    let bucket = TokenBucketSettings { capacity: 3, refill_amount: 1, refill_interval: Duration::from_secs(60) };
+    let renamed = Limit::new("api-v2", TokenBucket::new(bucket).unwrap());
     let restored = store_on(&clock, 4);
     let report = restored.restore(&snapshot, &[changed.clone(), renamed]).unwrap();
     assert_eq!((report.restored, report.skipped_limits, report.skipped_states), (0, 1, 1));
@@ -152,7 +155,8 @@ fn states_fresh_by_the_store_clock_are_neither_saved_nor_restored() {
 #[test]
 fn a_key_the_store_already_holds_keeps_its_live_state() {
     let clock = ManualClock::default();
-    let api = Limit::new("api", TokenBucket::new(3, 1, Duration::from_secs(60)).unwrap());
+    let bucket = TokenBucketSettings { capacity: 3, refill_amount: 1, refill_interval: Duration::from_secs(60) };
+    let api = Limit::new("api", TokenBucket::new(bucket).unwrap());
     let snapshot = drained(&api, &clock).snapshot();
     let store = store_on(&clock, 4);
     let key = Key::new(b"k").unwrap();
@@ -165,7 +169,8 @@ fn a_key_the_store_already_holds_keeps_its_live_state() {
 #[test]
 fn restore_keeps_within_max_keys_and_keeps_the_longest_lived_states() {
     let clock = ManualClock::default();
-    let bucket = Limit::new("bucket", TokenBucket::new(10, 1, Duration::from_secs(1)).unwrap());
+    let bucket = TokenBucketSettings { capacity: 10, refill_amount: 1, refill_interval: Duration::from_secs(1) };
+    let bucket = Limit::new("bucket", TokenBucket::new(bucket).unwrap());
     let source = store_on(&clock, 16);
     for i in 0..1_000u64 {
         // Key i takes 1 to 10 tokens: the more it took, the longer its state lives.
@@ -268,7 +273,8 @@ fn invalid(tables: &[u8], limits: &[Limit]) -> String {
 fn impossible_states_are_refused_and_nothing_is_inserted() {
     let log = Limit::new("log", SlidingLog::new(3, ms(10), SlidingLogVariant::Accepted).unwrap());
     let window = Limit::new("window", SlidingWindow::new(4, ms(10), 5).unwrap());
-    let bucket = Limit::new("bucket", TokenBucket::new(3, 1, ms(10)).unwrap());
+    let bucket = TokenBucketSettings { capacity: 3, refill_amount: 1, refill_interval: ms(10) };
+    let bucket = Limit::new("bucket", TokenBucket::new(bucket).unwrap());
     let limits = [log.clone(), window.clone(), bucket.clone()];
     let good = (&b"good"[..], log_state(&[1, 2]));
     let message = invalid(&table(1, log.id(), &[good.clone(), (b"bad", log_state(&[1, 2, 3, 4]))]), &limits);

@@ -7,10 +7,10 @@ mod support;
 use sluice::algorithm::Algorithm;
 use sluice::{
     Decision, Key, Limit, ManualClock, MemoryStore, Policy, SlidingLog, SlidingLogVariant, Store, StoreError,
-    Timestamp, TokenBucket,
+    Timestamp, TokenBucket, TokenBucketSettings,
 };
 use std::time::Duration;
-use support::{ms, policies, ready, us};
+use support::{ms, policies, us};
 
 /// A deterministic trace of (time µs, cost): bursts, equal times, gaps, a step back.
 fn trace() -> Vec<(u64, u64)> {
@@ -84,7 +84,8 @@ async fn conformance<S: Store>(make: impl Fn() -> S) {
 }
 
 async fn all_or_nothing<S: Store>(store: &S) {
-    let wide = Limit::new("wide", TokenBucket::new(10, 1, Duration::from_secs(1)).unwrap());
+    let bucket = TokenBucketSettings { capacity: 10, refill_amount: 1, refill_interval: Duration::from_secs(1) };
+    let wide = Limit::new("wide", TokenBucket::new(bucket).unwrap());
     let narrow = Limit::new("narrow", SlidingLog::new(2, ms(10), SlidingLogVariant::Accepted).unwrap());
     let both = [wide.clone(), narrow.clone()];
     for _ in 0..2 {
@@ -115,7 +116,8 @@ async fn limits_do_not_share_state<S: Store>(store: &S) {
 
 async fn reset_forgets_one_key_for_the_given_limits<S: Store>(store: &S) {
     let log = Limit::new("log", SlidingLog::new(1, ms(10), SlidingLogVariant::Accepted).unwrap());
-    let bucket = Limit::new("bucket", TokenBucket::new(1, 1, ms(10)).unwrap());
+    let bucket = TokenBucketSettings { capacity: 1, refill_amount: 1, refill_interval: ms(10) };
+    let bucket = Limit::new("bucket", TokenBucket::new(bucket).unwrap());
     let both = [log.clone(), bucket.clone()];
     for key in ["a", "b"] {
         assert!(check(store, key, &both, 5, 1).await.unwrap().decision.allowed);
@@ -139,8 +141,14 @@ async fn reset_forgets_one_key_for_the_given_limits<S: Store>(store: &S) {
 fn reset_keeps_the_count_of_states_right() {
     let store = MemoryStore::builder().clock(ManualClock::default()).build();
     let limits = [
-        Limit::new("one", TokenBucket::new(2, 1, ms(5)).unwrap()),
-        Limit::new("two", TokenBucket::new(3, 1, ms(5)).unwrap()),
+        Limit::new(
+            "one",
+            TokenBucket::new(TokenBucketSettings { capacity: 2, refill_amount: 1, refill_interval: ms(5) }).unwrap(),
+        ),
+        Limit::new(
+            "two",
+            TokenBucket::new(TokenBucketSettings { capacity: 3, refill_amount: 1, refill_interval: ms(5) }).unwrap(),
+        ),
     ];
     for key in [&b"a"[..], b"b"] {
         store.check_now(Key::new(key).unwrap(), &limits, Timestamp::from_micros(1), 1).unwrap();
@@ -155,22 +163,23 @@ fn reset_keeps_the_count_of_states_right() {
     assert_eq!(store.len(), 2);
 }
 
-#[test]
-fn memory_store_conforms() {
-    ready(conformance(|| MemoryStore::builder().clock(ManualClock::default()).build()));
+#[tokio::test]
+async fn memory_store_conforms() {
+    conformance(|| MemoryStore::builder().clock(ManualClock::default()).build()).await;
 }
 
-#[test]
-fn default_memory_store_conforms() {
+#[tokio::test]
+async fn default_memory_store_conforms() {
     // The default store sweeps by the system clock; with a handful of keys no sweep runs,
     // and it must decide exactly as the pure algorithms do.
-    ready(conformance(MemoryStore::new));
+    conformance(MemoryStore::new).await;
 }
 
 #[test]
 fn peeks_change_nothing() {
     let store = MemoryStore::builder().clock(ManualClock::default()).build();
-    let limit = [Limit::new("l", TokenBucket::new(2, 1, ms(5)).unwrap())];
+    let bucket = TokenBucketSettings { capacity: 2, refill_amount: 1, refill_interval: ms(5) };
+    let limit = [Limit::new("l", TokenBucket::new(bucket).unwrap())];
     let key = Key::new(b"k").unwrap();
     let now = Timestamp::from_micros(100);
     for _ in 0..3 {

@@ -5,7 +5,7 @@ mod support;
 
 use sluice::{
     Alignment, FixedWindow, LeakMode, LeakyBucket, RetryAfter, SlidingLog, SlidingLogVariant, SlidingWindow,
-    TokenBucket,
+    TokenBucket, TokenBucketSettings,
 };
 use std::time::Duration;
 use support::{check_at, limiter, ms, us};
@@ -155,7 +155,8 @@ fn sliding_window_counter_weights_the_previous_window() {
 #[test]
 fn token_bucket_chat_demo() {
     // Worked example from docs/semantics.md: the chat demo, capacity 3 with one token every 4 s.
-    let policy = TokenBucket::new(3, 1, Duration::from_secs(4)).unwrap();
+    let bucket = TokenBucketSettings { capacity: 3, refill_amount: 1, refill_interval: Duration::from_secs(4) };
+    let policy = TokenBucket::new(bucket).unwrap();
     run(
         policy,
         &[
@@ -173,7 +174,8 @@ fn token_bucket_chat_demo() {
 #[test]
 fn token_bucket_stripe_carries_the_refill_remainder() {
     // Worked example from docs/semantics.md: Stripe, 500 with one token every 10 ms; no drift across partial ticks.
-    let policy = TokenBucket::new(500, 1, ms(10)).unwrap();
+    let bucket = TokenBucketSettings { capacity: 500, refill_amount: 1, refill_interval: ms(10) };
+    let policy = TokenBucket::new(bucket).unwrap();
     let (limiter, clock) = limiter(policy);
     assert!(check_at(&limiter, &clock, 0, 500).allowed);
     assert_eq!(check_at(&limiter, &clock, 15 * MS, 1).remaining, 0);

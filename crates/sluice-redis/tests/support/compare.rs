@@ -4,7 +4,7 @@
 use proptest::prelude::*;
 use sluice::{
     Alignment, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, Policy, SlidingLog,
-    SlidingLogVariant, SlidingWindow, Source, Store, Timestamp, TokenBucket,
+    SlidingLogVariant, SlidingWindow, Source, Store, Timestamp, TokenBucket, TokenBucketSettings,
 };
 use sluice_redis::RedisStore;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,8 +35,13 @@ pub fn policy() -> impl Strategy<Value = Policy> {
         }),
         (limit.clone(), 1u64..20, 1u64..6)
             .prop_map(|(n, width, b)| SlidingWindow::new(n, us(width * b), b).unwrap().into()),
-        (limit, 1u64..4, window)
-            .prop_map(|(c, amount, interval)| TokenBucket::new(c, amount, us(interval)).unwrap().into()),
+        (limit, 1u64..4, window).prop_map(|(c, amount, interval)| TokenBucket::new(TokenBucketSettings {
+            capacity: c,
+            refill_amount: amount,
+            refill_interval: us(interval)
+        })
+        .unwrap()
+        .into()),
         (1u64..30, 0u64..5, any::<bool>()).prop_map(|(interval, burst, delay)| {
             let mode = if delay { LeakMode::Delay } else { LeakMode::NoDelay };
             LeakyBucket::new(us(interval), burst, mode).unwrap().into()

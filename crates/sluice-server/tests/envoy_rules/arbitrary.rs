@@ -154,7 +154,9 @@ proptest! {
 
     #[test]
     fn loading_and_resolving_never_panic(top in yaml(), domain in "[a-z]{0,3}", entries in entries()) {
-        let policies = [sluice::Limit::new("api", sluice::TokenBucket::new(5, 1, std::time::Duration::from_secs(1)).unwrap())];
+        let refill_interval = std::time::Duration::from_secs(1);
+        let bucket = sluice::TokenBucketSettings { capacity: 5, refill_amount: 1, refill_interval };
+        let policies = [sluice::Limit::new("api", sluice::TokenBucket::new(bucket).unwrap())];
         let Ok(rules) = Rules::from_yaml(&top, &policies) else { return Ok(()) };
         let _ = Rules::from_domains(&top, &policies);
         let pairs: Vec<(&str, &str)> = entries.iter().map(|(key, value)| (key.as_str(), value.as_str())).collect();

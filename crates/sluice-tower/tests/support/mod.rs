@@ -7,7 +7,7 @@ use axum::extract::ConnectInfo;
 use axum::routing::get;
 use http::{Request, Response};
 use http_body_util::BodyExt;
-use sluice::{Limit, ManualClock, SlidingLog, SlidingLogVariant, Timestamp};
+use sluice::{Limit, ManualClock, MemoryStore, RateLimiter, SlidingLog, SlidingLogVariant, Timestamp};
 use sluice_tower::RateLimitLayer;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -18,6 +18,11 @@ pub const START: Timestamp = Timestamp::from_micros(1_767_225_600_000_000);
 
 pub fn clock() -> ManualClock {
     ManualClock::at(START)
+}
+
+/// A limiter for `limits` on a memory store that follows `clock`.
+pub fn limiter(limits: impl IntoIterator<Item = Limit>, clock: ManualClock) -> RateLimiter<MemoryStore, ManualClock> {
+    RateLimiter::builder().limits(limits).clock(clock).build().unwrap()
 }
 
 /// A sliding log of `limit` per `window`.

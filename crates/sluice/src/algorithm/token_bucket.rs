@@ -24,14 +24,43 @@ pub struct TokenBucket {
     refill_interval: u64,
 }
 
+/// The parameters of a [`TokenBucket`], named: `capacity` and `refill_amount` are both
+/// counts, and a swap would still compile if they were positional.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TokenBucketSettings {
+    /// The most tokens the bucket holds: the largest burst.
+    pub capacity: u64,
+    /// Tokens added at each refill.
+    pub refill_amount: u64,
+    /// Time between refills.
+    pub refill_interval: Duration,
+}
+
 impl TokenBucket {
     /// A bucket of `capacity` tokens refilled by `refill_amount` every `refill_interval`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use sluice::{TokenBucket, TokenBucketSettings};
+    /// use std::time::Duration;
+    ///
+    /// // Stripe's API limit: bursts of 500, one more token every 10 ms.
+    /// let bucket = TokenBucket::new(TokenBucketSettings {
+    ///     capacity: 500,
+    ///     refill_amount: 1,
+    ///     refill_interval: Duration::from_millis(10),
+    /// })?;
+    /// assert_eq!(bucket.capacity(), 500);
+    /// # Ok::<(), sluice::PolicyError>(())
+    /// ```
     ///
     /// # Errors
     ///
     /// When a parameter is zero or too large to compute exactly (2^53), including the time to
     /// refill from empty.
-    pub fn new(capacity: u64, refill_amount: u64, refill_interval: Duration) -> Result<Self, PolicyError> {
+    pub fn new(settings: TokenBucketSettings) -> Result<Self, PolicyError> {
+        let TokenBucketSettings { capacity, refill_amount, refill_interval } = settings;
         let mut checks = Validation::default();
         checks.positive("capacity", capacity);
         checks.positive("refill_amount", refill_amount);

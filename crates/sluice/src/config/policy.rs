@@ -3,7 +3,7 @@
 use super::reader::{Fields, Problems, count, duration, show};
 use crate::{
     Alignment, FixedWindow, LeakMode, LeakyBucket, Policy, PolicyError, SlidingLog, SlidingLogVariant, SlidingWindow,
-    TokenBucket,
+    TokenBucket, TokenBucketSettings,
 };
 use serde_yaml_ng::{Mapping, Value};
 use std::time::Duration;
@@ -130,7 +130,7 @@ impl Reading<'_, '_> {
         let refill_amount = self.count_or("refill_amount", 1, 1);
         let refill_interval = self.duration("refill_interval");
         let refill_interval = refill_interval?;
-        self.built(TokenBucket::new(capacity, refill_amount, refill_interval))
+        self.built(TokenBucket::new(TokenBucketSettings { capacity, refill_amount, refill_interval }))
     }
 
     fn leaky_bucket(mut self) -> Option<Policy> {

@@ -27,7 +27,7 @@ pub use snapshot::{RestoreReport, SnapshotError};
 use table::Table;
 
 use crate::store::{Store, StoreError, Verdict};
-use crate::{Clock, Decision, Key, Limit, LimitId, Timestamp};
+use crate::{Decision, Key, Limit, LimitId, Timestamp};
 use ahash::RandomState;
 use keyed::Request;
 use parking_lot::Mutex;
@@ -51,11 +51,12 @@ pub const DEFAULT_MAX_KEYS: usize = 10_000_000;
 /// # Examples
 ///
 /// ```
-/// use sluice::{Key, Limit, MemoryStore, Store, Timestamp, TokenBucket};
+/// use sluice::{Key, Limit, MemoryStore, Store, Timestamp, TokenBucket, TokenBucketSettings};
 /// use std::time::Duration;
 ///
 /// let store = MemoryStore::new();
-/// let api = Limit::new("api", TokenBucket::new(2, 1, Duration::from_secs(1))?);
+/// let bucket = TokenBucketSettings { capacity: 2, refill_amount: 1, refill_interval: Duration::from_secs(1) };
+/// let api = Limit::new("api", TokenBucket::new(bucket)?);
 /// let key = Key::new(b"user-1")?;
 /// let now = Timestamp::from_micros(1_700_000_000_000_000);
 /// let verdict = store.check_now(key, std::slice::from_ref(&api), now, 1)?;
@@ -238,12 +239,6 @@ impl Store for MemoryStore {
     fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.reset_now(key, limits);
         ready(Ok(()))
-    }
-
-    fn empty_with_clock<C: Clock + Clone>(&self, clock: &C) -> Option<Self> {
-        let shards = self.inner.shards.len();
-        let builder = MemoryStore::builder().shards(shards).max_keys(self.inner.shard_capacity * shards);
-        Some(builder.clock(clock.clone()).build())
     }
 }
 

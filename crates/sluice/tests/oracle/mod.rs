@@ -12,7 +12,7 @@ pub(crate) mod sliding_log;
 pub(crate) mod sliding_window;
 pub(crate) mod token_bucket;
 
-use sluice::{Decision, RetryAfter};
+use sluice::{Decision, Quota, RetryAfter};
 use std::fmt;
 use std::time::Duration;
 
@@ -54,24 +54,19 @@ pub(crate) fn decision(
     delay: u64,
 ) -> Decision {
     assert_eq!(allowed, retry == Retry::None, "oracle bug: retry_after must be set exactly when rejected");
-    Decision {
-        allowed,
-        limit,
-        remaining,
-        reset_after: Duration::from_micros(reset_after),
-        retry_after: match retry {
-            Retry::None => None,
-            Retry::After(us) => Some(RetryAfter::After(Duration::from_micros(us))),
-            Retry::Never => Some(RetryAfter::Never),
-        },
-        delay: Duration::from_micros(delay),
-    }
+    let fresh = Decision::allowed(Quota { limit, remaining }, Duration::from_micros(reset_after));
+    let judged = match retry {
+        Retry::None => fresh,
+        Retry::After(us) => fresh.rejected(RetryAfter::After(Duration::from_micros(us))),
+        Retry::Never => fresh.rejected(RetryAfter::Never),
+    };
+    judged.delayed(Duration::from_micros(delay))
 }
 
 /// A peek (cost 0) built from the unchanged state's `remaining` and `reset_after` and the
 /// decision a cost-1 request would get (`allowed`, `retry_after`, `delay`).
 pub(crate) fn peek(one: &Decision, remaining: u64, reset_after: u64) -> Decision {
-    Decision { remaining, reset_after: Duration::from_micros(reset_after), ..*one }
+    one.with_remaining(remaining).with_reset_after(Duration::from_micros(reset_after))
 }
 
 /// A non-negative `i128` as `u64`; panics (an oracle bug) otherwise.

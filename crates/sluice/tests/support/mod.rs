@@ -4,26 +4,15 @@
 
 use sluice::{
     Alignment, Decision, FixedWindow, LeakMode, LeakyBucket, Limit, ManualClock, Policy, RateLimiter, SlidingLog,
-    SlidingLogVariant, SlidingWindow, Timestamp, TokenBucket,
+    SlidingLogVariant, SlidingWindow, Timestamp, TokenBucket, TokenBucketSettings,
 };
-use std::future::Future;
-use std::pin::pin;
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
-
-/// Runs a future that must be ready at once (the memory store's futures are).
-pub fn ready<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("the memory store's future must be ready at once"),
-    }
-}
 
 /// A limiter on a fresh memory store with a manual clock at the epoch.
 pub fn limiter(policy: impl Into<Policy>) -> (RateLimiter<sluice::MemoryStore, ManualClock>, ManualClock) {
     let clock = ManualClock::default();
-    (RateLimiter::new(Limit::new("test", policy)).with_clock(clock.clone()), clock)
+    let limiter = RateLimiter::builder().limit(Limit::new("test", policy)).clock(clock.clone()).build().unwrap();
+    (limiter, clock)
 }
 
 /// Checks `key` at `at_us` µs with `cost`.
@@ -34,7 +23,7 @@ pub fn check_at(
     cost: u64,
 ) -> Decision {
     clock.set(Timestamp::from_micros(at_us));
-    ready(limiter.check_n("key", cost)).expect("the memory store always decides")
+    limiter.check_n("key", cost).expect("the memory store always decides")
 }
 
 pub fn ms(millis: u64) -> Duration {
@@ -55,7 +44,7 @@ pub fn policies() -> Vec<Policy> {
         FixedWindow::new(3, ms(10), Alignment::Anchored, Duration::ZERO).unwrap().into(),
         SlidingWindow::new(4, ms(10), 1).unwrap().into(),
         SlidingWindow::new(4, ms(10), 5).unwrap().into(),
-        TokenBucket::new(3, 2, ms(4)).unwrap().into(),
+        TokenBucket::new(TokenBucketSettings { capacity: 3, refill_amount: 2, refill_interval: ms(4) }).unwrap().into(),
         LeakyBucket::new(ms(3), 2, LeakMode::NoDelay).unwrap().into(),
         LeakyBucket::new(ms(3), 2, LeakMode::Delay).unwrap().into(),
     ]

@@ -107,10 +107,11 @@ impl MemoryStore {
     /// # Examples
     ///
     /// ```
-    /// use sluice::{Key, Limit, MemoryStore, Timestamp, TokenBucket};
+    /// use sluice::{Key, Limit, MemoryStore, Timestamp, TokenBucket, TokenBucketSettings};
     /// use std::time::Duration;
     ///
-    /// let api = [Limit::new("api", TokenBucket::new(2, 1, Duration::from_secs(1))?)];
+    /// let bucket = TokenBucketSettings { capacity: 2, refill_amount: 1, refill_interval: Duration::from_secs(1) };
+    /// let api = [Limit::new("api", TokenBucket::new(bucket)?)];
     /// let store = MemoryStore::new();
     /// let now = Timestamp::from_system_time(std::time::SystemTime::now());
     /// store.check_now(Key::new(b"user-1")?, &api, now, 2)?;
