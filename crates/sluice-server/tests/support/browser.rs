@@ -151,15 +151,21 @@ impl Browser {
 
     /// Waits (at most `limit`) until the expression is true, polling the page.
     pub fn wait_for(&mut self, condition: &str, what: &str, limit: Duration) {
+        if !self.poll(condition, limit) {
+            panic!("waited {limit:?} for {what} (`{condition}`); errors: {:?}", self.errors());
+        }
+    }
+
+    /// Polls the page (at most `limit`) until the expression is true; whether it became true.
+    pub fn poll(&mut self, condition: &str, limit: Duration) -> bool {
         let deadline = Instant::now() + limit;
         while self.eval(condition) != json!(true) {
-            assert!(
-                Instant::now() < deadline,
-                "waited {limit:?} for {what} (`{condition}`); errors: {:?}",
-                self.errors()
-            );
+            if Instant::now() >= deadline {
+                return false;
+            }
             std::thread::sleep(Duration::from_millis(50));
         }
+        true
     }
 
     /// Clicks the middle of the first element matching `selector` as a user would: the
