@@ -10,8 +10,15 @@ use crate::playground::{PlaygroundError, PlaygroundRequest, PlaygroundResponse};
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{ConnectInfo, State};
-use axum::http::StatusCode;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use std::sync::Arc;
+use tokio::sync::Semaphore;
+
+/// One trace is decided at a time, on a blocking thread rather than a worker's runtime: the
+/// largest trace takes some tens of milliseconds of CPU, which no check should wait behind,
+/// and a flood of them queues here (until the request timeout) instead of taking every core.
+static RUNS: Semaphore = Semaphore::const_new(1);
 
 /// Decides a trace of requests under some policies, each on a fresh in-memory state:
 /// never the service's own. Bounded: 8 policies, 2 000 requests, cost 100, 30 days, 64 KiB.
@@ -32,10 +39,18 @@ pub(crate) async fn playground(
     State(front): State<Arc<Front>>,
     ConnectInfo(Client(peer)): ConnectInfo<Client>,
     body: Result<Json<PlaygroundRequest>, JsonRejection>,
-) -> Result<Json<PlaygroundResponse>, ApiError> {
+) -> Result<Response, ApiError> {
     admit(front.service.settings.ui, peer)?;
     let Json(request) = body?;
-    Ok(Json(request.decide()?))
+    // Never closed: acquiring cannot fail.
+    let _turn = RUNS.acquire().await.map_err(|_| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "busy", "busy"))?;
+    let decided = tokio::task::spawn_blocking(move || request.decide().map(|response| serde_json::to_vec(&response)));
+    match decided.await {
+        Ok(Ok(Ok(json))) => Ok(([(header::CONTENT_TYPE, "application/json")], json).into_response()),
+        Ok(Err(error)) => Err(error.into()),
+        Ok(Ok(Err(error))) => Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", error.to_string())),
+        Err(error) => Err(ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "internal", error.to_string())),
+    }
 }
 
 impl From<PlaygroundError> for ApiError {
