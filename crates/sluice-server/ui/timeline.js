@@ -43,6 +43,8 @@ export function drawLane({ run, title, spanMs, windowMs, selected, differ, onAdd
   counts.textContent = `${allowed} allowed · ${run.decisions.length - allowed} blocked · limit ${run.limit}`;
   heading.append(counts);
   const root = svg('svg', { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: 'img', 'aria-label': title });
+  // Where time runs, for tests and tools: from 0 at plot-left to span-ms at plot-right.
+  Object.assign(root.dataset, { spanMs: spanMs, plotLeft: LEFT, plotRight: WIDTH - RIGHT });
   const x = (ms) => LEFT + (ms / spanMs) * (WIDTH - LEFT - RIGHT);
   root.addEventListener('click', (event) => {
     const box = root.getBoundingClientRect();
