@@ -155,6 +155,20 @@ fn the_playground_shows_allowed_dots_then_a_blocked_one_from_the_real_algorithms
     let summary = browser.eval("document.getElementById('playground-summary').textContent");
     assert!(summary.as_str().unwrap().ends_with("differ on 1"), "{summary}");
     browser.screenshot(&artifact("playground-differ.png"));
+
+    // The buckets decide the same stream in a lane of their own.
+    for algorithm in ["token_bucket", "leaky_bucket", "fixed_window"] {
+        browser.eval(&format!(
+            "(() => {{ const picker = document.getElementById('algorithm'); picker.value = '{algorithm}'; \
+             picker.dispatchEvent(new Event('change', {{bubbles: true}})); }})()"
+        ));
+        let lane = format!("#lanes .lane[data-algorithm=\"{algorithm}\"]");
+        let drawn = format!("{} === 1 && {} === 4", count("#lanes .lane"), count(&format!("{lane} .dot")));
+        browser.wait_for(&drawn, &format!("the {algorithm} lane"), PATIENCE);
+        if algorithm == "token_bucket" {
+            browser.screenshot(&artifact("playground-token-bucket.png"));
+        }
+    }
     assert_no_errors(&browser);
 }
 
