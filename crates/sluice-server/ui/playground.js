@@ -37,10 +37,11 @@ function number(id) {
   return Number(document.getElementById(id).value);
 }
 
+/** Shows the parameters and legend entries of the chosen algorithm only. */
 function showFields() {
   const algorithm = document.getElementById('algorithm').value;
-  for (const label of form.querySelectorAll('[data-for]')) {
-    label.hidden = !label.dataset.for.split(' ').includes(algorithm);
+  for (const element of document.querySelectorAll('#view-playground [data-for]')) {
+    element.hidden = !element.dataset.for.split(' ').includes(algorithm);
   }
   refresh();
 }
