@@ -28,6 +28,20 @@ if ! need redis-server || ! need redis-cli; then
   fi
 fi
 
+# The dashboard's browser tests (crates/sluice-server/tests/ui_browser.rs) drive Debian's
+# headless Chromium over its DevTools pipe; without it they fail, saying so.
+if [ ! -x /usr/bin/chromium ] && [ -z "${SLUICE_CHROMIUM:-}" ]; then
+  if [ "$(id -u)" -eq 0 ] && need apt-get; then
+    echo "scripts/test.sh: installing chromium with apt-get" >&2
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y chromium
+  else
+    echo "scripts/test.sh: /usr/bin/chromium is missing; install it (on Debian: sudo apt-get" >&2
+    echo "install chromium), set SLUICE_CHROMIUM to a Chromium binary, or run this script as root" >&2
+    exit 1
+  fi
+fi
+
 # Benches are compiled by .ci/run (`cargo bench --no-run`), not run here: their setups
 # (a million keys) are made for release builds.
 # The examples as runnable binaries first: sluice-tower's tests start the axum_app example

@@ -93,6 +93,11 @@ pub(crate) struct ServeArgs {
     /// Log format: `text` or `json` [default: text]. Levels follow `RUST_LOG`.
     #[arg(long, env = "SLUICE_LOG_FORMAT", value_name = "FORMAT")]
     pub(crate) log_format: Option<String>,
+
+    /// Who may open the dashboard at `/ui` (and `/v1/live`, `/v1/playground`): `loopback`
+    /// clients only, every client (`open`), or nobody (`off`) [default: loopback].
+    #[arg(long, env = "SLUICE_UI", value_name = "ACCESS")]
+    pub(crate) ui: Option<String>,
 }
 
 /// Arguments of `sluice check-config`.

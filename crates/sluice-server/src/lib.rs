@@ -12,6 +12,7 @@ mod front;
 mod handoff;
 mod http;
 mod metrics;
+mod playground;
 mod reload;
 mod replay;
 mod rls;

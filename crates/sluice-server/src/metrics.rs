@@ -12,8 +12,10 @@ use sluice::Source;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
+mod hot_keys;
 mod latency;
 
+pub(crate) use hot_keys::{HotKey, HotKeys, SAMPLE_EVERY};
 use latency::LatencyHistogram;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -50,6 +52,7 @@ pub(crate) struct Metrics {
     snapshots: Family<ResultLabels, Counter>,
     keys: Gauge,
     snapshot_age: Gauge<f64, AtomicU64>,
+    hot_keys: HotKeys,
 }
 
 /// The counters of one policy, resolved once per configuration.
@@ -69,7 +72,15 @@ impl PolicyCounters {
             (false, true) => self.shadow_rejected.inc(),
         };
     }
+
+    /// Requests counted so far: allowed, rejected and shadow-rejected.
+    pub(crate) fn totals(&self) -> [u64; 3] {
+        [self.allowed.get(), self.rejected.get(), self.shadow_rejected.get()]
+    }
 }
+
+/// The failure modes that decide without the store, as the metrics name them.
+pub(crate) const WITHOUT_STORE: [&str; 3] = ["failed_open", "failed_closed", "fallback"];
 
 impl Metrics {
     /// Creates and registers every metric.
@@ -84,6 +95,7 @@ impl Metrics {
             snapshots: Family::default(),
             keys: Gauge::default(),
             snapshot_age: Gauge::default(),
+            hot_keys: HotKeys::default(),
         };
         metrics.register()
     }
@@ -119,7 +131,7 @@ impl Metrics {
             let _ = self.reloads.get_or_create(&ResultLabels { result });
             let _ = self.snapshots.get_or_create(&ResultLabels { result });
         }
-        for source in ["failed_open", "failed_closed", "fallback"] {
+        for source in WITHOUT_STORE {
             let _ = self.without_store.get_or_create(&SourceLabels { source });
         }
         for kind in ["unavailable", "malformed", "refused"] {
@@ -147,6 +159,16 @@ impl Metrics {
             Source::Store | Source::Cache => return,
         };
         self.without_store.get_or_create(&SourceLabels { source: name }).inc();
+    }
+
+    /// Decisions made without the store so far, in [`WITHOUT_STORE`] order.
+    pub(crate) fn without_store(&self) -> [u64; 3] {
+        WITHOUT_STORE.map(|source| self.without_store.get_or_create(&SourceLabels { source }).get())
+    }
+
+    /// The hottest keys.
+    pub(crate) fn hot_keys(&self) -> &HotKeys {
+        &self.hot_keys
     }
 
     /// Records how long the store took.

@@ -31,6 +31,7 @@ pub(crate) struct ServerSection {
     pub(crate) workers: Option<usize>,
     pub(crate) envoy_headers: Option<bool>,
     pub(crate) log_format: Option<String>,
+    pub(crate) ui: Option<String>,
 }
 
 /// Every setting of a running service, resolved.
@@ -61,6 +62,30 @@ pub(crate) struct Settings {
     pub(crate) workers: usize,
     pub(crate) envoy_headers: bool,
     pub(crate) json_logs: bool,
+    /// Who may open the dashboard (`/ui`) and its endpoints (`/v1/live`, `/v1/playground`).
+    pub(crate) ui: UiAccess,
+}
+
+/// Who may open the dashboard and its endpoints (`docs/service.md`, "The dashboard").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UiAccess {
+    /// Clients on the loopback interface only (the default): the live view shows callers' keys.
+    Loopback,
+    /// Every client that reaches the HTTP port.
+    Open,
+    /// Nobody: the dashboard's paths answer 404.
+    Off,
+}
+
+impl UiAccess {
+    fn parse(text: &str) -> Result<UiAccess, String> {
+        match text {
+            "loopback" => Ok(UiAccess::Loopback),
+            "open" => Ok(UiAccess::Open),
+            "off" => Ok(UiAccess::Off),
+            other => Err(format!("unknown dashboard access `{other}` (loopback, open, off)")),
+        }
+    }
 }
 
 impl Settings {
@@ -101,6 +126,7 @@ impl Settings {
         let max_keys = problems.take("max_keys", at_least_one(max_keys));
         let workers = args.workers.or(file.workers).unwrap_or_else(crate::workers::default_count);
         let workers = problems.take("workers", at_least_one(workers));
+        let ui = problems.take("ui", UiAccess::parse(&pick(&args.ui, &file.ui, "loopback")));
         let settings = (|| {
             Some(Settings {
                 http: http?,
@@ -120,6 +146,7 @@ impl Settings {
                 workers: workers?,
                 envoy_headers: flag(args.envoy_headers, file.envoy_headers),
                 json_logs: json_logs?,
+                ui: ui?,
             })
         })();
         let settings = problems.into_result(settings)?;
@@ -213,6 +240,7 @@ mod tests {
             request_timeout: Some("soon".into()),
             grpc_keepalive: Some("0s".into()),
             workers: Some(0),
+            ui: Some("public".into()),
             ..ServeArgs::default()
         };
         let text = Settings::resolve(&args, &ServerSection::default()).unwrap_err().to_string();
@@ -223,6 +251,7 @@ mod tests {
             "failure_mode:",
             "request_timeout:",
             "workers: must be at least 1",
+            "ui: unknown dashboard access `public`",
         ] {
             assert!(text.contains(name), "{name} missing from {text}");
         }
@@ -233,6 +262,17 @@ mod tests {
         let args = ServeArgs { grpc_keepalive: Some("off".into()), ..ServeArgs::default() };
         let settings = Settings::resolve(&args, &ServerSection::default()).unwrap();
         assert_eq!((settings.grpc_keepalive, settings.grpc_keepalive_timeout()), (None, None));
+    }
+
+    #[test]
+    fn the_dashboard_is_for_loopback_clients_unless_opened_or_turned_off() {
+        let settings = |ui: Option<&str>| {
+            let args = ServeArgs { ui: ui.map(str::to_owned), ..ServeArgs::default() };
+            Settings::resolve(&args, &ServerSection::default()).unwrap().ui
+        };
+        assert_eq!(settings(None), UiAccess::Loopback);
+        assert_eq!(settings(Some("open")), UiAccess::Open);
+        assert_eq!(settings(Some("off")), UiAccess::Off);
     }
 
     #[test]

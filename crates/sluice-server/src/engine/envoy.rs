@@ -19,6 +19,7 @@ impl Engine {
         cost: u64,
     ) -> Result<Outcome, CheckError> {
         let verdict = self.decide(key, std::slice::from_ref(limit), cost).await?;
+        self.metrics().hot_keys().record(key.as_bytes(), !verdict.decision.allowed);
         Ok(self.report(verdict, limit, loaded.rule_counters(rule), rule_shadow || self.shadow_all()))
     }
 

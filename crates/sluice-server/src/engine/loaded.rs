@@ -25,6 +25,11 @@ impl Loaded {
         Loaded { config, counters, rule_counters }
     }
 
+    /// The counters of the policy at `index` in [`ServiceConfig::policies`].
+    pub(crate) fn counters(&self, index: usize) -> Option<&PolicyCounters> {
+        self.counters.get(index)
+    }
+
     /// The counters of an Envoy rule of this configuration.
     pub(super) fn rule_counters(&self, rule: &Rule) -> Option<&PolicyCounters> {
         self.rule_counters.get(rule.name())

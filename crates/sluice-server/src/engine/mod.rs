@@ -119,7 +119,7 @@ impl Engine {
             chosen.into_iter().partition(|&index| self.shadow_all() || policies[index].shadow);
         let enforced = self.check_group(&loaded, key, &enforced, cost, false).await?;
         let shadowed = self.check_group(&loaded, key, &shadowed, cost, true).await?;
-        Ok(match (enforced, shadowed) {
+        let outcome = match (enforced, shadowed) {
             (Some(enforced), _) if !enforced.decision.allowed => enforced,
             (Some(enforced), Some(shadowed)) if !shadowed.shadow_rejected => {
                 let verdict = Verdict::combine(&[enforced.decision, shadowed.decision]);
@@ -128,7 +128,9 @@ impl Engine {
             (_, Some(shadowed)) => shadowed,
             (Some(enforced), None) => enforced,
             (None, None) => return Err(CheckError::NoPolicy),
-        })
+        };
+        self.shared.metrics.hot_keys().record(key.as_bytes(), !outcome.decision.allowed);
+        Ok(outcome)
     }
 
     /// Forgets `key`'s states under the named policies (every policy when none is named).

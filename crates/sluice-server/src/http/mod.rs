@@ -7,6 +7,9 @@
 //! | `POST /v1/reset` | forget a key's state (admin) |
 //! | `POST /v1/reload` | reload the configuration file (admin) |
 //! | `GET /v1/policies` | the policies in force |
+//! | `GET /v1/live` | the policies' counts, decisions without the store, hot keys (dashboard) |
+//! | `POST /v1/playground` | decide a posted trace on a throwaway store (dashboard) |
+//! | `GET /ui` | the dashboard (loopback clients only by default) |
 //! | `GET /healthz`, `/readyz`, `/metrics`, `/openapi.json` | operations |
 
 mod admin;
@@ -17,8 +20,11 @@ mod deadline;
 mod error;
 pub(crate) mod headers;
 mod idle;
+mod live;
 mod ops;
+mod playground;
 mod server;
+mod ui;
 
 pub(crate) use connection::MakeApi;
 pub(crate) use server::serve;
@@ -37,7 +43,7 @@ pub(crate) const MAX_BODY_BYTES: usize = 64 * 1024;
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Sluice", description = "Exact, fast rate limiting: the HTTP JSON API of `sluice serve`."),
-    paths(check::check, check::peek, admin::reset, admin::reload, ops::policies, ops::healthz, ops::readyz, ops::metrics),
+    paths(check::check, check::peek, admin::reset, admin::reload, ops::policies, live::live, playground::playground, ops::healthz, ops::readyz, ops::metrics),
     modifiers(&AdminToken),
 )]
 struct ApiDoc;
@@ -66,6 +72,11 @@ pub(crate) fn router(front: Arc<Front>) -> Router {
         .route("/v1/reset", post(admin::reset))
         .route("/v1/reload", post(admin::reload))
         .route("/v1/policies", get(ops::policies))
+        .route("/v1/live", get(live::live))
+        .route("/v1/playground", post(playground::playground))
+        .route("/ui", get(ui::index))
+        .route("/ui/", get(ui::index))
+        .route("/ui/{file}", get(ui::asset))
         .route("/healthz", get(ops::healthz))
         .route("/readyz", get(ops::readyz))
         .route("/metrics", get(ops::metrics))

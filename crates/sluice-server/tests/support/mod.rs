@@ -1,3 +1,4 @@
 //! Helpers shared by the service's tests.
 #![allow(unreachable_pub)]
+pub mod browser;
 pub mod server;

@@ -1,0 +1,226 @@
+//! The dashboard and the replay report in a real browser: Debian's headless Chromium
+//! (`support::browser`) against the real `sluice serve` binary.
+//!
+//! Each test fails if the page logs a console error, throws, or fails to load a file, and
+//! saves a screenshot of what it checked under `target/test-artifacts/ui/`.
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
+
+mod support;
+
+use serde_json::json;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use support::browser::Browser;
+use support::server::{Server, fresh_dir};
+
+const CONFIG: &str = r#"
+policies:
+  three_per_second:
+    algorithm: sliding_log
+    limit: 3
+    window: 1s
+  api:
+    algorithm: token_bucket
+    capacity: 100
+    refill_amount: 10
+    refill_interval: 1s
+"#;
+
+/// Generous: a loaded two-core machine runs the whole suite beside these tests.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+/// `target/test-artifacts/ui/NAME`, next to the test binary's own target folder.
+fn artifact(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/<test binary>
+    let target = exe.ancestors().nth(3).unwrap();
+    let path = target.join("test-artifacts").join("ui").join(name);
+    println!("screenshot: {}", path.display());
+    path
+}
+
+fn assert_no_errors(browser: &Browser) {
+    let errors = browser.errors();
+    assert!(errors.is_empty(), "the page reported errors: {errors:#?}");
+}
+
+/// Sends `count` checks of `key` against `policy` through the HTTP API.
+fn send_checks(server: &Server, key: &str, policy: &str, count: usize) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let client = reqwest::Client::new();
+        for _ in 0..count {
+            let body = json!({"key": key, "policies": [policy]});
+            let response = client.post(server.url("/v1/check")).json(&body).send().await.unwrap();
+            assert!(matches!(response.status().as_u16(), 200 | 429), "{}", response.status());
+        }
+    });
+}
+
+fn count(selector: &str) -> String {
+    format!("document.querySelectorAll({selector:?}).length")
+}
+
+fn cell(policy: &str, field: &str) -> String {
+    format!("document.querySelector('#policies tr[data-policy=\"{policy}\"] [data-field=\"{field}\"]')?.textContent")
+}
+
+#[test]
+fn the_live_view_lists_the_policies_and_follows_the_checks() {
+    let server = Server::start(CONFIG, &[]);
+    let mut browser = Browser::launch(1280, 800);
+    browser.navigate(&server.url("/ui"));
+    browser.wait_for(&format!("{} === 2", count("#policies tr[data-policy]")), "both policies", PATIENCE);
+    assert_eq!(browser.eval(&cell("api", "algorithm")), "token_bucket");
+    assert_eq!(browser.eval(&cell("three_per_second", "allowed")), "0");
+
+    send_checks(&server, "browser-user", "three_per_second", 5);
+    let counted =
+        format!("{} === '3' && {} === '2'", cell("three_per_second", "allowed"), cell("three_per_second", "rejected"));
+    browser.wait_for(&counted, "the live view to count 3 allowed and 2 rejected", PATIENCE);
+    // One check in 8 is sampled, and a sample is dropped rather than wait for the page's
+    // read of the table: send more until the key shows (it does after the first, nearly always).
+    let hot = format!("{} === 1", count("#hot-keys tr[data-key=\"browser-user\"]"));
+    let deadline = Instant::now() + PATIENCE;
+    while !browser.poll(&hot, Duration::from_secs(3)) {
+        assert!(Instant::now() < deadline, "browser-user never showed among the hot keys");
+        send_checks(&server, "browser-user", "three_per_second", 8);
+    }
+    browser.wait_for(&format!("{} !== '–'", cell("three_per_second", "rejected_rate")), "a rate", PATIENCE);
+    assert_eq!(browser.eval("document.querySelector('#without-store [data-field=\"failed_open\"]').textContent"), "0");
+    browser.screenshot(&artifact("live.png"));
+    assert_no_errors(&browser);
+}
+
+/// Dots of the sliding log's lane: all of them, or the allowed or blocked ones.
+fn dots(kind: &str) -> String {
+    count(&format!("#lane-sliding_log .dot{kind}"))
+}
+
+#[test]
+fn the_playground_shows_allowed_dots_then_a_blocked_one_from_the_real_algorithms() {
+    let server = Server::start(CONFIG, &[]);
+    let mut browser = Browser::launch(1280, 900);
+    browser.navigate(&server.url("/ui#playground"));
+    browser.wait_for(&format!("{} === 2", count("#lanes .lane")), "the sliding log and window lanes", PATIENCE);
+    // Limit 3 per second, a request every 100 ms: three pass, the fourth is blocked.
+    for added in 1..=4 {
+        browser.click("#add-request");
+        browser.wait_for(&format!("{} === {added}", dots("")), "a dot for the new request", PATIENCE);
+    }
+    assert_eq!(browser.eval(&dots(".allowed")), 3);
+    assert_eq!(browser.eval(&dots(".blocked")), 1);
+    assert_eq!(browser.eval("document.querySelectorAll('#lane-sliding_log .dot')[3].dataset.allowed"), "false");
+    assert_eq!(browser.eval(&count("#lane-sliding_log rect.window")), 1);
+
+    // A click on the timeline, far right (past the window), adds an allowed request there.
+    let point = browser.eval(
+        "(() => { const r = document.querySelector('#lane-sliding_log svg').getBoundingClientRect(); \
+         return [r.left + r.width * 0.9, r.top + r.height * 0.5]; })()",
+    );
+    browser.click_at(point[0].as_f64().unwrap(), point[1].as_f64().unwrap());
+    browser.wait_for(
+        &format!("{} === 5 && {} === 4", dots(""), dots(".allowed")),
+        "an allowed dot at the click",
+        PATIENCE,
+    );
+
+    // With a limit of 4, the fourth request passes too: the server decided again.
+    browser.eval(
+        "(() => { const limit = document.getElementById('limit'); limit.value = '4'; \
+                  limit.dispatchEvent(new Event('input', {bubbles: true})); })()",
+    );
+    browser.wait_for(&format!("{} === 0", dots(".blocked")), "no blocked dot at limit 4", PATIENCE);
+    browser.eval(
+        "(() => { const limit = document.getElementById('limit'); limit.value = '3'; \
+                  limit.dispatchEvent(new Event('input', {bubbles: true})); })()",
+    );
+    browser.wait_for(&format!("{} === 1", dots(".blocked")), "the blocked dot back at limit 3", PATIENCE);
+    browser.click("#add-burst");
+    browser.wait_for(&format!("{} === 10", dots("")), "five more dots", PATIENCE);
+    browser.screenshot(&artifact("playground.png"));
+
+    // Three requests late in the first second, one in the middle of the next: the exact log
+    // still holds the three; the approximated window weighs them by half and lets it pass.
+    browser.click("#clear");
+    browser.wait_for(&format!("{} === 0", dots("")), "an empty stream", PATIENCE);
+    for (at_ms, total) in [(700, 1), (800, 2), (900, 3), (1500, 4)] {
+        click_timeline(&mut browser, at_ms);
+        browser.wait_for(&format!("{} === {total}", dots("")), "a dot where the timeline was clicked", PATIENCE);
+    }
+    assert_eq!(browser.eval(&dots(".blocked")), 1);
+    assert_eq!(browser.eval(&count("#lane-sliding_window .dot.blocked")), 0);
+    assert_eq!(browser.eval(&count("#lane-sliding_window rect.differ")), 1);
+    let summary = browser.eval("document.getElementById('playground-summary').textContent");
+    assert!(summary.as_str().unwrap().ends_with("differ on 1"), "{summary}");
+    browser.screenshot(&artifact("playground-differ.png"));
+
+    // The buckets decide the same stream in a lane of their own.
+    for algorithm in ["token_bucket", "leaky_bucket", "fixed_window"] {
+        browser.eval(&format!(
+            "(() => {{ const picker = document.getElementById('algorithm'); picker.value = '{algorithm}'; \
+             picker.dispatchEvent(new Event('change', {{bubbles: true}})); }})()"
+        ));
+        let lane = format!("#lanes .lane[data-algorithm=\"{algorithm}\"]");
+        let drawn = format!("{} === 1 && {} === 4", count("#lanes .lane"), count(&format!("{lane} .dot")));
+        browser.wait_for(&drawn, &format!("the {algorithm} lane"), PATIENCE);
+        if algorithm == "token_bucket" {
+            browser.screenshot(&artifact("playground-token-bucket.png"));
+        }
+    }
+    assert_no_errors(&browser);
+}
+
+/// Clicks the sliding log's timeline at `at_ms`.
+fn click_timeline(browser: &mut Browser, at_ms: u32) {
+    let point = browser.eval(&format!(
+        "(() => {{ const svg = document.querySelector('#lane-sliding_log svg'); const d = svg.dataset; \
+         const r = svg.getBoundingClientRect(); \
+         const x = +d.plotLeft + ({at_ms} / +d.spanMs) * (+d.plotRight - +d.plotLeft); \
+         return [r.left + (x / svg.viewBox.baseVal.width) * r.width, r.top + r.height * 0.5]; }})()"
+    ));
+    browser.click_at(point[0].as_f64().unwrap(), point[1].as_f64().unwrap());
+}
+
+#[test]
+fn the_replay_report_renders_its_charts() {
+    let dir = fresh_dir("report");
+    let (log, report) = (dir.join("access.log"), dir.join("report.html"));
+    let mut lines = String::new();
+    for second in 0..30 {
+        // 10.0.0.1 sends one to four requests a second, 10.0.0.2 one.
+        for client in std::iter::repeat_n(1, 1 + second % 4).chain([2]) {
+            lines += &format!(
+                "10.0.0.{client} - - [10/Oct/2000:13:55:{second:02} -0700] \"GET /a HTTP/1.1\" 200 5 \"-\" \"curl\"\n"
+            );
+        }
+    }
+    std::fs::write(&log, lines).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "replay",
+            "--config",
+            "tests/fixtures/replay.yaml",
+            "--policy",
+            "two_per_second",
+            "--policy",
+            "one_per_second",
+        ])
+        .arg("--report")
+        .args([&report, &log])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+
+    let mut browser = Browser::launch(1280, 900);
+    browser.navigate(&format!("file://{}", report.display()));
+    browser.wait_for(&format!("{} >= 2", count("#policies svg")), "the report's charts", PATIENCE);
+    // Two policies' charts and the limited key's timeline under each.
+    assert!(browser.eval(&count("#policies svg")).as_u64().unwrap() >= 4);
+    assert!(browser.eval(&count("#policies svg rect")).as_u64().unwrap() > 10, "the charts have no bars");
+    assert!(browser.eval("document.getElementById('meta').textContent").as_str().unwrap().contains("requests"));
+    browser.screenshot(&artifact("report.png"));
+    assert_no_errors(&browser);
+}

@@ -1,0 +1,102 @@
+// The live view: polls GET /v1/live every second and shows counts, rates and hot keys.
+
+const POLL_MS = 1000;
+const status = document.getElementById('status');
+let previous = null;
+
+/** Starts polling; runs until the page closes. */
+export function startLive() {
+  poll();
+}
+
+async function poll() {
+  try {
+    const response = await fetch('/v1/live', { cache: 'no-store' });
+    if (!response.ok) {
+      throw new Error(`the service answered ${response.status}`);
+    }
+    const live = await response.json();
+    render(live, performance.now());
+    status.textContent = `live · updated ${new Date().toLocaleTimeString()}`;
+    status.classList.remove('error');
+  } catch (error) {
+    status.textContent = `cannot reach the service: ${error.message}`;
+    status.classList.add('error');
+  }
+  setTimeout(poll, POLL_MS);
+}
+
+function render(live, now) {
+  renderPolicies(live.policies, now);
+  renderHotKeys(live.hot_keys, live.hot_keys_sample);
+  for (const [field, count] of Object.entries(live.without_store)) {
+    const cell = document.querySelector(`#without-store [data-field="${field}"]`);
+    if (cell) cell.textContent = count.toLocaleString();
+  }
+  previous = { at: now, policies: new Map(live.policies.map((policy) => [policy.name, policy])) };
+}
+
+/** Requests per second since the previous poll (blank on the first). */
+function rate(policy, field, now) {
+  const before = previous && previous.policies.get(policy.name);
+  if (!before) return '–';
+  const seconds = (now - previous.at) / 1000;
+  return seconds > 0 ? ((policy[field] - before[field]) / seconds).toFixed(1) : '–';
+}
+
+function renderPolicies(policies, now) {
+  const body = document.querySelector('#policies tbody');
+  const rows = policies.map((policy) => {
+    const shadow = policy.shadow_mode ? ' (shadow)' : '';
+    const rejectedRate = rate(policy, 'rejected', now);
+    return row({ policy: policy.name }, [
+      [policy.name + shadow, 'name'],
+      [policy.algorithm, 'algorithm'],
+      [policy.limit.toLocaleString(), 'limit', 'num'],
+      [rate(policy, 'allowed', now), 'allowed_rate', 'num'],
+      [rejectedRate, 'rejected_rate', Number(rejectedRate) > 0 ? 'num rejecting' : 'num'],
+      [String(policy.allowed), 'allowed', 'num'],
+      [String(policy.rejected), 'rejected', 'num'],
+      [String(policy.shadow_rejected), 'shadow_rejected', 'num'],
+    ]);
+  });
+  body.replaceChildren(...(rows.length ? rows : [emptyRow(8, 'no policies')]));
+}
+
+function renderHotKeys(keys, sample) {
+  const body = document.querySelector('#hot-keys tbody');
+  document.getElementById('hot-keys-note').textContent =
+    `Estimated from one check in ${sample}; recent checks weigh more.`;
+  const rows = keys.slice(0, 10).map((hot) =>
+    row({ key: hot.key }, [
+      [hot.key, 'key'],
+      [`≈${hot.checks}`, 'checks', 'num'],
+      [`≈${hot.rejected}`, 'rejected', hot.rejected > 0 ? 'num rejecting' : 'num'],
+    ]),
+  );
+  body.replaceChildren(...(rows.length ? rows : [emptyRow(3, 'no checks yet')]));
+}
+
+/** A table row; `cells` are [text, field, class] triples; text is never parsed as HTML. */
+function row(data, cells) {
+  const tr = document.createElement('tr');
+  Object.assign(tr.dataset, data);
+  for (const [text, field, className] of cells) {
+    const td = document.createElement('td');
+    td.textContent = text;
+    td.dataset.field = field;
+    if (className) td.className = className;
+    tr.append(td);
+  }
+  return tr;
+}
+
+function emptyRow(span, text) {
+  const tr = document.createElement('tr');
+  const td = document.createElement('td');
+  td.colSpan = span;
+  td.className = 'empty';
+  td.textContent = text;
+  tr.append(td);
+  return tr;
+}
