@@ -9,7 +9,7 @@
 use crate::http::api::micros;
 use serde::{Deserialize, Serialize};
 use sluice::config::reader::Problems;
-use sluice::{Key, Limit, MemoryStore, RetryAfter, Timestamp};
+use sluice::{Key, Limit, ManualClock, MemoryStore, RetryAfter, Timestamp};
 use utoipa::ToSchema;
 
 /// The most requests one trace may hold.
@@ -33,7 +33,7 @@ const DEFAULT_KEY: &str = "playground";
 #[serde(deny_unknown_fields)]
 pub(crate) struct PlaygroundRequest {
     /// Policies by name, written as in the configuration file's `policies:` section
-    /// (`docs/configuration.md`), such as `{"log": {"algorithm": "sliding_log", "limit": 3,
+    /// (`docs/service.md`, "The configuration file"), such as `{"log": {"algorithm": "sliding_log", "limit": 3,
     /// "window": "1s"}}`. At most 8.
     #[schema(value_type = Object)]
     pub(crate) policies: serde_yaml_ng::Mapping,
@@ -124,7 +124,9 @@ impl PlaygroundRequest {
         self.check_bounds()?;
         let limits = self.limits()?;
         let keys = self.keys()?;
-        let store = MemoryStore::new();
+        // One shard (a trace is small), and a store clock that never moves: the trace's
+        // times are its own, so no state may be dropped by the wall clock meanwhile.
+        let store = MemoryStore::builder().shards(1).clock(ManualClock::at(Timestamp::EPOCH)).build();
         let policies = limits.iter().map(|limit| self.run(&store, limit, &keys)).collect();
         Ok(PlaygroundResponse { policies })
     }
