@@ -26,8 +26,8 @@ use common::key_bytes;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main, measurement::WallTime};
 use governor::{DefaultKeyedRateLimiter, Quota};
 use sluice::{
-    Alignment, Clock, FixedWindow, Key, Limit, MemoryStore, Policy, RateLimiter, SlidingLog, SlidingLogVariant,
-    SystemClock, Timestamp, TokenBucket, TokenBucketSettings,
+    Alignment, Clock, FixedWindow, Key, Limit, ManualClock, MemoryStore, Policy, RateLimiter, SlidingLog,
+    SlidingLogVariant, SystemClock, Timestamp, TokenBucket, TokenBucketSettings,
 };
 use std::hint::black_box;
 use std::num::NonZeroU32;
@@ -125,7 +125,10 @@ struct Peers {
 impl Peers {
     fn new(algorithm: Algorithm, keys: usize, per_second: u32, prefill: bool) -> Self {
         let limit = Limit::new("bench", algorithm.policy(u64::from(per_second)));
-        let store = MemoryStore::new();
+        // The store's own clock (by which it drops expired states) never moves: prefilling
+        // 1 000 000 keys takes seconds, longer than the window, and a sweep must not drop
+        // the states of the keys filled first before they are measured.
+        let store = MemoryStore::builder().clock(ManualClock::at(Timestamp::EPOCH)).build();
         let limiter = RateLimiter::builder().limit(limit.clone()).store(store.clone()).build().expect("one limit");
         let rate = NonZeroU32::new(per_second).expect("non-zero rate");
         let governor = DefaultKeyedRateLimiter::keyed(Quota::per_second(rate));
