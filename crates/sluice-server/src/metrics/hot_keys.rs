@@ -82,12 +82,16 @@ impl Table {
             slot.rejected += rejected;
             return;
         }
-        let key = String::from_utf8_lossy(key).into_owned();
+        let text = String::from_utf8_lossy(key);
         if self.slots.len() < SLOTS {
-            self.slots.push(HotKey { key, checks: 1, rejected, error: 0 });
+            self.slots.push(HotKey { key: text.into_owned(), checks: 1, rejected, error: 0 });
         } else if let Some(coldest) = self.slots.iter_mut().min_by_key(|slot| slot.checks) {
+            // The evicted key's buffer is reused: once the table is full, a new key in the
+            // sample allocates only if it is longer than every key before it in that slot.
+            coldest.key.clear();
+            coldest.key.push_str(&text);
             let error = coldest.checks;
-            *coldest = HotKey { key, checks: error + 1, rejected, error };
+            (coldest.checks, coldest.rejected, coldest.error) = (error + 1, rejected, error);
         }
     }
 

@@ -58,7 +58,7 @@ pub(crate) struct Request<'a> {
     pub(crate) cost: u64,
 }
 
-/// States of algorithm `A` keyed by one class of stored keys, inline in the table's buckets.
+/// States of algorithm `A` keyed by one class of stored keys, packed in a dense table.
 type Table<K, A> = DenseTable<(K, <A as Algorithm>::State)>;
 
 /// A table of states of algorithm `A`, keyed by the caller's key bytes: one hash table per
