@@ -11,10 +11,10 @@ use support::server::Server;
 
 const CONFIG: &str = r#"
 policies:
-  three_per_second:
+  three_per_hour:
     algorithm: sliding_log
     limit: 3
-    window: 1s
+    window: 1h
 "#;
 
 async fn post(server: &Server, path: &str, body: &Value) -> (StatusCode, Value) {
@@ -53,13 +53,13 @@ async fn the_page_and_its_assets_are_built_in_with_a_self_only_policy() {
 async fn live_counts_checks_per_policy_and_the_hot_keys() {
     let server = Server::start(CONFIG, &[]);
     for _ in 0..4 {
-        post(&server, "/v1/check", &json!({"key": "alice", "policies": ["three_per_second"]})).await;
+        post(&server, "/v1/check", &json!({"key": "alice", "policies": ["three_per_hour"]})).await;
     }
     let live: Value = get(&server, "/v1/live").await.json().await.unwrap();
     let policy = &live["policies"][0];
     assert_eq!(
         (&policy["name"], &policy["allowed"], &policy["rejected"]),
-        (&json!("three_per_second"), &json!(3), &json!(1))
+        (&json!("three_per_hour"), &json!(3), &json!(1))
     );
     assert_eq!(live["without_store"], json!({"failed_open": 0, "failed_closed": 0, "fallback": 0}));
     // The first check of each worker thread is sampled: alice is there.
@@ -78,7 +78,7 @@ async fn the_playground_decides_a_trace_without_touching_the_live_state() {
     assert_eq!(allowed, [&json!(true), &json!(true), &json!(true), &json!(false), &json!(false)]);
     assert_eq!(body["policies"][0]["decisions"][3]["retry_after_us"], 700_000);
     // The live state never saw alice.
-    let (status, _) = post(&server, "/v1/check", &json!({"key": "alice", "policies": ["three_per_second"]})).await;
+    let (status, _) = post(&server, "/v1/check", &json!({"key": "alice", "policies": ["three_per_hour"]})).await;
     assert_eq!(status, StatusCode::OK);
     let live: Value = get(&server, "/v1/live").await.json().await.unwrap();
     assert_eq!(live["policies"][0]["allowed"], 1);

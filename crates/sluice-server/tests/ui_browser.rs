@@ -16,10 +16,10 @@ use support::server::{Server, fresh_dir};
 
 const CONFIG: &str = r#"
 policies:
-  three_per_second:
+  three_per_hour:
     algorithm: sliding_log
     limit: 3
-    window: 1s
+    window: 1h
   api:
     algorithm: token_bucket
     capacity: 100
@@ -73,11 +73,11 @@ fn the_live_view_lists_the_policies_and_follows_the_checks() {
     browser.navigate(&server.url("/ui"));
     browser.wait_for(&format!("{} === 2", count("#policies tr[data-policy]")), "both policies", PATIENCE);
     assert_eq!(browser.eval(&cell("api", "algorithm")), "token_bucket");
-    assert_eq!(browser.eval(&cell("three_per_second", "allowed")), "0");
+    assert_eq!(browser.eval(&cell("three_per_hour", "allowed")), "0");
 
-    send_checks(&server, "browser-user", "three_per_second", 5);
+    send_checks(&server, "browser-user", "three_per_hour", 5);
     let counted =
-        format!("{} === '3' && {} === '2'", cell("three_per_second", "allowed"), cell("three_per_second", "rejected"));
+        format!("{} === '3' && {} === '2'", cell("three_per_hour", "allowed"), cell("three_per_hour", "rejected"));
     browser.wait_for(&counted, "the live view to count 3 allowed and 2 rejected", PATIENCE);
     // One check in 8 is sampled, and a sample is dropped rather than wait for the page's
     // read of the table: send more until the key shows (it does after the first, nearly always).
@@ -85,9 +85,9 @@ fn the_live_view_lists_the_policies_and_follows_the_checks() {
     let deadline = Instant::now() + PATIENCE;
     while !browser.poll(&hot, Duration::from_secs(3)) {
         assert!(Instant::now() < deadline, "browser-user never showed among the hot keys");
-        send_checks(&server, "browser-user", "three_per_second", 8);
+        send_checks(&server, "browser-user", "three_per_hour", 8);
     }
-    browser.wait_for(&format!("{} !== '–'", cell("three_per_second", "rejected_rate")), "a rate", PATIENCE);
+    browser.wait_for(&format!("{} !== '–'", cell("three_per_hour", "rejected_rate")), "a rate", PATIENCE);
     assert_eq!(browser.eval("document.querySelector('#without-store [data-field=\"failed_open\"]').textContent"), "0");
     browser.screenshot(&artifact("live.png"));
     assert_no_errors(&browser);
