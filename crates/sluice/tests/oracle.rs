@@ -244,6 +244,22 @@ fn sliding_log() -> impl Strategy<Value = Spec> {
     })
 }
 
+/// Windows around 2^32 µs (about 71 minutes) and a day: a log spanning less than 2^32 µs
+/// keeps 4-byte slots, a longer one whole timestamps, and traces cross between the two.
+fn long_sliding_log() -> impl Strategy<Value = Spec> {
+    let window = prop_oneof![
+        3 => (1u64 << 32) - 3..=(1u64 << 32) + 3,
+        2 => (1u64 << 31)..=(1u64 << 33),
+        1 => Just(86_400_000_000u64),
+    ];
+    (limit(), window, any::<bool>()).prop_map(|(limit, window, attempts)| Spec::SlidingLog { limit, window, attempts })
+}
+
+/// Start times just before a multiple of 2^32 µs, where the low 32 bits of a timestamp wrap.
+fn wrapping_base() -> impl Strategy<Value = u64> {
+    (1..400_000u64, 0..64u64).prop_map(|(multiple, before)| (multiple << 32) - before)
+}
+
 fn fixed_window() -> impl Strategy<Value = Spec> {
     (limit(), 1..=50u64, any::<bool>()).prop_flat_map(|(limit, window, anchored)| {
         let offsets = if anchored { 0..1 } else { 0..window };
@@ -296,7 +312,17 @@ fn cost(limit: u64) -> impl Strategy<Value = u64> {
 
 /// `(now, cost)` requests.
 fn trace(scale: u64, limit: u64, backwards: bool) -> impl Strategy<Value = Vec<(u64, u64)>> {
-    (base(), prop::collection::vec((delta(scale, backwards), cost(limit)), 1..=TRACE_LEN)).prop_map(|(base, steps)| {
+    trace_from(base(), scale, limit, backwards)
+}
+
+/// `(now, cost)` requests from a start time drawn from `base`.
+fn trace_from(
+    base: impl Strategy<Value = u64>,
+    scale: u64,
+    limit: u64,
+    backwards: bool,
+) -> impl Strategy<Value = Vec<(u64, u64)>> {
+    (base, prop::collection::vec((delta(scale, backwards), cost(limit)), 1..=TRACE_LEN)).prop_map(|(base, steps)| {
         let mut now = i128::from(base);
         steps
             .into_iter()
@@ -329,6 +355,16 @@ proptest! {
 
     #[test]
     fn sliding_log_matches_oracle((spec, trace) in case(sliding_log())) {
+        check_one(&spec, &trace)?;
+    }
+
+    #[test]
+    fn long_sliding_log_matches_oracle(
+        (spec, trace) in long_sliding_log().prop_flat_map(|spec| {
+            let trace = trace_from(prop_oneof![base(), wrapping_base()], spec.scale(), spec.limit(), true);
+            (Just(spec), trace)
+        })
+    ) {
         check_one(&spec, &trace)?;
     }
 

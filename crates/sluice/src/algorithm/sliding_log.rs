@@ -12,8 +12,9 @@
 //! `(limit − cost + 1)`-th newest entry; the number still in the window (for `remaining`) comes
 //! from a galloping search from the oldest entry held, and every write drops the entries that
 //! expired, so it costs O(1) when requests keep coming and O(log limit) after a long gap, never
-//! O(limit). Memory: 8 bytes per slot, with the ring's capacity following the entries in the
-//! window (doubling and halving, amortized O(1)), plus a 32-byte header.
+//! O(limit). Memory: 4 bytes per slot while the log spans at most about 71 minutes (8 bytes
+//! beyond), with the ring's capacity following the entries in the window (doubling and
+//! shrinking, amortized O(1)), plus a 32-byte header.
 
 use super::Algorithm;
 use super::parameters::{PolicyError, Validation};
@@ -91,18 +92,25 @@ impl SlidingLog {
 
     /// Logical index of the oldest entry still in the window at `now` (`len` if none).
     #[inline(always)]
-    fn first_live(&self, state: &SlidingLogState, now: u64) -> usize {
+    fn first_live(&self, state: &SlidingLogState, newest: u64, now: u64) -> usize {
         let len = state.len();
+        if len == 0 {
+            return 0;
+        }
         // Every entry held was live at the last write, which dropped the expired ones, so
-        // the search starts at the oldest and usually stops at once.
-        let mut lo = 0;
-        if lo >= len || !self.expired(state.entry(lo), now) {
-            return lo;
+        // usually none or one has expired since: in a steady stream of requests, about one
+        // per request. The two oldest are read without a branch on the first, which a
+        // processor would mispredict about every other request.
+        let oldest_expired = self.expired(state.entry_below(newest, 0), now);
+        let second = usize::from(len > 1);
+        let second_expired = (len > 1) & self.expired(state.entry_below(newest, second), now);
+        if !second_expired {
+            return usize::from(oldest_expired);
         }
         // Gallop: `lo` is expired; double the step until an entry is live or the log ends.
-        let mut step = 1;
+        let (mut lo, mut step) = (1, 1);
         let mut hi = lo + 1;
-        while hi < len && self.expired(state.entry(hi), now) {
+        while hi < len && self.expired(state.entry_below(newest, hi), now) {
             lo = hi;
             step *= 2;
             hi = lo + step;
@@ -111,7 +119,7 @@ impl SlidingLog {
         // Binary search: `lo` is expired, `hi` is live or the end.
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            if self.expired(state.entry(mid), now) {
+            if self.expired(state.entry_below(newest, mid), now) {
                 lo = mid;
             } else {
                 hi = mid;
@@ -184,8 +192,9 @@ impl Algorithm for SlidingLog {
     #[inline(always)]
     fn decide(&self, state: &SlidingLogState, now: Timestamp, cost: u64) -> (Decision, SlidingLogPlan) {
         // Time never runs backwards inside a state: decide at the newest entry at the earliest.
-        let now = now.as_micros().max(state.newest().unwrap_or(0));
-        let first_live = self.first_live(state, now);
+        let newest = state.newest().unwrap_or(0);
+        let now = now.as_micros().max(newest);
+        let first_live = self.first_live(state, newest, now);
         let live = (state.len() - first_live) as u64;
         let plan = SlidingLogPlan { now, cost, first_live };
         let n = self.limit;
@@ -221,21 +230,35 @@ impl Algorithm for SlidingLog {
 
 /// A key's log: a ring buffer of the timestamps still in the window at the last write,
 /// oldest first. Its capacity follows what the log holds: it doubles when the entries need
-/// room, halves when they fill less than a quarter of it, and never exceeds `limit` (a key
-/// with 3 requests in the window holds 4 slots, not `limit`, however many it made before).
+/// room, shrinks to twice the entries when they fill an eighth of it or less (so a log
+/// whose count wavers does not reallocate back and forth), and never exceeds `limit` (a key
+/// with 3 requests in the window holds 8 slots, not `limit`, however many it made before).
+///
+/// A slot is 4 bytes while the log spans at most 2^32 − 1 µs (about 71 minutes: every window
+/// up to that length), holding the low 32 bits of its timestamp; the high bits are those of
+/// the newest entry, less one where the low bits wrapped. A log spanning more (a longer
+/// window) holds each timestamp whole, in two words. Halving the slot halves the memory a
+/// busy log streams through on every check.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SlidingLogState {
-    /// The ring's storage: its length is the ring's capacity (a boxed slice, not a `Vec`:
-    /// the length is the capacity, so the state is 8 bytes smaller per key).
-    slots: Box<[u64]>,
-    /// Physical index of the oldest entry.
+    /// The ring's storage: one word per slot (narrow) or two (wide, low word first). A boxed
+    /// slice, not a `Vec`: its length is the capacity, so the state is 8 bytes smaller.
+    words: Box<[u32]>,
+    /// Physical index (in slots) of the oldest entry.
     head: u32,
     /// Number of entries held.
     len: u32,
+    /// High 32 bits of the newest entry's timestamp (narrow rings only).
+    epoch: u32,
+    /// Whether each slot holds a whole timestamp in two words.
+    wide: bool,
 }
 
-/// The smallest capacity a log shrinks to.
-const MIN_SLOTS: usize = 4;
+/// The smallest capacity a log shrinks to: 32 bytes in a narrow ring.
+const MIN_SLOTS: usize = 8;
+
+/// The longest span (newest − oldest, µs) a narrow ring can hold.
+const NARROW_SPAN: u64 = u32::MAX as u64;
 
 impl SlidingLogState {
     /// Number of timestamps held.
@@ -250,61 +273,119 @@ impl SlidingLogState {
 
     /// Bytes this state holds on the heap.
     pub fn heap_bytes(&self) -> usize {
-        self.slots.len() * size_of::<u64>()
+        self.words.len() * size_of::<u32>()
+    }
+
+    /// Number of slots.
+    fn capacity(&self) -> usize {
+        if self.wide { self.words.len() / 2 } else { self.words.len() }
     }
 
     /// Physical index of the logical `index`-th entry (`head + index < 2 × capacity`).
+    #[inline(always)]
     fn physical(&self, index: usize) -> usize {
         let physical = self.head as usize + index;
-        let capacity = self.slots.len();
+        let capacity = self.capacity();
         if physical >= capacity { physical - capacity } else { physical }
     }
 
-    /// The logical `index`-th entry, 0 being the oldest.
+    /// The timestamp in physical slot `slot`, in a log whose newest entry is `newest`.
+    #[inline(always)]
+    fn stamp(&self, slot: usize, newest: u64) -> u64 {
+        if self.wide {
+            u64::from(self.words[2 * slot]) | u64::from(self.words[2 * slot + 1]) << 32
+        } else {
+            newest - u64::from((newest as u32).wrapping_sub(self.words[slot]))
+        }
+    }
+
+    /// The logical `index`-th entry, 0 being the oldest, in a log whose newest is `newest`.
+    #[inline(always)]
+    fn entry_below(&self, newest: u64, index: usize) -> u64 {
+        self.stamp(self.physical(index), newest)
+    }
+
+    /// The logical `index`-th entry, 0 being the oldest (`index < len`).
     fn entry(&self, index: usize) -> u64 {
-        self.slots[self.physical(index)]
+        self.entry_below(self.newest().unwrap_or(0), index)
     }
 
     /// The timestamps held, oldest first.
     pub(crate) fn entries(&self) -> impl Iterator<Item = u64> + '_ {
-        (0..self.len()).map(|index| self.entry(index))
+        let newest = self.newest().unwrap_or(0);
+        (0..self.len()).map(move |index| self.entry_below(newest, index))
     }
 
     /// A log holding `entries` (oldest first, at most its limit, so fewer than 2^32) in a
     /// ring of exactly that many slots: the next write grows it as usual.
     pub(crate) fn from_entries(entries: Vec<u64>) -> Self {
-        SlidingLogState { len: entries.len() as u32, slots: entries.into_boxed_slice(), head: 0 }
+        let mut state = SlidingLogState::default();
+        state.fill(&entries, entries.len(), entries.last().copied().unwrap_or(0));
+        state
     }
 
+    #[inline(always)]
     fn newest(&self) -> Option<u64> {
-        (self.len > 0).then(|| self.entry(self.len() - 1))
+        if self.len == 0 {
+            return None;
+        }
+        let slot = self.physical(self.len() - 1);
+        if self.wide {
+            Some(self.stamp(slot, 0))
+        } else {
+            Some(u64::from(self.epoch) << 32 | u64::from(self.words[slot]))
+        }
+    }
+
+    /// Whether a narrow ring could not hold both its oldest entry and one stamped `now`.
+    fn needs_wide(&self, newest: u64, now: u64) -> bool {
+        self.len > 0 && now - self.entry_below(newest, 0) > NARROW_SPAN
     }
 
     /// Logs `count` entries stamped `now`, after dropping the `expired` oldest ones (they
     /// can never count again: every later decision is at `now` or later), keeping only the
-    /// newest `limit`.
+    /// newest `limit`. `now` is at or after the newest entry.
     #[inline(always)]
     fn append(&mut self, now: u64, count: usize, expired: usize, limit: usize) {
         if count == 0 {
             return;
         }
+        let newest = self.newest().unwrap_or(now);
         self.drop_oldest(expired);
         let len = self.len();
-        let capacity = self.slots.len();
-        if count == 1 && len < capacity && ((len + 1) * 4 > capacity || capacity <= MIN_SLOTS) {
+        let capacity = self.capacity();
+        let roomy = len < capacity && ((len + 1) * 8 > capacity || capacity <= MIN_SLOTS);
+        if count == 1 && roomy && (self.wide || !self.needs_wide(newest, now)) {
             // The common case: one entry into a ring with room that need not shrink.
-            let tail = self.physical(len);
-            self.slots[tail] = now;
+            let slot = self.physical(len);
+            self.write(slot, now);
             self.len += 1;
             return;
         }
         let needed = len + count;
+        let mut target = capacity;
         if needed > capacity && capacity < limit {
-            self.reshape(needed.max(capacity * 2).max(MIN_SLOTS).min(limit));
-        } else if needed * 4 <= capacity && capacity > MIN_SLOTS {
-            self.reshape((needed * 2).max(MIN_SLOTS));
+            target = needed.max(capacity * 2).max(MIN_SLOTS).min(limit);
+        } else if needed * 8 <= capacity && capacity > MIN_SLOTS {
+            target = (needed * 2).max(MIN_SLOTS);
+        }
+        if target != capacity || self.wide != self.needs_wide(newest, now) {
+            let entries: Vec<u64> = (0..len).map(|index| self.entry_below(newest, index)).collect();
+            self.fill(&entries, target, now);
         }
         self.push(now, count);
+    }
+
+    /// Stamps physical slot `slot` with `now`, the newest entry from here on.
+    #[inline(always)]
+    fn write(&mut self, slot: usize, now: u64) {
+        if self.wide {
+            self.words[2 * slot] = now as u32;
+            self.words[2 * slot + 1] = (now >> 32) as u32;
+        } else {
+            self.words[slot] = now as u32;
+            self.epoch = (now >> 32) as u32;
+        }
     }
 
     fn drop_oldest(&mut self, count: usize) {
@@ -317,28 +398,32 @@ impl SlidingLogState {
         }
     }
 
-    /// Moves the entries, oldest first, into a buffer of `capacity` slots.
-    fn reshape(&mut self, capacity: usize) {
-        let mut slots = Vec::with_capacity(capacity);
-        slots.extend((0..self.len()).map(|index| self.entry(index)));
-        slots.resize(capacity, 0);
-        self.slots = slots.into_boxed_slice();
+    /// Rebuilds the ring with `capacity` slots (at least `entries.len()`) holding `entries`,
+    /// oldest first, narrow unless they and an entry stamped `next` span more than 2^32 − 1 µs.
+    fn fill(&mut self, entries: &[u64], capacity: usize, next: u64) {
+        let newest = next.max(entries.last().copied().unwrap_or(0));
+        self.wide = entries.first().is_some_and(|&oldest| newest - oldest > NARROW_SPAN);
+        let width = if self.wide { 2 } else { 1 };
+        self.words = vec![0; capacity * width].into_boxed_slice();
         self.head = 0;
+        self.len = entries.len() as u32;
+        for (slot, &entry) in entries.iter().enumerate() {
+            self.write(slot, entry);
+        }
     }
 
     /// Writes `count` entries after the newest; in a full ring they replace the oldest.
     fn push(&mut self, now: u64, count: usize) {
-        let capacity = self.slots.len();
-        let mut left = count.min(capacity);
-        while left > 0 {
-            let tail = self.physical(self.len());
-            let run = left.min(capacity - tail);
-            self.slots[tail..tail + run].fill(now);
-            let grown = run.min(capacity - self.len());
-            self.len += grown as u32;
-            // Entries written over the oldest ones move the head past them.
-            self.head = self.physical(run - grown) as u32;
-            left -= run;
+        let capacity = self.capacity();
+        for _ in 0..count.min(capacity) {
+            let slot = self.physical(self.len());
+            self.write(slot, now);
+            if self.len() < capacity {
+                self.len += 1;
+            } else {
+                // Written over the oldest: the head moves past it.
+                self.head = self.physical(1) as u32;
+            }
         }
     }
 }
