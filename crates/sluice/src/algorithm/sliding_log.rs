@@ -318,9 +318,9 @@ impl SlidingLogState {
 
     /// A log holding `entries` (oldest first, at most its limit, so fewer than 2^32) in a
     /// ring of exactly that many slots: the next write grows it as usual.
-    pub(crate) fn from_entries(entries: Vec<u64>) -> Self {
+    pub(crate) fn from_entries(entries: &[u64]) -> Self {
         let mut state = SlidingLogState::default();
-        state.fill(&entries, entries.len(), entries.last().copied().unwrap_or(0));
+        state.fill(entries, entries.len(), entries.last().copied().unwrap_or(0));
         state
     }
 

@@ -113,7 +113,7 @@ impl Persist for SlidingLog {
             }
             entries.push(entry);
         }
-        Ok(SlidingLogState::from_entries(entries))
+        Ok(SlidingLogState::from_entries(&entries))
     }
 
     fn impossible(&self, state: &SlidingLogState) -> Option<String> {
