@@ -164,6 +164,8 @@ impl SlidingLog {
 /// What [`SlidingLog::record`] needs: the effective time, the cost and the live boundary.
 #[derive(Clone, Copy, Debug)]
 pub struct SlidingLogPlan {
+    /// The log's newest entry when decided (0 when empty).
+    newest: u64,
     now: u64,
     cost: u64,
     first_live: usize,
@@ -196,7 +198,7 @@ impl Algorithm for SlidingLog {
         let now = now.as_micros().max(newest);
         let first_live = self.first_live(state, newest, now);
         let live = (state.len() - first_live) as u64;
-        let plan = SlidingLogPlan { now, cost, first_live };
+        let plan = SlidingLogPlan { newest, now, cost, first_live };
         let n = self.limit;
         let decision = if cost == 0 {
             if live < n {
@@ -218,7 +220,7 @@ impl Algorithm for SlidingLog {
         let logs_attempts = self.variant == SlidingLogVariant::Attempts;
         if admitted || logs_attempts {
             let count = plan.cost.min(self.limit) as usize;
-            state.append(plan.now, count, plan.first_live, self.limit as usize);
+            state.append(plan.newest, plan.now, count, plan.first_live, self.limit as usize);
         }
     }
 
@@ -277,8 +279,9 @@ impl SlidingLogState {
     }
 
     /// Number of slots.
+    #[inline(always)]
     fn capacity(&self) -> usize {
-        if self.wide { self.words.len() / 2 } else { self.words.len() }
+        self.words.len() >> usize::from(self.wide)
     }
 
     /// Physical index of the logical `index`-th entry (`head + index < 2 × capacity`).
@@ -338,19 +341,20 @@ impl SlidingLogState {
     }
 
     /// Whether a narrow ring could not hold both its oldest entry and one stamped `now`.
+    #[inline(always)]
     fn needs_wide(&self, newest: u64, now: u64) -> bool {
         self.len > 0 && now - self.entry_below(newest, 0) > NARROW_SPAN
     }
 
     /// Logs `count` entries stamped `now`, after dropping the `expired` oldest ones (they
     /// can never count again: every later decision is at `now` or later), keeping only the
-    /// newest `limit`. `now` is at or after the newest entry.
+    /// newest `limit`. `newest` is the newest entry held (any value when none is), and
+    /// `now` is at or after it.
     #[inline(always)]
-    fn append(&mut self, now: u64, count: usize, expired: usize, limit: usize) {
+    fn append(&mut self, newest: u64, now: u64, count: usize, expired: usize, limit: usize) {
         if count == 0 {
             return;
         }
-        let newest = self.newest().unwrap_or(now);
         self.drop_oldest(expired);
         let len = self.len();
         let capacity = self.capacity();

@@ -146,6 +146,20 @@ impl<T> DenseTable<T> {
         }
         let tag = tag_of(hash);
         let mut slot = self.home(hash);
+        // Most entries sit in their home slot or the next one. Whether the home slot holds
+        // another key is a coin toss at this table's load, so the candidate of the two is
+        // chosen without a branch, and the loop below runs only when neither is the entry.
+        // (An entry found in the next slot is the one sought even when the home slot is
+        // empty: keys are unique.)
+        let (home, next) = (self.slots[slot], self.slots[self.next(slot)]);
+        let candidate = std::hint::select_unpredictable(home >> POSITION_BITS != tag, next, home);
+        if candidate != EMPTY && candidate >> POSITION_BITS == tag {
+            let position = (candidate & POSITION_MASK) as usize;
+            if is(&self.entries[position]) {
+                let found = if candidate == home { slot } else { self.next(slot) };
+                return Some((found, position));
+            }
+        }
         loop {
             let value = self.slots[slot];
             if value == EMPTY {
