@@ -169,6 +169,8 @@ pub struct SlidingLogPlan {
     now: u64,
     cost: u64,
     first_live: usize,
+    /// Whether the window is short enough that the live entries always fit a narrow ring.
+    narrow_window: bool,
 }
 
 impl Algorithm for SlidingLog {
@@ -198,7 +200,7 @@ impl Algorithm for SlidingLog {
         let now = now.as_micros().max(newest);
         let first_live = self.first_live(state, newest, now);
         let live = (state.len() - first_live) as u64;
-        let plan = SlidingLogPlan { newest, now, cost, first_live };
+        let plan = SlidingLogPlan { newest, now, cost, first_live, narrow_window: self.window <= NARROW_SPAN };
         let n = self.limit;
         let decision = if cost == 0 {
             if live < n {
@@ -219,8 +221,7 @@ impl Algorithm for SlidingLog {
     fn record(&self, state: &mut SlidingLogState, plan: SlidingLogPlan, admitted: bool) {
         let logs_attempts = self.variant == SlidingLogVariant::Attempts;
         if admitted || logs_attempts {
-            let count = plan.cost.min(self.limit) as usize;
-            state.append(plan.newest, plan.now, count, plan.first_live, self.limit as usize);
+            state.append(&plan, self.limit as usize);
         }
     }
 
@@ -346,20 +347,23 @@ impl SlidingLogState {
         self.len > 0 && now - self.entry_below(newest, 0) > NARROW_SPAN
     }
 
-    /// Logs `count` entries stamped `now`, after dropping the `expired` oldest ones (they
-    /// can never count again: every later decision is at `now` or later), keeping only the
-    /// newest `limit`. `newest` is the newest entry held (any value when none is), and
-    /// `now` is at or after it.
+    /// Logs `plan.cost` entries stamped `plan.now`, after dropping the `plan.first_live`
+    /// oldest ones, which have expired (they can never count again: every later decision is
+    /// at `plan.now` or later), keeping only the newest `limit`.
     #[inline(always)]
-    fn append(&mut self, newest: u64, now: u64, count: usize, expired: usize, limit: usize) {
+    fn append(&mut self, plan: &SlidingLogPlan, limit: usize) {
+        let SlidingLogPlan { newest, now, cost, first_live, narrow_window } = *plan;
+        let count = cost.min(limit as u64) as usize;
         if count == 0 {
             return;
         }
-        self.drop_oldest(expired);
+        self.drop_oldest(first_live);
         let len = self.len();
         let capacity = self.capacity();
         let roomy = len < capacity && ((len + 1) * 8 > capacity || capacity <= MIN_SLOTS);
-        if count == 1 && roomy && (self.wide || !self.needs_wide(newest, now)) {
+        // What is left is live at `now`, so it spans less than the window.
+        let fits = self.wide || narrow_window || !self.needs_wide(newest, now);
+        if count == 1 && roomy && fits {
             // The common case: one entry into a ring with room that need not shrink.
             let slot = self.physical(len);
             self.write(slot, now);
