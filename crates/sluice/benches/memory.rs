@@ -85,10 +85,10 @@ fn policies() -> Vec<(&'static str, Policy)> {
 }
 
 /// Slots reserved by a sliding log holding one request.
-fn slots_after_one_request() -> usize {
+fn slot_bytes_after_one_request() -> usize {
     let policy = SlidingLog::new(100, SECOND, SlidingLogVariant::Accepted).expect("valid");
     let (_, state) = policy.step(&SlidingLogState::default(), NOW, 1);
-    state.heap_bytes() / size_of::<u64>()
+    state.heap_bytes()
 }
 
 /// Bytes per slot of one key whose log of `SLOTS` entries is full.
@@ -155,13 +155,13 @@ fn entry_bytes(name: &str) -> (usize, usize) {
         "leaky_bucket" => size_of::<leaky_bucket::Tat>(),
         _ => size_of::<sliding_window::BucketCounts>(),
     };
-    let outside = if name == "sliding_log" { slots_after_one_request() * size_of::<u64>() } else { 0 };
+    let outside = if name == "sliding_log" { slot_bytes_after_one_request() } else { 0 };
     (16 + state.next_multiple_of(8), outside)
 }
 
 fn main() {
     // Criterion-style flags (`--bench`) are passed by `cargo bench`; there is nothing to parse.
-    let slots = slots_after_one_request();
+    let slot_bytes = slot_bytes_after_one_request();
     println!("## Bytes per key (16-byte keys, one request per key, through the store)");
     println!();
     println!(
@@ -198,7 +198,9 @@ fn main() {
         println!("| {name} | {entry} | {outside} | {least:.1} | {most:.1} |");
     }
     println!();
-    println!("A sliding-log key holding one request has {slots} slots reserved ({} bytes).", slots * 8);
+    println!(
+        "A sliding-log key holding one request reserves {slot_bytes} bytes of slots (4 bytes each in a 1 s window)."
+    );
     sliding_log_slots();
     sliding_log_retention();
 }
