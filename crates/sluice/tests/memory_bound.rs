@@ -148,3 +148,28 @@ fn a_sliding_log_holds_memory_for_its_window_not_for_its_history() {
     }
     assert!(state.heap_bytes() <= 64 * 8, "{} bytes for 10 live entries", state.heap_bytes());
 }
+
+#[test]
+fn a_sliding_log_of_up_to_two_entries_allocates_nothing() {
+    use sluice::algorithm::Algorithm;
+    let policy = SlidingLog::new(100, Duration::from_secs(1), SlidingLogVariant::Accepted).unwrap();
+    let at = |ms: u64| Timestamp::from_micros(1_700_000_000_000_000 + ms * 1_000);
+    let mut state: sluice::algorithm::sliding_log::SlidingLogState = Default::default();
+    for ms in [0, 10] {
+        state = policy.step(&state, at(ms), 1).1;
+        assert_eq!((state.len(), state.heap_bytes()), (usize::from(ms > 0) + 1, 0), "inside the state");
+    }
+    state = policy.step(&state, at(20), 1).1;
+    assert_eq!((state.len(), state.heap_bytes()), (3, 8 * 4), "a third entry moves the log to 8 heap slots");
+    // Once all three have expired, the next request brings the log back inside the state.
+    state = policy.step(&state, at(2_000), 1).1;
+    assert_eq!((state.len(), state.heap_bytes()), (1, 0));
+    // A day-long window whose entries span more than 2^32 µs keeps one whole timestamp inline.
+    let daily = SlidingLog::new(100, Duration::from_secs(86_400), SlidingLogVariant::Accepted).unwrap();
+    let mut state: sluice::algorithm::sliding_log::SlidingLogState = Default::default();
+    state = daily.step(&state, at(0), 1).1;
+    state = daily.step(&state, at(5_000_000), 1).1;
+    assert_eq!((state.len(), state.heap_bytes()), (2, 2 * 8), "two whole timestamps: 2 slots of 8 bytes");
+    let (decision, _) = daily.step(&state, at(5_000_000), 0);
+    assert_eq!(decision.remaining, 98);
+}

@@ -401,7 +401,8 @@ proptest! {
     }
 
     /// The sliding log is exact: no half-open window `(t − W, t]` holds more than `N`
-    /// admitted cost, checked at every admitted time, for both variants.
+    /// admitted cost, checked at every admitted time, for both variants; and its log never
+    /// holds more than `N` entries.
     #[test]
     fn sliding_log_never_admits_more_than_limit_per_window(
         (spec, trace) in sliding_log().prop_flat_map(|spec| {
@@ -416,6 +417,8 @@ proptest! {
         for &(now, cost) in &trace {
             let (decision, next) = log.step(&state, Timestamp::from_micros(now), cost);
             state = next;
+            let held: &sluice::algorithm::sliding_log::SlidingLogState = &state;
+            prop_assert!(held.len() as u64 <= limit, "{} entries held, limit {}: {:?}", held.len(), limit, trace);
             if decision.allowed && cost > 0 {
                 admitted.push((now, cost));
                 let in_window: u64 =
