@@ -12,6 +12,8 @@
 //! Cases (`keyed/<algorithm>/<case>/<keys>`):
 //! - `allowed/{1,1000,1000000}`: limits sized so that nearly every check is allowed by both
 //!   (`L` per second with `L = max(100, 50 000 000 / keys)`).
+//! - `sliding_log/allowed_10ms/1000`: as `allowed/1000` with 500 per 10 ms: the same checks,
+//!   while each key's log holds about a hundred times fewer entries (it stays in cache).
 //! - `sliding_log/allowed_fresh/1000000`: 1 000 000 keys whose logs start with one entry.
 //! - `sliding_log/over_limit/1`: one hot key far over a 1 000 per second limit, so that
 //!   nearly every check is rejected by both.
@@ -81,14 +83,14 @@ enum Algorithm {
 }
 
 impl Algorithm {
-    /// `per_second` requests per second, burst `per_second`, in this algorithm.
-    fn policy(self, per_second: u64) -> Policy {
-        let second = Duration::from_secs(1);
+    /// `rate.limit` requests per `rate.window`, burst `rate.limit`, in this algorithm.
+    fn policy(self, rate: Rate) -> Policy {
+        let (limit, window) = (u64::from(rate.limit), rate.window);
         let policy: Result<Policy, _> = match self {
-            Algorithm::SlidingLog => SlidingLog::new(per_second, second, SlidingLogVariant::Accepted).map(Policy::from),
-            Algorithm::TokenBucket => token_bucket(per_second).map(Policy::from),
+            Algorithm::SlidingLog => SlidingLog::new(limit, window, SlidingLogVariant::Accepted).map(Policy::from),
+            Algorithm::TokenBucket => token_bucket(limit, window).map(Policy::from),
             Algorithm::FixedWindow => {
-                FixedWindow::new(per_second, second, Alignment::Aligned, Duration::ZERO).map(Policy::from)
+                FixedWindow::new(limit, window, Alignment::Aligned, Duration::ZERO).map(Policy::from)
             }
         };
         policy.expect("valid policy")
@@ -103,13 +105,28 @@ impl Algorithm {
     }
 }
 
-/// A bucket of `per_second` tokens refilled by `per_second` every second.
-fn token_bucket(per_second: u64) -> Result<TokenBucket, sluice::PolicyError> {
-    TokenBucket::new(TokenBucketSettings {
-        capacity: per_second,
-        refill_amount: per_second,
-        refill_interval: Duration::from_secs(1),
-    })
+/// A bucket of `limit` tokens refilled by `limit` every `window`.
+fn token_bucket(limit: u64, window: Duration) -> Result<TokenBucket, sluice::PolicyError> {
+    TokenBucket::new(TokenBucketSettings { capacity: limit, refill_amount: limit, refill_interval: window })
+}
+
+/// A quota: `limit` requests per `window`.
+#[derive(Clone, Copy)]
+struct Rate {
+    limit: u32,
+    window: Duration,
+}
+
+impl Rate {
+    fn per_second(limit: u32) -> Self {
+        Rate { limit, window: Duration::from_secs(1) }
+    }
+
+    /// The same quota for governor: a request every `window / limit`, burst `limit`.
+    fn governor(self) -> Quota {
+        let limit = NonZeroU32::new(self.limit).expect("non-zero rate");
+        Quota::with_period(self.window / self.limit).expect("non-zero period").allow_burst(limit)
+    }
 }
 
 /// Both peers over the same keys, built once per group.
@@ -123,15 +140,14 @@ struct Peers {
 }
 
 impl Peers {
-    fn new(algorithm: Algorithm, keys: usize, per_second: u32, prefill: bool) -> Self {
-        let limit = Limit::new("bench", algorithm.policy(u64::from(per_second)));
+    fn new(algorithm: Algorithm, keys: usize, rate: Rate, prefill: bool) -> Self {
+        let limit = Limit::new("bench", algorithm.policy(rate));
         // The store's own clock (by which it drops expired states) never moves: prefilling
         // 1 000 000 keys takes seconds, longer than the window, and a sweep must not drop
         // the states of the keys filled first before they are measured.
         let store = MemoryStore::builder().clock(ManualClock::at(Timestamp::EPOCH)).build();
         let limiter = RateLimiter::builder().limit(limit.clone()).store(store.clone()).build().expect("one limit");
-        let rate = NonZeroU32::new(per_second).expect("non-zero rate");
-        let governor = DefaultKeyedRateLimiter::keyed(Quota::per_second(rate));
+        let governor = DefaultKeyedRateLimiter::keyed(rate.governor());
         let peers = Peers {
             keys: (0..keys).map(key_bytes).collect(),
             clock: SystemClock::new(),
@@ -141,7 +157,7 @@ impl Peers {
             governor,
         };
         let logged = matches!(algorithm, Algorithm::SlidingLog) && prefill;
-        peers.prefill(if logged { u64::from(per_second) } else { 1 });
+        peers.prefill(if logged { u64::from(rate.limit) } else { 1 }, rate.window);
         for key in &peers.keys {
             black_box(peers.governor_check(key));
         }
@@ -152,14 +168,15 @@ impl Peers {
     /// steady-state size: a log keeps growing until it holds `limit` entries (or expires
     /// entirely) and never gives back its capacity, and measuring that growth would add
     /// page faults that a long-running limiter no longer pays. All but the last request
-    /// are spread over a window that ended a second ago; the last is checked now, so no
+    /// are spread over a window that ended a window ago; the last is checked now, so no
     /// state is expired and no sweep drops it.
-    fn prefill(&self, per_key: u64) {
-        let start = self.clock.now().as_micros() - 2_000_000;
+    fn prefill(&self, per_key: u64, window: Duration) {
+        let window = window.as_micros() as u64;
+        let start = self.clock.now().as_micros() - 2 * window;
         for key in &self.keys {
             let key = Key::new(key).expect("16-byte key");
             for index in 1..per_key {
-                let at = Timestamp::from_micros(start + index * 1_000_000 / per_key);
+                let at = Timestamp::from_micros(start + index * window / per_key);
                 assert!(self.store.check_one(key, &self.limit, at, 1).allowed);
             }
             assert!(self.store.check_one(key, &self.limit, self.clock.now(), 1).allowed);
@@ -237,12 +254,13 @@ fn two_threads(group: &mut BenchmarkGroup<'_, WallTime>, peers: &Peers, name: &s
     });
 }
 
-fn group(c: &mut Criterion, algorithm: Algorithm, case: &str, keys: usize, per_second: u32, prefill: bool) {
+fn group(c: &mut Criterion, algorithm: Algorithm, case: &str, keys: usize, rate: Rate, prefill: bool) {
     let name = &format!("keyed/{}/{case}/{keys}", algorithm.name());
     let started = Instant::now();
-    let peers = Peers::new(algorithm, keys, per_second, prefill);
+    let peers = Peers::new(algorithm, keys, rate, prefill);
     let logged = peers.store.heap_bytes();
-    eprintln!("{name}: {keys} keys, {per_second}/s, set up in {:.1?}, {logged} heap bytes", started.elapsed());
+    let (limit, window) = (rate.limit, rate.window);
+    eprintln!("{name}: {keys} keys, {limit} per {window:?}, set up in {:.1?}, {logged} heap bytes", started.elapsed());
     let mut group = c.benchmark_group(name);
     group.measurement_time(Duration::from_secs(3)).warm_up_time(Duration::from_secs(1));
     let tallies: Vec<(String, Tally)> = FUNCTIONS
@@ -263,12 +281,15 @@ fn group(c: &mut Criterion, algorithm: Algorithm, case: &str, keys: usize, per_s
 }
 
 fn keyed(c: &mut Criterion) {
-    let per_second = |keys: usize| (50_000_000 / keys).max(100) as u32;
+    let per_second = |keys: usize| Rate::per_second((50_000_000 / keys).max(100) as u32);
     for keys in [1, 1_000, 1_000_000] {
         group(c, Algorithm::SlidingLog, "allowed", keys, per_second(keys), true);
     }
-    group(c, Algorithm::SlidingLog, "allowed_fresh", 1_000_000, 100, false);
-    group(c, Algorithm::SlidingLog, "over_limit", 1, 1_000, true);
+    // The same keys and rate of checks, with logs a hundred times shorter.
+    let short = Rate { limit: 500, window: Duration::from_millis(10) };
+    group(c, Algorithm::SlidingLog, "allowed_10ms", 1_000, short, true);
+    group(c, Algorithm::SlidingLog, "allowed_fresh", 1_000_000, Rate::per_second(100), false);
+    group(c, Algorithm::SlidingLog, "over_limit", 1, Rate::per_second(1_000), true);
     for algorithm in [Algorithm::TokenBucket, Algorithm::FixedWindow] {
         for keys in [1_000, 1_000_000] {
             group(c, algorithm, "allowed", keys, per_second(keys), true);
