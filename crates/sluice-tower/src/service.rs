@@ -7,7 +7,7 @@ use crate::response::LayerBody;
 use crate::shared::Shared;
 use http::request::Parts;
 use http::{Request, Response};
-use sluice::{Clock, Key, MemoryStore, Source, Store, StoreError, Verdict};
+use sluice::{Clock, Decision, Key, MemoryStore, Source, Store, StoreError, Verdict};
 use std::any::Any;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -73,6 +73,7 @@ where
         self.inner.poll_ready(cx)
     }
 
+    #[inline]
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
         // The usual case on the shortest path: a ready extractor, no cost function, one
         // limit on the memory store, and a request that proceeds at once. The request is
@@ -89,16 +90,34 @@ where
                 let fields = shared.policy_fields[0].render(&decision);
                 return ResponseFuture::inner(self.inner.call(request), fields);
             }
-            let (parts, body) = request.into_parts();
-            let judgement = judge(shared, Ok(Verdict::new(decision, 0, Source::Store)), &parts);
-            return self.answer(judgement, parts, body);
+            return self.refuse(request, decision);
         }
         self.call_with_key(request)
     }
 }
 
 impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
+    /// Answers a request that the memory store did not let through at once.
+    #[cold]
+    #[inline(never)]
+    fn refuse<ReqBody, ResBody>(
+        &mut self,
+        request: Request<ReqBody>,
+        decision: Decision,
+    ) -> ResponseFuture<T::Future, ResBody, T::Error>
+    where
+        T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+        T::Future: Send,
+        ReqBody: Send + 'static,
+        ResBody: LayerBody,
+    {
+        let (parts, body) = request.into_parts();
+        let judgement = judge(&self.shared, Ok(Verdict::new(decision, 0, Source::Store)), &parts);
+        self.answer(judgement, parts, body)
+    }
+
     /// [`call`](Service::call) off the shortest path.
+    #[inline(never)]
     fn call_with_key<ReqBody, ResBody>(
         &mut self,
         request: Request<ReqBody>,
