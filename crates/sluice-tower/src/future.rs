@@ -33,6 +33,7 @@ pin_project! {
 }
 
 impl<F, B, E> ResponseFuture<F, B, E> {
+    #[inline(always)]
     pub(crate) fn inner(future: F, fields: Option<AllowedFields>) -> Self {
         ResponseFuture { state: State::Inner { future, fields } }
     }

@@ -147,10 +147,15 @@ impl PolicyFields {
     }
 
     /// The fields of an allowed `decision`, to add to a response later.
+    #[inline]
     pub fn render(&self, decision: &Decision) -> Option<AllowedFields> {
         if self.silent || self.policy.is_empty() {
             return None;
         }
+        self.render_fields(decision)
+    }
+
+    fn render_fields(&self, decision: &Decision) -> Option<AllowedFields> {
         let reset = whole_seconds(decision.reset_after);
         let mut value = SmallVec::<[u8; 64]>::new();
         value.extend_from_slice(&self.ratelimit_prefix);

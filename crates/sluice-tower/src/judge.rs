@@ -21,8 +21,13 @@ pub(crate) enum Judgement {
 /// The key of the request whose head is `parts`: its own, or the shared key of keyless
 /// requests; `None` when it must be answered with [`missing_key`].
 pub(crate) fn request_key<S, C>(shared: &Shared<S, C>, parts: &Parts) -> Option<RequestKey> {
-    let key = shared.key.extract(parts).filter(|key| sluice::Key::new(key.as_bytes()).is_ok());
-    match (key, &shared.missing_key) {
+    or_shared_key(shared, shared.key.extract(parts))
+}
+
+/// `key` if it is a valid one, else the shared key of keyless requests if there is one.
+#[inline]
+pub(crate) fn or_shared_key<S, C>(shared: &Shared<S, C>, key: Option<RequestKey>) -> Option<RequestKey> {
+    match (key.filter(|key| sluice::Key::new(key.as_bytes()).is_ok()), &shared.missing_key) {
         (Some(key), _) => Some(key),
         (None, MissingKey::Shared(key)) => Some(key.clone()),
         (None, MissingKey::Reject(_)) => None,
@@ -40,27 +45,54 @@ pub(crate) fn missing_key<S, C>(shared: &Shared<S, C>, parts: &Parts) -> Respons
 
 /// What the store's answer means for the request.
 pub(crate) fn judge<S, C>(shared: &Shared<S, C>, checked: Result<Verdict, StoreError>, parts: &Parts) -> Judgement {
+    match forward(shared, checked) {
+        Ok((delay, fields)) => Judgement::Forward { delay, fields },
+        Err(Ok(verdict)) => refuse(shared, &verdict, parts),
+        Err(Err(error)) => store_error(shared, &error, parts),
+    }
+}
+
+/// The store's answer when it lets the request proceed, which needs nothing of the request:
+/// the shaping delay and the fields for the response. Otherwise `checked` back, for
+/// [`judge`] to answer.
+#[inline]
+pub(crate) fn forward<S, C>(shared: &Shared<S, C>, checked: Result<Verdict, StoreError>) -> Result<Forward, Checked> {
     let verdict = match checked {
         Ok(verdict) => verdict,
-        Err(error) => return store_error(shared, &error, parts),
+        Err(_) if shared.on_store_error == OnStoreError::Allow => return Ok((Duration::ZERO, None)),
+        Err(error) => return Err(Err(error)),
     };
-    let limits = shared.limiter.limits();
-    let index = verdict.limit.min(limits.len() - 1);
-    let limit = &limits[index];
-    let decision = verdict.decision;
-    if decision.allowed && decision.delay > shared.max_delay {
-        // Its turn is taken, but waiting that long is not allowed: retry when it comes.
-        return reject(shared, limit, &decision.rejected(RetryAfter::After(decision.delay)), parts);
-    }
-    if !decision.allowed {
-        return reject(shared, limit, &decision, parts);
+    let decision = &verdict.decision;
+    if !decision.allowed || decision.delay > shared.max_delay {
+        return Err(Ok(verdict));
     }
     // A fresh state made up by a store that failed open is not worth announcing.
     let fields = match verdict.source {
         Source::FailedOpen => None,
-        _ => shared.policy_fields.get(index).and_then(|fields| fields.render(&decision)),
+        _ => {
+            let index = verdict.limit.min(shared.policy_fields.len().saturating_sub(1));
+            shared.policy_fields.get(index).and_then(|fields| fields.render(decision))
+        }
     };
-    Judgement::Forward { delay: decision.delay, fields }
+    Ok((decision.delay, fields))
+}
+
+/// A request that proceeds: after this shaping delay, and its response gets these fields.
+pub(crate) type Forward = (Duration, Option<AllowedFields>);
+/// A store's answer.
+pub(crate) type Checked = Result<Verdict, StoreError>;
+
+/// The answer to a request the store did not let through (rejected, or allowed after a
+/// longer delay than the layer may wait).
+fn refuse<S, C>(shared: &Shared<S, C>, verdict: &Verdict, parts: &Parts) -> Judgement {
+    let limits = shared.limiter.limits();
+    let limit = &limits[verdict.limit.min(limits.len() - 1)];
+    let decision = verdict.decision;
+    if decision.allowed {
+        // Its turn is taken, but waiting that long is not allowed: retry when it comes.
+        return reject(shared, limit, &decision.rejected(RetryAfter::After(decision.delay)), parts);
+    }
+    reject(shared, limit, &decision, parts)
 }
 
 fn store_error<S, C>(shared: &Shared<S, C>, error: &StoreError, parts: &Parts) -> Judgement {

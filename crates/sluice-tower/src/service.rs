@@ -1,13 +1,13 @@
 //! [`RateLimit`]: the service a [`RateLimitLayer`](crate::RateLimitLayer) wraps around another.
 
 use crate::future::{ResponseFuture, with_fields};
-use crate::judge::{Judgement, judge, missing_key, request_key};
+use crate::judge::{Judgement, forward, judge, missing_key, or_shared_key, request_key};
 use crate::key::RequestKey;
 use crate::response::LayerBody;
 use crate::shared::Shared;
 use http::request::Parts;
 use http::{Request, Response};
-use sluice::{Clock, Key, MemoryStore, Source, Store, StoreError, Verdict};
+use sluice::{Clock, Decision, Key, MemoryStore, Source, Store, StoreError, Verdict};
 use std::any::Any;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -73,7 +73,98 @@ where
         self.inner.poll_ready(cx)
     }
 
+    #[inline]
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
+        // The usual case on the shortest path: a ready extractor, no cost function, one
+        // limit on the memory store, and a request that proceeds at once. The request is
+        // taken apart only when it has to be (for the cost function, a closure extractor,
+        // or the answers that read the head), and no verdict is built for the store's
+        // decision.
+        let shared = &*self.shared;
+        if let Some((memory, limit)) = shared.memory_one()
+            && let Some(Some(key)) = shared.key.extract_in(request.headers(), request.extensions())
+            && let Ok(store_key) = Key::new(key.as_bytes())
+        {
+            let decision = memory.check_one(store_key, limit, shared.limiter.clock().now(), 1);
+            if decision.allowed && decision.delay.is_zero() {
+                let fields = shared.policy_fields[0].render(&decision);
+                return ResponseFuture::inner(self.inner.call(request), fields);
+            }
+            return self.refuse(request, decision);
+        }
+        self.call_with_key(request)
+    }
+}
+
+impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
+    /// Answers a request that the memory store did not let through at once.
+    #[cold]
+    #[inline(never)]
+    fn refuse<ReqBody, ResBody>(
+        &mut self,
+        request: Request<ReqBody>,
+        decision: Decision,
+    ) -> ResponseFuture<T::Future, ResBody, T::Error>
+    where
+        T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+        T::Future: Send,
+        ReqBody: Send + 'static,
+        ResBody: LayerBody,
+    {
+        let (parts, body) = request.into_parts();
+        let judgement = judge(&self.shared, Ok(Verdict::new(decision, 0, Source::Store)), &parts);
+        self.answer(judgement, parts, body)
+    }
+
+    /// [`call`](Service::call) off the shortest path.
+    #[inline(never)]
+    fn call_with_key<ReqBody, ResBody>(
+        &mut self,
+        request: Request<ReqBody>,
+    ) -> ResponseFuture<T::Future, ResBody, T::Error>
+    where
+        T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+        T::Future: Send,
+        ReqBody: Send + 'static,
+        ResBody: LayerBody,
+    {
+        let shared = &self.shared;
+        let key = match shared.key.extract_in(request.headers(), request.extensions()) {
+            Some(key) if shared.cost.is_none() => key,
+            _ => return self.call_with_head(request),
+        };
+        let Some(key) = or_shared_key(shared, key) else {
+            return self.call_with_head(request);
+        };
+        let Some(checked) = self.check_at_once(&key, 1) else {
+            let (parts, body) = request.into_parts();
+            return self.check_later(key, 1, parts, body);
+        };
+        match forward(&self.shared, checked) {
+            Ok((delay, fields)) if delay.is_zero() => ResponseFuture::inner(self.inner.call(request), fields),
+            Ok((delay, fields)) => {
+                let (parts, body) = request.into_parts();
+                self.answer(Judgement::Forward { delay, fields }, parts, body)
+            }
+            Err(checked) => {
+                let (parts, body) = request.into_parts();
+                let judgement = judge(&self.shared, checked, &parts);
+                self.answer(judgement, parts, body)
+            }
+        }
+    }
+
+    /// [`call`](Service::call) for requests that must be taken apart to be keyed or costed.
+    fn call_with_head<ReqBody, ResBody>(
+        &mut self,
+        request: Request<ReqBody>,
+    ) -> ResponseFuture<T::Future, ResBody, T::Error>
+    where
+        T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+        T::Future: Send,
+        ReqBody: Send + 'static,
+        ResBody: LayerBody,
+    {
         let (parts, body) = request.into_parts();
         let Some(key) = request_key(&self.shared, &parts) else {
             return ResponseFuture::ready(missing_key(&self.shared, &parts).map(ResBody::from_rejection));
@@ -84,9 +175,7 @@ where
             None => self.check_later(key, cost, parts, body),
         }
     }
-}
 
-impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
     /// The verdict of the memory store, which decides without waiting: no allocation and
     /// no clone of the inner service. `None` for stores that must be awaited.
     fn check_at_once(&self, key: &RequestKey, cost: u64) -> Option<Result<Verdict, StoreError>> {

@@ -2,10 +2,11 @@
 //! rules for keys, costs and answers.
 
 use crate::headers::{Fields, PolicyFields};
-use crate::key::{KeyExtractor, MissingKey};
+use crate::key::{Extractor, MissingKey};
 use crate::response::{Rejection, RejectionBody};
 use http::request::Parts;
-use sluice::{Limit, RateLimiter};
+use sluice::{Limit, MemoryStore, RateLimiter, Store};
+use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,7 +32,7 @@ pub enum OnStoreError {
 pub(crate) struct Shared<S, C> {
     /// The policies, the store and the clock.
     pub(crate) limiter: RateLimiter<S, C>,
-    pub(crate) key: Arc<dyn KeyExtractor>,
+    pub(crate) key: Extractor,
     pub(crate) cost: Option<CostFn>,
     pub(crate) missing_key: MissingKey,
     pub(crate) fields: Fields,
@@ -40,6 +41,22 @@ pub(crate) struct Shared<S, C> {
     pub(crate) max_delay: Duration,
     pub(crate) on_rejection: RejectFn,
     pub(crate) on_store_error: OnStoreError,
+}
+
+impl<S: Store, C> Shared<S, C> {
+    /// The memory store and the one limit, when the layer has nothing else: its check
+    /// needs no future and no verdict.
+    #[inline]
+    pub(crate) fn memory_one(&self) -> Option<(&MemoryStore, &Limit)> {
+        if self.cost.is_some() {
+            return None;
+        }
+        let memory = (self.limiter.store() as &dyn Any).downcast_ref::<MemoryStore>()?;
+        match self.limiter.limits() {
+            [limit] => Some((memory, limit)),
+            _ => None,
+        }
+    }
 }
 
 /// The fields of each of `limits`.

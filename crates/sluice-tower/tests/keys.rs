@@ -5,7 +5,9 @@ mod support;
 use axum::body::Body;
 use http::{HeaderName, Request, StatusCode};
 use sluice_tower::RateLimitLayer;
-use sluice_tower::key::{ClientIp, ExtensionKey, HeaderKey, MissingKey, PeerIp, RequestKey, TrustedProxies};
+use sluice_tower::key::{
+    ClientIp, ExtensionKey, HeaderKey, KeyExtractor, MissingKey, PeerIp, RequestKey, TrustedProxies,
+};
 use std::time::Duration;
 use support::*;
 
@@ -181,4 +183,41 @@ async fn a_key_longer_than_1024_bytes_follows_the_missing_key_rule() {
 async fn without_connection_info_peer_ip_has_no_key() {
     let app = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), PeerIp::new()));
     assert_eq!(status(&app, Request::get("/").body(Body::empty()).unwrap()).await, 400);
+}
+
+/// The status and every header of each answer to `requests`, body included.
+async fn answers(app: &axum::Router, requests: Vec<Request<Body>>) -> Vec<(u16, Vec<(String, String)>, String)> {
+    let mut answers = Vec::new();
+    for request in requests {
+        let response = send(app, request).await;
+        let status = response.status().as_u16();
+        let mut headers: Vec<_> = response
+            .headers()
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_str().unwrap_or("?").to_owned()))
+            .collect();
+        headers.sort();
+        answers.push((status, headers, body_text(response).await));
+    }
+    answers
+}
+
+#[tokio::test]
+async fn ready_extractors_answer_like_the_same_closure() {
+    // The ready extractors key a request without taking it apart; a closure gets the head.
+    // Both must give the same answers: allowed with fields, rejected, keyless.
+    let two_per_minute = || sliding_log("two", 2, Duration::from_secs(60));
+    let requests = || {
+        ["192.0.2.1:1", "192.0.2.1:2", "192.0.2.1:3", "192.0.2.2:1"]
+            .into_iter()
+            .map(from_peer)
+            .chain([Request::get("/").body(Body::empty()).unwrap()])
+            .collect::<Vec<_>>()
+    };
+    let ready = app(RateLimitLayer::from_limiter(limiter([two_per_minute()], clock()), PeerIp::new()));
+    let closure = |parts: &http::request::Parts| PeerIp::new().extract(parts);
+    let by_closure = app(RateLimitLayer::from_limiter(limiter([two_per_minute()], clock()), closure));
+    let expected = answers(&by_closure, requests()).await;
+    assert_eq!(expected.iter().map(|answer| answer.0).collect::<Vec<_>>(), [200, 200, 429, 200, 400]);
+    assert_eq!(answers(&ready, requests()).await, expected);
 }

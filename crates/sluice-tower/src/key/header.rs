@@ -1,8 +1,8 @@
 //! Keys from a request header, such as an API key.
 
 use super::{KeyExtractor, RequestKey};
-use http::HeaderName;
 use http::request::Parts;
+use http::{HeaderMap, HeaderName};
 
 /// Keys a request by the value of one header (the first line of it); a request without
 /// the header, or with an empty one, has no key.
@@ -29,9 +29,16 @@ impl HeaderKey {
     }
 }
 
+impl HeaderKey {
+    /// [`extract`](KeyExtractor::extract) from the request's headers alone.
+    pub(crate) fn extract_in(&self, headers: &HeaderMap) -> Option<RequestKey> {
+        let value = headers.get(&self.name)?.as_bytes();
+        (!value.is_empty()).then(|| RequestKey::from(value))
+    }
+}
+
 impl KeyExtractor for HeaderKey {
     fn extract(&self, parts: &Parts) -> Option<RequestKey> {
-        let value = parts.headers.get(&self.name)?.as_bytes();
-        (!value.is_empty()).then(|| RequestKey::from(value))
+        self.extract_in(&parts.headers)
     }
 }

@@ -4,6 +4,8 @@ use super::forwarded::chain;
 use super::{KeyExtractor, RequestKey, TrustedProxies};
 use axum::extract::ConnectInfo;
 use http::request::Parts;
+use http::{Extensions, HeaderMap};
+use smallvec::SmallVec;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// The prefix IPv6 clients are keyed by unless told otherwise: a /64 is what one
@@ -14,7 +16,11 @@ pub const DEFAULT_IPV6_PREFIX: u8 = 64;
 /// axum's `ConnectInfo<SocketAddr>` (`into_make_service_with_connect_info`), tonic's
 /// `TcpConnectInfo`, or a plain `SocketAddr` (hyper users insert it themselves).
 pub fn peer_addr(parts: &Parts) -> Option<SocketAddr> {
-    let extensions = &parts.extensions;
+    peer_addr_in(&parts.extensions)
+}
+
+/// [`peer_addr`] from the request's extensions alone.
+pub(crate) fn peer_addr_in(extensions: &Extensions) -> Option<SocketAddr> {
     if let Some(ConnectInfo(address)) = extensions.get::<ConnectInfo<SocketAddr>>() {
         return Some(*address);
     }
@@ -50,9 +56,16 @@ impl Default for PeerIp {
     }
 }
 
+impl PeerIp {
+    /// [`extract`](KeyExtractor::extract) from the request's extensions alone.
+    pub(crate) fn extract_in(&self, extensions: &Extensions) -> Option<RequestKey> {
+        peer_addr_in(extensions).map(|peer| ip_key(peer.ip(), self.ipv6_prefix))
+    }
+}
+
 impl KeyExtractor for PeerIp {
     fn extract(&self, parts: &Parts) -> Option<RequestKey> {
-        peer_addr(parts).map(|peer| ip_key(peer.ip(), self.ipv6_prefix))
+        self.extract_in(&parts.extensions)
     }
 }
 
@@ -97,6 +110,11 @@ impl ClientIp {
 
     /// The client's address for a request from `peer`.
     pub fn client(&self, parts: &Parts, peer: IpAddr) -> IpAddr {
+        self.client_in(&parts.headers, peer)
+    }
+
+    /// [`client`](Self::client) from the request's headers alone.
+    fn client_in(&self, headers: &HeaderMap, peer: IpAddr) -> IpAddr {
         let trusted = match self.proxies {
             TrustedProxies::Hops(hops) => hops > 0,
             TrustedProxies::Cidrs(_) => self.proxies.trusts(peer),
@@ -104,14 +122,19 @@ impl ClientIp {
         if !trusted {
             return peer;
         }
-        self.proxies.client(peer, &chain(&parts.headers))
+        self.proxies.client(peer, &chain(headers))
+    }
+
+    /// [`extract`](KeyExtractor::extract) from the request's headers and extensions alone.
+    pub(crate) fn extract_in(&self, headers: &HeaderMap, extensions: &Extensions) -> Option<RequestKey> {
+        let peer = peer_addr_in(extensions)?.ip();
+        Some(ip_key(self.client_in(headers, peer), self.ipv6_prefix))
     }
 }
 
 impl KeyExtractor for ClientIp {
     fn extract(&self, parts: &Parts) -> Option<RequestKey> {
-        let peer = peer_addr(parts)?.ip();
-        Some(ip_key(self.client(parts, peer), self.ipv6_prefix))
+        self.extract_in(&parts.headers, &parts.extensions)
     }
 }
 
@@ -125,28 +148,36 @@ pub(crate) fn ip_key(address: IpAddr, prefix: u8) -> RequestKey {
 }
 
 fn ipv4_key(address: Ipv4Addr) -> RequestKey {
-    // Written on the stack, a digit at a time (no slice copies), and copied once: this
-    // runs on every request.
-    let mut text = [0_u8; 15];
+    // Put together in a register, four bytes per octet from a table (the digits and a dot;
+    // the next octet overwrites what is past its digits), and stored once straight into the
+    // key's inline buffer: this runs on every request.
+    let mut text = 0_u128;
     let mut len = 0;
-    for (index, octet) in address.octets().into_iter().enumerate() {
-        if index > 0 {
-            text[len] = b'.';
-            len += 1;
-        }
-        if octet >= 100 {
-            text[len] = b'0' + octet / 100;
-            len += 1;
-        }
-        if octet >= 10 {
-            text[len] = b'0' + octet / 10 % 10;
-            len += 1;
-        }
-        text[len] = b'0' + octet % 10;
-        len += 1;
+    for octet in address.octets() {
+        let (digits, count) = OCTETS[usize::from(octet)];
+        text |= u128::from(u32::from_le_bytes(digits)) << (8 * len);
+        len += count;
     }
-    RequestKey::from(&text[..len])
+    let mut buffer = [0_u8; 48];
+    buffer[..16].copy_from_slice(&text.to_le_bytes());
+    RequestKey(SmallVec::from_buf_and_len(buffer, len - 1))
 }
+
+/// Each octet's decimal digits followed by a dot, and how many bytes of that to keep.
+const OCTETS: [([u8; 4], usize); 256] = {
+    let mut table = [([0_u8; 4], 0); 256];
+    let mut octet = 0;
+    while octet < 256 {
+        let (hundreds, tens, ones) = ((octet / 100) as u8, (octet / 10 % 10) as u8, (octet % 10) as u8);
+        table[octet] = match octet {
+            0..10 => ([b'0' + ones, b'.', 0, 0], 2),
+            10..100 => ([b'0' + tens, b'0' + ones, b'.', 0], 3),
+            _ => ([b'0' + hundreds, b'0' + tens, b'0' + ones, b'.'], 4),
+        };
+        octet += 1;
+    }
+    table
+};
 
 fn ipv6_key(address: Ipv6Addr, prefix: u8) -> RequestKey {
     let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
@@ -183,6 +214,12 @@ mod tests {
         assert_eq!(key("203.0.113.9", 64), "203.0.113.9");
         assert_eq!(key("10.0.100.255", 64), "10.0.100.255");
         assert_eq!(key("0.0.0.0", 64), "0.0.0.0");
+        assert_eq!(key("255.255.255.255", 64), "255.255.255.255");
+        assert_eq!(key("1.22.100.7", 64), "1.22.100.7");
+        for octet in 0..=255_u8 {
+            let address = std::net::Ipv4Addr::new(octet, 9, octet, octet);
+            assert_eq!(key(&address.to_string(), 64), address.to_string());
+        }
         assert_eq!(key("::ffff:203.0.113.9", 64), "203.0.113.9");
     }
 
