@@ -199,7 +199,7 @@ fn main() {
     }
     println!();
     println!(
-        "A sliding-log key holding one request reserves {slot_bytes} bytes of slots (4 bytes each in a 1 s window)."
+        "A sliding-log key holding one request has {slot_bytes} bytes of slots on the heap (up to two entries stay inside its state)."
     );
     sliding_log_slots();
     sliding_log_retention();
