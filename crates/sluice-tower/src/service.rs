@@ -7,8 +7,7 @@ use crate::response::LayerBody;
 use crate::shared::Shared;
 use http::request::Parts;
 use http::{Request, Response};
-use sluice::{Clock, Decision, Key, MemoryStore, Source, Store, StoreError, Verdict};
-use std::any::Any;
+use sluice::{Clock, Decision, Key, Source, Store, StoreError, Verdict};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tower::Service;
@@ -180,7 +179,7 @@ impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
     /// no clone of the inner service. `None` for stores that must be awaited.
     fn check_at_once(&self, key: &RequestKey, cost: u64) -> Option<Result<Verdict, StoreError>> {
         let limiter = &self.shared.limiter;
-        let memory = (limiter.store() as &dyn Any).downcast_ref::<MemoryStore>()?;
+        let memory = self.shared.memory()?;
         let key = Key::new(key.as_bytes()).ok()?;
         let now = limiter.clock().now();
         match limiter.limits() {

@@ -44,6 +44,12 @@ pub(crate) struct Shared<S, C> {
 }
 
 impl<S: Store, C> Shared<S, C> {
+    /// The layer's store, when it is the memory store (which decides without waiting).
+    #[inline]
+    pub(crate) fn memory(&self) -> Option<&MemoryStore> {
+        (self.limiter.store() as &dyn Any).downcast_ref::<MemoryStore>()
+    }
+
     /// The memory store and the one limit, when the layer has nothing else: its check
     /// needs no future and no verdict.
     #[inline]
@@ -51,7 +57,7 @@ impl<S: Store, C> Shared<S, C> {
         if self.cost.is_some() {
             return None;
         }
-        let memory = (self.limiter.store() as &dyn Any).downcast_ref::<MemoryStore>()?;
+        let memory = self.memory()?;
         match self.limiter.limits() {
             [limit] => Some((memory, limit)),
             _ => None,
