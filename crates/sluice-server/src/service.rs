@@ -63,10 +63,10 @@ impl Service {
         let Some(path) = &self.config_path else {
             anyhow::bail!("the service runs the built-in configuration: there is no file to reload");
         };
-        let loaded = ServiceConfig::load(path);
-        self.engine.metrics().count_reload(loaded.is_ok());
-        let config = loaded
-            .inspect_err(|error| tracing::error!("configuration reload refused, the old one stays: {error:#}"))?;
+        let config = ServiceConfig::load(path).inspect_err(|error| {
+            self.engine.metrics().count_reload(false);
+            tracing::error!("configuration reload refused, the old one stays: {error:#}");
+        })?;
         if config.server != self.engine.loaded().config.server {
             tracing::warn!("the `server:` section changed; its settings take effect at the next restart");
         }
@@ -74,6 +74,8 @@ impl Service {
         let fresh = config.limit_ids().iter().filter(|id| !old.contains(id)).count();
         let report = ReloadReport { policies: config.policies().len(), fresh };
         self.engine.replace(config);
+        // Counted once in force, so whoever sees the count also sees the new policies.
+        self.engine.metrics().count_reload(true);
         tracing::info!(policies = report.policies, fresh = report.fresh, "configuration reloaded");
         Ok(report)
     }
