@@ -57,12 +57,53 @@ impl Short {
     pub(crate) const MAX_LEN: usize = 15;
 
     /// `key` (at most [`MAX_LEN`](Self::MAX_LEN) bytes) in its stored form.
+    ///
+    /// Put together in a register from two overlapping reads (the first and the last 8,
+    /// 4 or 1 bytes), as short-input hashes do, rather than copied with a `memcpy` call of
+    /// variable length: this runs for every check of a short key.
+    #[inline]
     pub(crate) fn encode(key: &[u8]) -> Self {
-        let mut bytes = [0; 16];
-        bytes[..key.len()].copy_from_slice(key);
-        bytes[15] = key.len() as u8;
-        Short(bytes)
+        let len = key.len();
+        debug_assert!(len <= Self::MAX_LEN);
+        let value = match len {
+            8.. => u128::from(first_u64(key)) | u128::from(tail_u64(key, 8)) << 64,
+            4.. => u128::from(first_u32(key)) | u128::from(tail_u32(key, 4)) << 32,
+            1.. => {
+                u128::from(key[0])
+                    | u128::from(key[len / 2]) << (8 * (len / 2))
+                    | u128::from(key[len - 1]) << (8 * (len - 1))
+            }
+            0 => 0,
+        };
+        Short((value | (len as u128) << 120).to_le_bytes())
     }
+}
+
+/// The first 8 bytes of `key` (at least 8), little-endian.
+#[inline(always)]
+fn first_u64(key: &[u8]) -> u64 {
+    u64::from_le_bytes(key[..8].try_into().unwrap_or_default())
+}
+
+/// The bytes of `key` from `from` on (`key.len() - from` of them, fewer than 8), read with
+/// its last 8 bytes, little-endian.
+#[inline(always)]
+fn tail_u64(key: &[u8], from: usize) -> u64 {
+    let last = u64::from_le_bytes(key[key.len() - 8..].try_into().unwrap_or_default());
+    last.checked_shr(8 * (8 - (key.len() - from)) as u32).unwrap_or(0)
+}
+
+/// The first 4 bytes of `key` (at least 4), little-endian.
+#[inline(always)]
+fn first_u32(key: &[u8]) -> u32 {
+    u32::from_le_bytes(key[..4].try_into().unwrap_or_default())
+}
+
+/// As [`tail_u64`], with the last 4 bytes (fewer than 4 from `from` on).
+#[inline(always)]
+fn tail_u32(key: &[u8], from: usize) -> u32 {
+    let last = u32::from_le_bytes(key[key.len() - 4..].try_into().unwrap_or_default());
+    last.checked_shr(8 * (4 - (key.len() - from)) as u32).unwrap_or(0)
 }
 
 impl StoredKey for Short {
@@ -142,6 +183,19 @@ mod tests {
                 Probe::Long(probe) => Long::store(probe).bytes().to_vec(),
             };
             assert_eq!(bytes, key, "length {len}");
+        }
+    }
+
+    #[test]
+    fn a_short_key_is_its_bytes_zero_padded_with_its_length_last() {
+        for len in 0..=Short::MAX_LEN {
+            for seed in [0x00_u8, 0x5a, 0xff] {
+                let key: Vec<u8> = (0..len as u8).map(|i| seed ^ i.wrapping_mul(151).wrapping_add(7)).collect();
+                let mut expected = [0_u8; 16];
+                expected[..len].copy_from_slice(&key);
+                expected[15] = len as u8;
+                assert_eq!(Short::encode(&key), Short(expected), "length {len}, seed {seed}");
+            }
         }
     }
 
