@@ -18,6 +18,7 @@
 
 mod ring;
 
+use ring::Entries;
 pub use ring::SlidingLogState;
 
 use super::Algorithm;
@@ -96,7 +97,7 @@ impl SlidingLog {
 
     /// Logical index of the oldest entry still in the window at `now` (`len` if none).
     #[inline(always)]
-    fn first_live(&self, state: &SlidingLogState, newest: u64, now: u64) -> usize {
+    fn first_live(&self, state: &Entries<'_>, newest: u64, now: u64) -> usize {
         let len = state.len();
         if len == 0 {
             return 0;
@@ -105,16 +106,16 @@ impl SlidingLog {
         // usually none or one has expired since: in a steady stream of requests, about one
         // per request. The two oldest are read without a branch on the first, which a
         // processor would mispredict about every other request.
-        let oldest_expired = self.expired(state.entry_below(newest, 0), now);
+        let oldest_expired = self.expired(state.at(newest, 0), now);
         let second = usize::from(len > 1);
-        let second_expired = (len > 1) & self.expired(state.entry_below(newest, second), now);
+        let second_expired = (len > 1) & self.expired(state.at(newest, second), now);
         if !second_expired {
             return usize::from(oldest_expired);
         }
         // Gallop: `lo` is expired; double the step until an entry is live or the log ends.
         let (mut lo, mut step) = (1, 1);
         let mut hi = lo + 1;
-        while hi < len && self.expired(state.entry_below(newest, hi), now) {
+        while hi < len && self.expired(state.at(newest, hi), now) {
             lo = hi;
             step *= 2;
             hi = lo + step;
@@ -123,7 +124,7 @@ impl SlidingLog {
         // Binary search: `lo` is expired, `hi` is live or the end.
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            if self.expired(state.entry_below(newest, mid), now) {
+            if self.expired(state.at(newest, mid), now) {
                 lo = mid;
             } else {
                 hi = mid;
@@ -202,9 +203,10 @@ impl Algorithm for SlidingLog {
     #[inline(always)]
     fn decide(&self, state: &SlidingLogState, now: Timestamp, cost: u64) -> (Decision, SlidingLogPlan) {
         // Time never runs backwards inside a state: decide at the newest entry at the earliest.
-        let newest = state.newest().unwrap_or(0);
+        let entries = state.view();
+        let newest = entries.newest();
         let now = now.as_micros().max(newest);
-        let first_live = self.first_live(state, newest, now);
+        let first_live = self.first_live(&entries, newest, now);
         let live = (state.len() - first_live) as u64;
         let plan = SlidingLogPlan { newest, now, cost, first_live, narrow_window: self.window <= ring::NARROW_SPAN };
         let n = self.limit;

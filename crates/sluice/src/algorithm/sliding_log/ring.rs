@@ -83,7 +83,71 @@ impl Words {
     }
 }
 
+/// A log's entries as read for one decision: the slots and the ring's position loaded
+/// once, rather than on every access (the storage's variant, the width and the capacity).
+#[derive(Clone, Copy)]
+pub(super) struct Entries<'a> {
+    words: &'a [u32],
+    head: usize,
+    len: usize,
+    epoch: u32,
+    wide: bool,
+}
+
+impl Entries<'_> {
+    /// Number of entries.
+    #[inline(always)]
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Physical slot of the logical `index`-th entry.
+    #[inline(always)]
+    fn slot(&self, index: usize) -> usize {
+        let capacity = self.words.len() >> usize::from(self.wide);
+        let slot = self.head + index;
+        if slot >= capacity { slot - capacity } else { slot }
+    }
+
+    /// The newest timestamp (0 when empty).
+    #[inline(always)]
+    pub(super) fn newest(&self) -> u64 {
+        if self.len == 0 {
+            return 0;
+        }
+        let slot = self.slot(self.len - 1);
+        if self.wide {
+            u64::from(self.words[2 * slot]) | u64::from(self.words[2 * slot + 1]) << 32
+        } else {
+            u64::from(self.epoch) << 32 | u64::from(self.words[slot])
+        }
+    }
+
+    /// The logical `index`-th entry, 0 being the oldest, in a log whose newest is `newest`.
+    #[inline(always)]
+    pub(super) fn at(&self, newest: u64, index: usize) -> u64 {
+        let slot = self.slot(index);
+        if self.wide {
+            u64::from(self.words[2 * slot]) | u64::from(self.words[2 * slot + 1]) << 32
+        } else {
+            newest - u64::from((newest as u32).wrapping_sub(self.words[slot]))
+        }
+    }
+}
+
 impl SlidingLogState {
+    /// The entries, to read for a decision.
+    #[inline(always)]
+    pub(super) fn view(&self) -> Entries<'_> {
+        Entries {
+            words: self.words.as_slice(),
+            head: self.head as usize,
+            len: self.len as usize,
+            epoch: self.epoch,
+            wide: self.wide,
+        }
+    }
+
     /// Number of timestamps held.
     pub fn len(&self) -> usize {
         self.len as usize
@@ -116,21 +180,10 @@ impl SlidingLogState {
         if physical >= capacity { physical - capacity } else { physical }
     }
 
-    /// The timestamp in physical slot `slot`, in a log whose newest entry is `newest`.
-    #[inline(always)]
-    fn stamp(&self, slot: usize, newest: u64) -> u64 {
-        let words = self.words.as_slice();
-        if self.wide {
-            u64::from(words[2 * slot]) | u64::from(words[2 * slot + 1]) << 32
-        } else {
-            newest - u64::from((newest as u32).wrapping_sub(words[slot]))
-        }
-    }
-
     /// The logical `index`-th entry, 0 being the oldest, in a log whose newest is `newest`.
     #[inline(always)]
     pub(super) fn entry_below(&self, newest: u64, index: usize) -> u64 {
-        self.stamp(self.physical(index), newest)
+        self.view().at(newest, index)
     }
 
     /// The logical `index`-th entry, 0 being the oldest (`index < len`).
@@ -155,15 +208,7 @@ impl SlidingLogState {
     /// The newest timestamp held.
     #[inline(always)]
     pub(super) fn newest(&self) -> Option<u64> {
-        if self.len == 0 {
-            return None;
-        }
-        let slot = self.physical(self.len() - 1);
-        if self.wide {
-            Some(self.stamp(slot, 0))
-        } else {
-            Some(u64::from(self.epoch) << 32 | u64::from(self.words.as_slice()[slot]))
-        }
+        (self.len > 0).then(|| self.view().newest())
     }
 
     /// Whether a narrow ring could not hold both its oldest entry and one stamped `now`.
@@ -183,26 +228,42 @@ impl SlidingLogState {
             return;
         }
         self.drop_oldest(first_live);
-        let len = self.len();
-        let capacity = self.capacity();
-        // The inline words may be more slots than the limit allows.
-        let room = capacity.min(limit);
-        let roomy = len < room && ((len + 1) * 8 > capacity || capacity <= MIN_SLOTS);
-        // What is left is live at `now`, so it spans less than the window.
-        let fits = self.wide || narrow_window || !self.needs_wide(newest, now);
-        if count == 1 && roomy && fits && (len > 0 || !self.words.on_heap()) {
-            // The common case: one entry into a ring with room that need not change.
-            let slot = self.physical(len);
-            self.write(slot, now);
-            self.len += 1;
+        if count == 1 && self.push_one_in_place(now, limit, narrow_window || !self.needs_wide(newest, now)) {
             return;
         }
+        let (len, capacity) = (self.len(), self.capacity());
         let target = self.target_capacity(len + count, limit);
         if target != capacity || self.wide != self.needs_wide(newest, now) {
             let entries: Vec<u64> = (0..len).map(|index| self.entry_below(newest, index)).collect();
             self.fill(&entries, target, now);
         }
         self.push(now, count, limit);
+    }
+
+    /// The common case: one entry stamped `now` into a ring that has room for it and need
+    /// not change (neither grow, shrink nor widen: `fits_narrow` says a narrow ring can hold
+    /// it). The storage is read once. Returns false, having changed nothing, otherwise.
+    #[inline(always)]
+    fn push_one_in_place(&mut self, now: u64, limit: usize, fits_narrow: bool) -> bool {
+        let (len, wide, on_heap) = (self.len(), self.wide, self.words.on_heap());
+        let words = self.words.as_mut_slice();
+        let capacity = words.len() >> usize::from(wide);
+        // The inline words may be more slots than the limit allows.
+        let roomy = len < capacity.min(limit) && ((len + 1) * 8 > capacity || capacity <= MIN_SLOTS);
+        if !(roomy && (wide || fits_narrow) && (len > 0 || !on_heap)) {
+            return false;
+        }
+        let slot = self.head as usize + len;
+        let slot = if slot >= capacity { slot - capacity } else { slot };
+        if wide {
+            words[2 * slot] = now as u32;
+            words[2 * slot + 1] = (now >> 32) as u32;
+        } else {
+            words[slot] = now as u32;
+            self.epoch = (now >> 32) as u32;
+        }
+        self.len += 1;
+        true
     }
 
     /// The capacity for `needed` entries: doubled when they do not fit, down to twice them
