@@ -5,6 +5,7 @@
 //! systems) with one code path, at the cost of reading a small file each second.
 
 use crate::service::Service;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,10 +33,18 @@ pub(crate) fn on_sighup(service: Arc<Service>) {
     let _ = service;
 }
 
-/// Reloads when the file's content changes, until the process ends.
+/// Starts reloading when the file's content changes, until the process ends. The content
+/// compared with is read before this returns, so before the service is announced: read
+/// later by the polling task, a change made right after the announcement could be taken
+/// for the starting content, and never reloaded.
 pub(crate) async fn on_file_change(service: Arc<Service>) {
     let Some(path) = service.config_path.clone() else { return };
-    let mut seen = tokio::fs::read(&path).await.ok();
+    let seen = tokio::fs::read(&path).await.ok();
+    tokio::spawn(poll_file(service, path, seen));
+}
+
+/// Compares the file with `seen` every [`POLL_EVERY`], reloading when it changed.
+async fn poll_file(service: Arc<Service>, path: PathBuf, mut seen: Option<Vec<u8>>) {
     let mut ticks = tokio::time::interval(POLL_EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

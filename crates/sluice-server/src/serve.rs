@@ -50,10 +50,11 @@ async fn serve(settings: Settings, config: ServiceConfig, args: &ServeArgs) -> a
     let service = Arc::new(Service::new(engine, settings, args.config.clone()));
     let http_listener = bind(service.settings.http, "HTTP").await?;
     let grpc_listener = bind(service.settings.grpc, "gRPC").await?;
-    // Signal handlers first: once the addresses are printed, signals must find them.
+    // Signal handlers and the file watch's starting content first: once the addresses are
+    // printed, signals must find them, and a change to the file must be seen as one.
     let shutdown = Shutdown::on_signals(service.settings.shutdown_grace);
     reload::on_sighup(Arc::clone(&service));
-    tokio::spawn(reload::on_file_change(Arc::clone(&service)));
+    reload::on_file_change(Arc::clone(&service)).await;
     if service.settings.snapshot.is_some() && service.engine.backend().memory().is_some() {
         tokio::spawn(snapshot::run_periodically(Arc::clone(&service)));
     }

@@ -8,25 +8,31 @@ use reqwest::StatusCode;
 use serde_json::{Value, json};
 use support::server::Server;
 
+/// The server decides on the real clock: a quota that came back within a second (a window
+/// or a refill of 1 s) would make a test's counts depend on the machine not stalling for a
+/// second between two of its requests. Nothing here comes back within an hour, and the
+/// fixed windows start at a key's first request rather than at the turn of an hour.
 const CONFIG: &str = r#"
 policies:
-  two_per_second:
+  two_per_hour:
     algorithm: sliding_log
     limit: 2
-    window: 1s
+    window: 1h
   hundred:
     algorithm: token_bucket
     capacity: 100
     refill_amount: 10
-    refill_interval: 1s
+    refill_interval: 1h
   one_per_hour:
     algorithm: fixed_window
     limit: 1
     window: 1h
+    alignment: anchored
   rollout:
     algorithm: fixed_window
     limit: 1
     window: 1h
+    alignment: anchored
     shadow_mode: true
 "#;
 
@@ -53,34 +59,34 @@ fn header<'a>(headers: &'a reqwest::header::HeaderMap, name: &str) -> &'a str {
 #[tokio::test]
 async fn allowed_then_rejected_with_every_header() {
     let server = Server::start(CONFIG, &[]);
-    let (status, headers, body) = check(&server, "alice", &["two_per_second"], 1).await;
+    let (status, headers, body) = check(&server, "alice", &["two_per_hour"], 1).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(body["allowed"], true);
-    assert_eq!(body["policy"], "two_per_second");
+    assert_eq!(body["policy"], "two_per_hour");
     assert_eq!(body["limit"], 2);
     assert_eq!(body["remaining"], 1);
     assert_eq!(body["retry_after_us"], Value::Null);
     assert_eq!(body["source"], "store");
-    assert_eq!(header(&headers, "ratelimit-policy"), "\"two_per_second\";q=2;w=1");
-    assert_eq!(header(&headers, "ratelimit"), "\"two_per_second\";r=1;t=1");
+    assert_eq!(header(&headers, "ratelimit-policy"), "\"two_per_hour\";q=2;w=3600");
+    assert_eq!(header(&headers, "ratelimit"), "\"two_per_hour\";r=1;t=3600");
     assert_eq!(header(&headers, "x-ratelimit-limit"), "2");
     assert_eq!(header(&headers, "x-ratelimit-remaining"), "1");
-    assert_eq!(header(&headers, "x-ratelimit-reset"), "1");
+    assert_eq!(header(&headers, "x-ratelimit-reset"), "3600");
     assert!(headers.get("retry-after").is_none());
 
-    let (status, _, _) = check(&server, "alice", &["two_per_second"], 1).await;
+    let (status, _, _) = check(&server, "alice", &["two_per_hour"], 1).await;
     assert_eq!(status, StatusCode::OK);
-    let (status, headers, body) = check(&server, "alice", &["two_per_second"], 1).await;
+    let (status, headers, body) = check(&server, "alice", &["two_per_hour"], 1).await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(body["allowed"], false);
     assert_eq!(body["remaining"], 0);
     let retry = body["retry_after_us"].as_u64().unwrap();
-    assert!(retry > 0 && retry <= 1_000_000, "{retry}");
-    assert_eq!(header(&headers, "retry-after"), "1", "whole seconds, rounded up, never 0");
-    assert_eq!(header(&headers, "ratelimit"), "\"two_per_second\";r=0;t=1");
+    assert!(retry > 0 && retry <= 3_600_000_000, "{retry}");
+    assert_eq!(header(&headers, "retry-after"), "3600", "whole seconds, rounded up");
+    assert_eq!(header(&headers, "ratelimit"), "\"two_per_hour\";r=0;t=3600");
 
     // Another key is not affected.
-    let (status, _, _) = check(&server, "bob", &["two_per_second"], 1).await;
+    let (status, _, _) = check(&server, "bob", &["two_per_hour"], 1).await;
     assert_eq!(status, StatusCode::OK);
 }
 
@@ -103,7 +109,7 @@ async fn costs_peeks_and_costs_that_can_never_pass() {
     let (status, _, body) = check(&server, "k", &["hundred"], 70).await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     let retry = body["retry_after_us"].as_u64().unwrap();
-    assert!(retry > 0 && retry <= 1_000_000, "at most one refill of 10 tokens away: {retry}");
+    assert!(retry > 0 && retry <= 3_600_000_000, "at most one refill of 10 tokens away: {retry}");
 }
 
 #[tokio::test]
@@ -383,7 +389,7 @@ async fn the_http_port_also_speaks_http2_to_clients_with_prior_knowledge() {
 #[tokio::test]
 async fn a_huge_cost_is_a_rejection_not_an_error() {
     let server = Server::start(CONFIG, &[]);
-    let (status, _, body) = check(&server, "k", &["two_per_second"], u64::MAX).await;
+    let (status, _, body) = check(&server, "k", &["two_per_hour"], u64::MAX).await;
     assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(body["cost_exceeds_limit"], true);
 }
@@ -421,12 +427,12 @@ async fn operations_endpoints() {
     let server = Server::start(CONFIG, &[]);
     assert_eq!(reqwest::get(server.url("/healthz")).await.unwrap().status(), StatusCode::OK);
     assert_eq!(reqwest::get(server.url("/readyz")).await.unwrap().status(), StatusCode::OK);
-    check(&server, "k", &["two_per_second"], 1).await;
+    check(&server, "k", &["two_per_hour"], 1).await;
     let metrics = reqwest::get(server.url("/metrics")).await.unwrap();
     assert_eq!(metrics.status(), StatusCode::OK);
     let text = metrics.text().await.unwrap();
     for needle in [
-        "sluice_checks_total{policy=\"two_per_second\",outcome=\"allowed\"} 1",
+        "sluice_checks_total{policy=\"two_per_hour\",outcome=\"allowed\"} 1",
         "sluice_store_latency_seconds_count 1",
         "sluice_keys 1",
         "# TYPE sluice_config_reloads counter",
@@ -487,7 +493,7 @@ fn random_bodies_get_a_decision_or_a_4xx() {
         "\"\\ud800\"",
         "18446744073709551615",
         "0",
-        "\"two_per_second\"",
+        "\"two_per_hour\"",
     ]);
     let bodies = prop::collection::vec(fragments, 0..16).prop_map(|parts| parts.concat());
     let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig::with_cases(300));

@@ -10,22 +10,28 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 use support::server::{Server, fresh_dir};
 
-const CONFIG: &str = "policies:\n  p: {algorithm: fixed_window, limit: 1, window: 1h}\n  log: {algorithm: sliding_log, limit: 3, window: 1h}\n";
+/// `p` is anchored at its first request, not aligned to the clock: the turn of an hour
+/// between a check and a restart does not empty the window that the test counts on.
+const CONFIG: &str = "policies:\n  p: {algorithm: fixed_window, limit: 1, window: 1h, alignment: anchored}\n  log: {algorithm: sliding_log, limit: 3, window: 1h}\n";
 
 async fn check(server: &Server, policy: &str) -> StatusCode {
     let body = json!({"key": "k", "policies": [policy]});
     reqwest::Client::new().post(server.url("/v1/check")).json(&body).send().await.unwrap().status()
 }
 
-async fn wait_for_snapshot(server: &Server) {
+/// Snapshots written so far (`sluice_snapshots_total{result="ok"}`, absent before the first).
+async fn snapshots_written(server: &Server) -> u64 {
+    let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+    let count = metrics.lines().find_map(|line| line.strip_prefix("sluice_snapshots_total{result=\"ok\"} "));
+    count.map_or(0, |count| count.parse().unwrap())
+}
+
+/// Waits until a snapshot begun after this call is written. The one in progress now may
+/// have read the store before the caller's last check, so it is two more than now.
+async fn wait_for_a_later_snapshot(server: &Server) {
+    let wanted = snapshots_written(server).await + 2;
     let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
-        if metrics.contains("sluice_snapshots_total{result=\"ok\"} ")
-            && !metrics.contains("sluice_snapshots_total{result=\"ok\"} 0")
-        {
-            return;
-        }
+    while snapshots_written(server).await < wanted {
         assert!(Instant::now() < deadline, "no snapshot written; log:\n{}", server.log());
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
@@ -38,9 +44,7 @@ async fn state_survives_kill_9() {
     for _ in 0..2 {
         assert_eq!(check(&server, "log").await, StatusCode::OK);
     }
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    wait_for_snapshot(&server).await;
-    tokio::time::sleep(Duration::from_millis(250)).await;
+    wait_for_a_later_snapshot(&server).await;
     server.signal("KILL");
     let server = server.restart();
     assert_eq!(check(&server, "p").await, StatusCode::TOO_MANY_REQUESTS, "the window's count survived");

@@ -11,6 +11,7 @@ use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{Code, 
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 use envoy_types::pb::google::protobuf::UInt64Value;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use support::server::Server;
 use tonic::transport::Channel;
 
@@ -64,10 +65,30 @@ fn code(status: &DescriptorStatus) -> Code {
     Code::try_from(status.code).unwrap()
 }
 
+/// The windows of Envoy's `unit: minute` and `unit: hour`.
+const A_MINUTE: Duration = Duration::from_secs(60);
+const AN_HOUR: Duration = Duration::from_secs(3600);
+
+/// How long a test's requests may take, at most, for [`in_one_window`].
+const LONGEST_TEST: Duration = Duration::from_secs(10);
+
+/// Waits, if the current `unit` (an Envoy rule's window, aligned to the clock) ends within
+/// [`LONGEST_TEST`], for the next one to begin: the test's requests then all fall in one
+/// window, as it assumes, rather than around the turn of a minute or an hour.
+async fn in_one_window(unit: Duration) {
+    let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let into = u64::try_from(since_epoch.as_nanos() % unit.as_nanos()).unwrap();
+    let left = unit - Duration::from_nanos(into);
+    if left < LONGEST_TEST {
+        tokio::time::sleep(left).await;
+    }
+}
+
 #[tokio::test]
 async fn a_descriptor_is_limited_per_value_with_full_statuses() {
     let server = Server::start(RATELIMIT_FILE, &[]);
     let mut client = client(&server).await;
+    in_one_window(A_MINUTE).await;
     let alice = || vec![descriptor(&[("remote_address", "10.0.0.1")])];
     let first = ask(&mut client, "edge", alice(), 0).await;
     assert_eq!(Code::try_from(first.overall_code).unwrap(), Code::Ok);
@@ -92,6 +113,7 @@ async fn a_descriptor_is_limited_per_value_with_full_statuses() {
 async fn unlimited_unknown_and_nested_rules() {
     let server = Server::start(RATELIMIT_FILE, &[]);
     let mut client = client(&server).await;
+    in_one_window(AN_HOUR).await;
     let health = ask(&mut client, "edge", vec![descriptor(&[("path", "/health")])], 0).await;
     assert_eq!((code(&health.statuses[0]), health.statuses[0].limit_remaining), (Code::Ok, u32::MAX));
     let unknown = ask(&mut client, "elsewhere", vec![descriptor(&[("remote_address", "x")])], 0).await;
@@ -105,18 +127,22 @@ async fn unlimited_unknown_and_nested_rules() {
     assert!(too_deep.statuses[0].current_limit.is_none(), "a request deeper than the tree has no limit");
 }
 
-/// A rule on a token bucket that gets one token back an hour: unlike a per-second window, its
-/// quota does not come back at the turn of a clock second, so what a test consumes is
-/// what it sees remain, however the test's requests fall around a second's turn.
+/// A rule on a token bucket that gets one token back an hour, and one on a sliding log of 2
+/// an hour: unlike Envoy's aligned windows (`unit: second`, `minute`), their quotas do not
+/// come back at the turn of a clock second or minute, so what a test consumes is what it
+/// sees remain, however the test's requests fall around a turn.
 const HOURLY_BUCKET: &str = r#"
 policies:
   bucket: {algorithm: token_bucket, capacity: 500, refill_amount: 1, refill_interval: 1h}
+  two_per_hour: {algorithm: sliding_log, limit: 2, window: 1h}
 domains:
   - domain: edge
     descriptors:
       - key: database
         value: users
         policy: bucket
+      - key: remote_address
+        policy: two_per_hour
 "#;
 
 #[tokio::test]
@@ -136,7 +162,7 @@ async fn hits_addend_zero_means_one_and_descriptors_can_override_it() {
 
 #[tokio::test]
 async fn one_descriptor_over_the_limit_makes_the_response_over_the_limit() {
-    let server = Server::start(RATELIMIT_FILE, &[]);
+    let server = Server::start(HOURLY_BUCKET, &[]);
     let mut client = client(&server).await;
     let pair = || vec![descriptor(&[("database", "users")]), descriptor(&[("remote_address", "10.9.9.9")])];
     ask(&mut client, "edge", pair(), 0).await;
@@ -152,6 +178,7 @@ async fn one_descriptor_over_the_limit_makes_the_response_over_the_limit() {
 async fn shadow_mode_rules_answer_ok_and_count_the_rejection() {
     let server = Server::start(RATELIMIT_FILE, &[]);
     let mut client = client(&server).await;
+    in_one_window(AN_HOUR).await;
     let tenant = || vec![descriptor(&[("tenant", "acme")])];
     ask(&mut client, "edge", tenant(), 0).await;
     let second = ask(&mut client, "edge", tenant(), 0).await;
@@ -242,6 +269,7 @@ async fn a_descriptor_limit_override_applies_in_a_known_domain() {
         vec![descriptor]
     };
     const MINUTE: i32 = 2;
+    in_one_window(A_MINUTE).await;
     // 1 per minute in place of the rule's 2 per minute.
     let address = [("remote_address", "10.1.1.1")];
     let first = ask(&mut client, "edge", with_override(&address, 1, MINUTE), 0).await;

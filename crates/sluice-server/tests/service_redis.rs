@@ -42,14 +42,17 @@ async fn grpc(server: &Server, user: &str) -> Result<i32, tonic::Status> {
     client.should_rate_limit(request).await.map(|response| response.into_inner().overall_code)
 }
 
-fn start(redis: &RedisServer, mode: &str) -> Server {
-    Server::start(CONFIG, &["--store", &redis.url(), "--failure-mode", mode, "--redis-timeout", "200ms"])
+/// A server on `redis` whose checks fail after `timeout` (short where Redis is taken away,
+/// so the test is quick; long where it is not, so no check fails open by chance on a
+/// loaded machine).
+fn start(redis: &RedisServer, mode: &str, timeout: &str) -> Server {
+    Server::start(CONFIG, &["--store", &redis.url(), "--failure-mode", mode, "--redis-timeout", timeout])
 }
 
 #[tokio::test]
 async fn two_servers_share_one_limit_through_redis() {
     let redis = RedisServer::start();
-    let (a, b) = (start(&redis, "open"), start(&redis, "open"));
+    let (a, b) = (start(&redis, "open", "5s"), start(&redis, "open", "5s"));
     assert_eq!(check(&a, "u").await.0, StatusCode::OK);
     assert_eq!(check(&b, "u").await.0, StatusCode::OK);
     let (status, body) = check(&a, "u").await;
@@ -66,7 +69,7 @@ async fn two_servers_share_one_limit_through_redis() {
 #[tokio::test]
 async fn closed_mode_answers_503_and_unavailable_while_redis_is_down() {
     let mut redis = RedisServer::start();
-    let server = start(&redis, "closed");
+    let server = start(&redis, "closed", "200ms");
     assert_eq!(check(&server, "u").await.0, StatusCode::OK);
     redis.kill();
     let started = Instant::now();
@@ -99,7 +102,7 @@ async fn closed_mode_answers_503_and_unavailable_while_redis_is_down() {
 #[tokio::test]
 async fn open_mode_allows_and_says_so_while_redis_is_down() {
     let mut redis = RedisServer::start();
-    let server = start(&redis, "open");
+    let server = start(&redis, "open", "200ms");
     redis.kill();
     let (status, body) = check(&server, "u").await;
     assert_eq!((status, body["source"].as_str()), (StatusCode::OK, Some("failed_open")));

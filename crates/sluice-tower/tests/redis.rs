@@ -18,10 +18,16 @@ use support::*;
 
 const PEER: &str = "192.0.2.1:1000";
 
-/// An app instance with its own connection to Redis, on the shared (manual) time.
-async fn instance(server: &RedisServer, failure_mode: FailureMode, clock: &sluice::ManualClock) -> Router {
-    let settings =
-        RedisSettings { failure_mode, timeout: Duration::from_millis(200), ..RedisSettings::injected_time() };
+/// An app instance with its own connection to Redis, on the shared (manual) time, whose
+/// checks fail after `timeout` (short where Redis is taken away, so the test is quick;
+/// long where it is not, so no check fails open by chance on a loaded machine).
+async fn instance(
+    server: &RedisServer,
+    failure_mode: FailureMode,
+    timeout: Duration,
+    clock: &sluice::ManualClock,
+) -> Router {
+    let settings = RedisSettings { failure_mode, timeout, ..RedisSettings::injected_time() };
     let store = RedisStore::connect(&server.url(), settings).await.expect("connect to redis-server");
     let limit = sliding_log("shared", 3, Duration::from_secs(60));
     let limiter = RateLimiter::builder().limit(limit).store(store).clock(clock.clone()).build().expect("one limit");
@@ -32,8 +38,11 @@ async fn instance(server: &RedisServer, failure_mode: FailureMode, clock: &sluic
 async fn two_instances_share_one_limit() {
     let server = RedisServer::start();
     let clock = clock();
-    let (a, b) =
-        (instance(&server, FailureMode::Open, &clock).await, instance(&server, FailureMode::Open, &clock).await);
+    let timeout = Duration::from_secs(5);
+    let (a, b) = (
+        instance(&server, FailureMode::Open, timeout, &clock).await,
+        instance(&server, FailureMode::Open, timeout, &clock).await,
+    );
     assert_eq!(status(&a, from_peer(PEER)).await, 200);
     assert_eq!(status(&b, from_peer(PEER)).await, 200);
     let response = send(&a, from_peer(PEER)).await;
@@ -49,9 +58,10 @@ async fn two_instances_share_one_limit() {
 async fn when_redis_is_down_the_failure_mode_decides_within_the_timeout() {
     let mut server = RedisServer::start();
     let clock = clock();
-    let open = instance(&server, FailureMode::Open, &clock).await;
-    let closed = instance(&server, FailureMode::Closed, &clock).await;
-    let fallback = instance(&server, FailureMode::Fallback, &clock).await;
+    let timeout = Duration::from_millis(200);
+    let open = instance(&server, FailureMode::Open, timeout, &clock).await;
+    let closed = instance(&server, FailureMode::Closed, timeout, &clock).await;
+    let fallback = instance(&server, FailureMode::Fallback, timeout, &clock).await;
     assert_eq!(status(&open, from_peer(PEER)).await, 200);
     server.kill();
 

@@ -113,7 +113,9 @@ mod tests {
 
     const TIMEOUT: Duration = Duration::from_millis(200);
 
-    #[tokio::test]
+    // Time is paused in these tests (it moves on only when every task waits): the
+    // watchdog's looks and the requests' pace are exact, whatever else the machine runs.
+    #[tokio::test(start_paused = true)]
     async fn a_connection_is_closed_a_timeout_after_its_last_request_and_not_before() {
         let activity = Arc::new(Activity::default());
         let mut connection = tokio::spawn(pending());
@@ -138,7 +140,7 @@ mod tests {
         assert!(connection.await.unwrap_err().is_cancelled());
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_request_in_flight_keeps_its_connection_however_long_it_takes() {
         let activity = Arc::new(Activity::default());
         let mut connection = tokio::spawn(pending());
@@ -150,7 +152,7 @@ mod tests {
         assert_eq!(close_when_idle(&activity, TIMEOUT, &mut connection, pending()).await, Ending::Idle);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn shutdown_closes_a_connection_without_a_request_in_flight_after_the_grace() {
         let activity = Arc::new(Activity::default());
         let mut connection = tokio::spawn(pending());
