@@ -19,7 +19,7 @@ use support::server::Server;
 
 const CONFIG: &str = r#"
 policies:
-  three_per_hour: {algorithm: fixed_window, limit: 3, window: 1h}
+  three_per_hour: {algorithm: fixed_window, limit: 3, window: 1h, alignment: anchored}
 domains:
   - domain: edge
     descriptors:

@@ -25,7 +25,7 @@ use tokio::net::TcpStream;
 
 const CONFIG: &str = r#"
 policies:
-  ten_per_hour: {algorithm: fixed_window, limit: 10, window: 1h}
+  ten_per_hour: {algorithm: fixed_window, limit: 10, window: 1h, alignment: anchored}
 domains:
   - domain: edge
     descriptors:
