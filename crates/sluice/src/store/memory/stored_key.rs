@@ -66,8 +66,12 @@ impl Short {
         let len = key.len();
         debug_assert!(len <= Self::MAX_LEN);
         let value = match len {
-            8.. => u128::from(first_u64(key)) | u128::from(tail_u64(key, 8)) << 64,
-            4.. => u128::from(first_u32(key)) | u128::from(tail_u32(key, 4)) << 32,
+            // The last 8 bytes, shifted down past those the first 8 already hold.
+            8.. => {
+                let tail = word::<8>(&key[len - 8..]).checked_shr(8 * (16 - len) as u32).unwrap_or(0);
+                u128::from(word::<8>(key)) | u128::from(tail) << 64
+            }
+            4.. => u128::from(word::<4>(key) | word::<4>(&key[len - 4..]) >> (8 * (8 - len)) << 32),
             1.. => {
                 u128::from(key[0])
                     | u128::from(key[len / 2]) << (8 * (len / 2))
@@ -79,31 +83,12 @@ impl Short {
     }
 }
 
-/// The first 8 bytes of `key` (at least 8), little-endian.
+/// The first `N` (at most 8) bytes of `bytes`, little-endian: one load of a fixed width.
 #[inline(always)]
-fn first_u64(key: &[u8]) -> u64 {
-    u64::from_le_bytes(key[..8].try_into().unwrap_or_default())
-}
-
-/// The bytes of `key` from `from` on (`key.len() - from` of them, fewer than 8), read with
-/// its last 8 bytes, little-endian.
-#[inline(always)]
-fn tail_u64(key: &[u8], from: usize) -> u64 {
-    let last = u64::from_le_bytes(key[key.len() - 8..].try_into().unwrap_or_default());
-    last.checked_shr(8 * (8 - (key.len() - from)) as u32).unwrap_or(0)
-}
-
-/// The first 4 bytes of `key` (at least 4), little-endian.
-#[inline(always)]
-fn first_u32(key: &[u8]) -> u32 {
-    u32::from_le_bytes(key[..4].try_into().unwrap_or_default())
-}
-
-/// As [`tail_u64`], with the last 4 bytes (fewer than 4 from `from` on).
-#[inline(always)]
-fn tail_u32(key: &[u8], from: usize) -> u32 {
-    let last = u32::from_le_bytes(key[key.len() - 4..].try_into().unwrap_or_default());
-    last.checked_shr(8 * (4 - (key.len() - from)) as u32).unwrap_or(0)
+fn word<const N: usize>(bytes: &[u8]) -> u64 {
+    let mut word = [0; 8];
+    word[..N].copy_from_slice(&bytes[..N]);
+    u64::from_le_bytes(word)
 }
 
 impl StoredKey for Short {
