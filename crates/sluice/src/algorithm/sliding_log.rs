@@ -147,6 +147,7 @@ impl SlidingLog {
     }
 
     /// The decision for a request that cannot fit (`cost` does not fit now).
+    #[inline(always)]
     fn rejection(&self, state: &SlidingLogState, live: u64, now: u64, cost: u64) -> Decision {
         let n = self.limit;
         match self.variant {

@@ -193,7 +193,8 @@ impl MemoryStore {
         if shard.states >= self.inner.shard_capacity {
             shard.make_room(self.inner.shard_capacity, (self.inner.clock)(), &self.inner.hasher);
         }
-        let (decision, inserted) = shard.table(limit).settle(request, admitted, &self.inner.hasher);
+        let mut inserted = false;
+        let decision = shard.table(limit).settle(request, admitted, &self.inner.hasher, &mut inserted);
         if inserted {
             shard.states += 1;
             shard.inserted_since_sweep += 1;

@@ -15,9 +15,16 @@ pub(crate) trait KeyedStates: Send + fmt::Debug {
     fn judge(&mut self, hash: u64, probe: Probe<'_>, now: Timestamp, cost: u64) -> Decision;
 
     /// Decides and records a request. `admitted` is the outcome of every limit checked
-    /// together, or `None` to use this limit's own decision. Returns the decision and
-    /// whether a new state was inserted.
-    fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, bool);
+    /// together, or `None` to use this limit's own decision. Returns the decision, and sets
+    /// `inserted` when a new state was inserted (an out-parameter, not a tuple, so that the
+    /// decision is written once into the caller's return slot instead of being copied).
+    fn settle(
+        &mut self,
+        request: Request<'_>,
+        admitted: Option<bool>,
+        hasher: &RandomState,
+        inserted: &mut bool,
+    ) -> Decision;
 
     /// Forgets the state of `key`; returns whether there was one.
     fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> bool;
@@ -115,16 +122,23 @@ where
     }
 
     #[inline(always)]
-    fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, bool) {
+    fn settle(
+        &mut self,
+        request: Request<'_>,
+        admitted: Option<bool>,
+        hasher: &RandomState,
+        inserted: &mut bool,
+    ) -> Decision {
         let Request { hash, probe, now, cost } = request;
         let algorithm = &self.algorithm;
         in_class_table!(self, probe, |table, key| {
             let Some((_, state)) = table.find_mut(hash, |(stored, _)| stored.is(key)) else {
-                return settle_new(algorithm, table, Request { hash, probe, now, cost }, key, admitted, hasher);
+                let request = Request { hash, probe, now, cost };
+                return settle_new(algorithm, table, request, key, admitted, hasher, inserted);
             };
             let (decision, plan) = algorithm.decide(state, now, cost);
             algorithm.record(state, plan, admitted.unwrap_or(decision.allowed));
-            (decision, false)
+            decision
         })
     }
 
@@ -208,18 +222,18 @@ fn settle_new<A: Algorithm, K: StoredKey>(
     key: K::Probe<'_>,
     admitted: Option<bool>,
     hasher: &RandomState,
-) -> (Decision, bool)
+    inserted: &mut bool,
+) -> Decision
 where
     A::State: PartialEq,
 {
     let (decision, plan) = algorithm.decide(&A::State::default(), request.now, request.cost);
     let mut state = A::State::default();
     algorithm.record(&mut state, plan, admitted.unwrap_or(decision.allowed));
-    if state == A::State::default() {
-        return (decision, false);
+    if state != A::State::default() {
+        *inserted = insert(table, request.hash, key, state, hasher);
     }
-    let inserted = insert(table, request.hash, key, state, hasher);
-    (decision, inserted)
+    decision
 }
 
 /// Inserts a state for a key known to hold none; false when the table is full (the key

@@ -57,8 +57,14 @@ impl KeyedStates for Table {
     }
 
     #[inline(always)]
-    fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, bool) {
-        with_keyed!(self, keyed => keyed.settle(request, admitted, hasher))
+    fn settle(
+        &mut self,
+        request: Request<'_>,
+        admitted: Option<bool>,
+        hasher: &RandomState,
+        inserted: &mut bool,
+    ) -> Decision {
+        with_keyed!(self, keyed => keyed.settle(request, admitted, hasher, inserted))
     }
 
     fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> bool {
