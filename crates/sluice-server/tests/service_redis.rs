@@ -113,7 +113,8 @@ async fn open_mode_allows_and_says_so_while_redis_is_down() {
 
 #[tokio::test]
 async fn a_store_that_cannot_be_reached_at_start_is_a_clear_error() {
-    let port = redis_support::free_port();
+    let closed = redis_support::ClosedPort::bind();
+    let port = closed.port();
     let dir = support::server::fresh_dir("unreachable");
     std::fs::write(dir.join("config.yaml"), CONFIG).unwrap();
     let url = format!("redis://127.0.0.1:{port}");

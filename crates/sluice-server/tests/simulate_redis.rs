@@ -64,7 +64,8 @@ fn redis_cluster_prints_what_memory_prints() {
 
 #[test]
 fn an_unreachable_redis_is_a_clear_error() {
-    let port = redis_support::free_port();
+    let closed = redis_support::ClosedPort::bind();
+    let port = closed.port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .args(["simulate", "--config", "../../examples/policies.yaml", "--policy", "api"])

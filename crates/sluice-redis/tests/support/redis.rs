@@ -447,6 +447,35 @@ fn cluster_info(port: u16) -> Result<String, String> {
     if info.starts_with('-') { Err(info) } else { Ok(info) }
 }
 
+/// A loopback port where nothing answers, for as long as the value lives: a socket bound to
+/// it that never listens, so a connection is refused at once, and no server started by a
+/// test running in parallel can take the port (its bind fails) and answer in its place, as
+/// it could with a port that was merely free a moment ago.
+pub struct ClosedPort {
+    /// Held, never read: the port stays taken until this is dropped.
+    socket: tokio::net::TcpSocket,
+    port: u16,
+}
+
+impl ClosedPort {
+    /// Binds a fresh port on `127.0.0.1` without listening.
+    ///
+    /// # Panics
+    ///
+    /// If no socket can be bound on `127.0.0.1`.
+    pub fn bind() -> ClosedPort {
+        let socket = tokio::net::TcpSocket::new_v4().expect("cannot create a TCP socket");
+        socket.bind((Ipv4Addr::LOCALHOST, 0).into()).expect("cannot bind a TCP socket on 127.0.0.1");
+        let port = socket.local_addr().expect("a bound socket has an address").port();
+        ClosedPort { socket, port }
+    }
+
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
 /// A port that was free a moment ago: what the kernel gives a listener on `127.0.0.1:0`.
 pub fn free_port() -> u16 {
     TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
