@@ -147,9 +147,10 @@ fn main() {
     let governor_time = started.elapsed();
     let per_check = |time: Duration| time.as_nanos() as f64 / checks as f64;
     println!(
-        "{algorithm}, {} keys: sluice {:.1} ns/check ({sluice} allowed), governor {:.1} ns/check ({governor} allowed)",
+        "{algorithm}, {} keys: sluice {:.1} ns/check ({sluice} allowed), governor {:.1} ns/check ({governor} allowed), store {:.1} MB",
         keys.len(),
         per_check(sluice_time),
-        per_check(governor_time)
+        per_check(governor_time),
+        store.heap_bytes() as f64 / 1e6
     );
 }

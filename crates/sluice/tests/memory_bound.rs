@@ -173,3 +173,44 @@ fn a_sliding_log_of_up_to_two_entries_allocates_nothing() {
     let (decision, _) = daily.step(&state, at(5_000_000), 0);
     assert_eq!(decision.remaining, 98);
 }
+
+/// A long log whose rate settles, rises and falls: every decision matches a plain queue of
+/// timestamps (so no rebuild of the ring loses or reorders an entry), and once the rate has
+/// settled for a few windows the ring holds little more than its entries.
+#[test]
+fn a_long_settled_sliding_log_keeps_a_tight_ring() {
+    use sluice::algorithm::Algorithm;
+    use std::collections::VecDeque;
+    const LIMIT: u64 = 100_000;
+    let window = 1_000_000; // µs
+    let policy = SlidingLog::new(LIMIT, Duration::from_micros(window), SlidingLogVariant::Accepted).unwrap();
+    let mut state = sluice::algorithm::sliding_log::SlidingLogState::default();
+    let mut model = VecDeque::new();
+    let (mut now, mut seed) = (1_700_000_000_000_000_u64, 0x2545_f491_4f6c_dd1d_u64);
+    // (mean gap between requests in µs, windows): about 10 000 entries, then 20 000, then
+    // 10 000 again, then 5 000, each long enough for the ring to settle.
+    for (mean_gap, windows) in [(100, 4), (50, 3), (100, 4), (200, 4)] {
+        for _ in 0..windows * window / mean_gap {
+            // Gaps of 1 to 2 × mean − 1 µs (xorshift): the count wavers as real traffic does.
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            now += 1 + seed % (2 * mean_gap - 1);
+            while model.front().is_some_and(|&oldest| oldest + window <= now) {
+                model.pop_front();
+            }
+            let (decision, plan) = policy.decide(&state, Timestamp::from_micros(now), 1);
+            assert!(decision.allowed, "{} in the window", model.len());
+            policy.record(&mut state, plan, decision.allowed);
+            model.push_back(now);
+            assert_eq!(decision.remaining, LIMIT - model.len() as u64, "at {now}");
+        }
+        let len = state.len();
+        assert_eq!(len, model.len());
+        let slots = state.heap_bytes() / 4;
+        // A settled ring keeps a margin of 1/32 and is rebuilt once more than twice that is
+        // free; a growth may have added one more margin since.
+        assert!(slots <= len + 3 * len / 32 + 8, "{slots} slots for {len} entries (mean gap {mean_gap} µs)");
+        assert!(slots >= len, "{slots} slots for {len} entries");
+    }
+}

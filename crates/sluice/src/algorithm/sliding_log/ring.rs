@@ -9,6 +9,10 @@ pub(super) const NARROW_SPAN: u64 = u32::MAX as u64;
 /// The smallest capacity a log on the heap shrinks to: 32 bytes in a narrow ring.
 const MIN_SLOTS: usize = 8;
 
+/// Rings of more slots than this (a 4 KiB page of narrow slots) are kept tight: see
+/// [`SlidingLogState`]'s capacity notes.
+const PAGE_SLOTS: usize = 1024;
+
 /// The words a log keeps inside its state: two narrow slots or one wide one.
 const INLINE_WORDS: usize = 2;
 
@@ -21,6 +25,18 @@ const INLINE_WORDS: usize = 2;
 /// eighth full (so a log whose count wavers does not reallocate back and forth), and it
 /// returns inside the state when every entry has expired. A key with 3 requests in the
 /// window holds 8 slots, not `limit`, however many it made before.
+///
+/// **Tight long logs.** Every check reads the oldest entry and writes after the newest; in a
+/// ring with room to spare, the free slots lie between the two, so in a log longer than a
+/// page they sit on different pages, and a store with many such keys spends its time on
+/// address translation. So a log of more than 1 024 entries (a 4 KiB page of narrow slots)
+/// that has settled (its head has gone round the ring since it last grew) is rebuilt with a
+/// 1/32 margin over its entries when it has more than twice that margin free, and when it
+/// outgrows the margin it first grows by the margin again; only a log that outgrows it
+/// again before its head has gone round (a growing log) doubles. A rebuild copies the log.
+/// A settled log is tightened at most once, and grows by a margin at most once, per turn of
+/// its head (a turn writes about as many entries as it holds): at most two copies per entry
+/// written.
 ///
 /// **Slots.** A slot is 4 bytes while the log spans at most 2^32 − 1 µs (about 71 minutes:
 /// every window up to that length), holding the low 32 bits of its timestamp; the high bits
@@ -39,6 +55,8 @@ pub struct SlidingLogState {
     epoch: u32,
     /// Whether each slot holds a whole timestamp in two words.
     wide: bool,
+    /// Whether the ring grew since its head last went round (the next growth doubles).
+    grown: bool,
 }
 
 /// Where the ring's words live. Both variants fit in 16 bytes: the inline words sit beside
@@ -227,15 +245,17 @@ impl SlidingLogState {
         if count == 0 {
             return;
         }
-        self.drop_oldest(first_live);
-        if count == 1 && self.push_one_in_place(now, limit, narrow_window || !self.needs_wide(newest, now)) {
+        let tighten = self.drop_oldest(first_live) && self.went_round();
+        if count == 1 && !tighten && self.push_one_in_place(now, limit, narrow_window || !self.needs_wide(newest, now))
+        {
             return;
         }
         let (len, capacity) = (self.len(), self.capacity());
-        let target = self.target_capacity(len + count, limit);
+        let target = if tighten { tight(len + count).min(limit) } else { self.target_capacity(len + count, limit) };
         if target != capacity || self.wide != self.needs_wide(newest, now) {
             let entries: Vec<u64> = (0..len).map(|index| self.entry_below(newest, index)).collect();
             self.fill(&entries, target, now);
+            self.grown = target > capacity;
         }
         self.push(now, count, limit);
     }
@@ -266,16 +286,18 @@ impl SlidingLogState {
         true
     }
 
-    /// The capacity for `needed` entries: doubled when they do not fit, down to twice them
-    /// when they fill an eighth or less, inside the state when all have expired and the new
-    /// ones fit there; at most `limit`.
+    /// The capacity for `needed` entries: when they do not fit, doubled (or, for a long log
+    /// that has not grown since its head last went round, a 1/32 margin over them); down to
+    /// twice them when they fill an eighth or less; inside the state when all have expired
+    /// and the new ones fit there; at most `limit`.
     fn target_capacity(&self, needed: usize, limit: usize) -> usize {
         let (len, capacity) = (self.len(), self.capacity());
         let inline = INLINE_WORDS >> usize::from(self.wide);
         if len == 0 && needed <= inline {
             inline
         } else if needed > capacity && capacity < limit {
-            needed.max(capacity * 2).max(MIN_SLOTS).min(limit)
+            let grown = if needed > PAGE_SLOTS && !self.grown { tight(needed) } else { needed.max(capacity * 2) };
+            grown.max(MIN_SLOTS).min(limit)
         } else if needed * 8 <= capacity && capacity > MIN_SLOTS {
             (needed * 2).max(MIN_SLOTS)
         } else {
@@ -296,14 +318,27 @@ impl SlidingLogState {
         }
     }
 
-    fn drop_oldest(&mut self, count: usize) {
+    /// Drops the `count` oldest entries; returns whether the head went past the ring's end.
+    fn drop_oldest(&mut self, count: usize) -> bool {
         if count >= self.len() {
             self.head = 0;
             self.len = 0;
-        } else {
-            self.head = self.physical(count) as u32;
-            self.len -= count as u32;
+            return false;
         }
+        let (next, capacity) = (self.head as usize + count, self.capacity());
+        let went_round = next >= capacity;
+        self.head = (if went_round { next - capacity } else { next }) as u32;
+        self.len -= count as u32;
+        went_round
+    }
+
+    /// The head has gone round the ring: the next growth may be tight again. Returns whether
+    /// the ring is long and has more than twice its margin free, to be rebuilt tight.
+    #[cold]
+    fn went_round(&mut self) -> bool {
+        self.grown = false;
+        let len = self.len();
+        len > PAGE_SLOTS && self.capacity() > tight(len) + margin(len)
     }
 
     /// Rebuilds the ring with `capacity` slots (at least `entries.len()`; inside the state if
@@ -336,6 +371,16 @@ impl SlidingLogState {
             }
         }
     }
+}
+
+/// The room a tight long log keeps beyond its `needed` entries.
+fn margin(needed: usize) -> usize {
+    needed / 32
+}
+
+/// A tight capacity for `needed` entries.
+fn tight(needed: usize) -> usize {
+    needed + margin(needed)
 }
 
 // The inline words share the heap pointer's 16 bytes: a log costs a key no more than before.
