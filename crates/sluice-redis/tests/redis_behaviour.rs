@@ -332,3 +332,47 @@ fn a_store_connected_again_on_another_runtime_shares_state_and_blocked_cache() {
     assert_eq!((cached.decision.allowed, cached.source), (false, sluice::Source::Cache));
     assert_eq!(main.block_on(script_calls(&server)), 0);
 }
+
+/// The one TTL formula every script uses (`ttl_ms` in `lua/common.lua`), evaluated by the
+/// real Redis with the arguments' layout the store sends: whole milliseconds rounded up,
+/// plus the clock skew allowed, never below the floor. Exact, with no clock involved (the
+/// tests above read TTLs that count down while they look).
+#[tokio::test]
+async fn ttls_are_rounded_up_to_whole_milliseconds_plus_the_skew() {
+    let server = RedisServer::start();
+    let script = concat!(include_str!("../lua/common.lua"), "return ttl_ms(tonumber(ARGV[2]))\n",);
+    // (µs until the state is fresh, skew ms, floor ms) → TTL ms
+    let cases: [((u64, u32, u32), i64); 13] = [
+        ((1, 0, 1), 1),
+        ((999, 0, 1), 1),
+        ((1_000, 0, 1), 1),
+        ((1_001, 0, 1), 2),
+        ((1_999, 0, 1), 2),
+        ((2_000, 0, 1), 2),
+        ((1_500, 250, 1), 252),
+        ((0, 250, 1), 250),
+        ((0, 0, 1), 1),
+        ((1_001, 0, 5), 5),
+        ((86_400_000_000, 100, 1), 86_400_100),
+        ((9_007_199_254_740_000, 0, 1), 9_007_199_254_740),
+        ((9_007_199_254_740_991, 0, 1), 9_007_199_254_741),
+    ];
+    let client = redis::Client::open(server.url()).unwrap();
+    let mut connection = client.get_multiplexed_async_connection().await.unwrap();
+    for ((expires_in, skew, floor), expected) in cases {
+        // ARGV[1]: now (any: the formula does not read it), cost, extra_ms, min_ttl_ms.
+        let mut packed = Vec::new();
+        for value in [NOW as f64, 1.0, f64::from(skew), f64::from(floor)] {
+            packed.extend_from_slice(&value.to_le_bytes());
+        }
+        let ttl: i64 = redis::cmd("EVAL")
+            .arg(script)
+            .arg(0)
+            .arg(packed)
+            .arg(expires_in.to_string())
+            .query_async(&mut connection)
+            .await
+            .unwrap();
+        assert_eq!(ttl, expected, "ttl_ms({expires_in} µs) with a skew of {skew} ms and a floor of {floor} ms");
+    }
+}
