@@ -92,7 +92,7 @@ impl Kind {
     pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::SlidingLog => "sluice sliding log",
-            Kind::SortedSet => "seed sorted set",
+            Kind::SortedSet => "textbook sorted set",
             Kind::FixedWindow => "INCR+PEXPIRE",
         }
     }
