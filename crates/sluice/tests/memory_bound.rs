@@ -179,17 +179,29 @@ fn a_sliding_log_of_up_to_two_entries_allocates_nothing() {
 /// settled for a few windows the ring holds little more than its entries.
 #[test]
 fn a_long_settled_sliding_log_keeps_a_tight_ring() {
+    // About 10 000 entries, then 20 000, then 10 000 again, then 5 000: 4-byte slots.
+    settle_rise_and_fall(1_000_000, [(100, 4), (50, 3), (100, 4), (200, 4)], 4);
+}
+
+/// The same with a two-hour window, whose entries span more than 2^32 µs, so that each
+/// slot holds a whole timestamp (8 bytes): about 2 000 entries, then 4 000, 2 000, 1 100.
+#[test]
+fn a_long_settled_wide_sliding_log_keeps_a_tight_ring() {
+    settle_rise_and_fall(7_200_000_000, [(3_600_000, 4), (1_800_000, 3), (3_600_000, 4), (6_500_000, 4)], 8);
+}
+
+/// Runs phases of (mean gap between requests in µs, windows) through one log of a window of
+/// `window` µs, checking each decision against a queue and the ring's size (`slot_bytes` a
+/// slot) after each phase, once it has settled.
+fn settle_rise_and_fall(window: u64, phases: [(u64, u64); 4], slot_bytes: usize) {
     use sluice::algorithm::Algorithm;
     use std::collections::VecDeque;
     const LIMIT: u64 = 100_000;
-    let window = 1_000_000; // µs
     let policy = SlidingLog::new(LIMIT, Duration::from_micros(window), SlidingLogVariant::Accepted).unwrap();
     let mut state = sluice::algorithm::sliding_log::SlidingLogState::default();
     let mut model = VecDeque::new();
     let (mut now, mut seed) = (1_700_000_000_000_000_u64, 0x2545_f491_4f6c_dd1d_u64);
-    // (mean gap between requests in µs, windows): about 10 000 entries, then 20 000, then
-    // 10 000 again, then 5 000, each long enough for the ring to settle.
-    for (mean_gap, windows) in [(100, 4), (50, 3), (100, 4), (200, 4)] {
+    for (mean_gap, windows) in phases {
         for _ in 0..windows * window / mean_gap {
             // Gaps of 1 to 2 × mean − 1 µs (xorshift): the count wavers as real traffic does.
             seed ^= seed << 13;
@@ -207,7 +219,7 @@ fn a_long_settled_sliding_log_keeps_a_tight_ring() {
         }
         let len = state.len();
         assert_eq!(len, model.len());
-        let slots = state.heap_bytes() / 4;
+        let slots = state.heap_bytes() / slot_bytes;
         // A settled ring keeps a margin of 1/32 and is rebuilt once more than twice that is
         // free; a growth may have added one more margin since.
         assert!(slots <= len + 3 * len / 32 + 8, "{slots} slots for {len} entries (mean gap {mean_gap} µs)");
