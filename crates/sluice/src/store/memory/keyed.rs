@@ -133,7 +133,6 @@ where
         let algorithm = &self.algorithm;
         in_class_table!(self, probe, |table, key| {
             let Some((_, state)) = table.find_mut(hash, |(stored, _)| stored.is(key)) else {
-                let request = Request { hash, probe, now, cost };
                 return settle_new(algorithm, table, request, key, admitted, hasher, inserted);
             };
             let (decision, plan) = algorithm.decide(state, now, cost);
