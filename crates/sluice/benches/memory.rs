@@ -199,7 +199,7 @@ fn main() {
     }
     println!();
     println!(
-        "A sliding-log key holding one request has {slot_bytes} bytes of slots on the heap (up to two entries stay inside its state)."
+        "A sliding-log key holding one request has {slot_bytes} bytes of slots on the heap (up to four narrow entries stay inside its state)."
     );
     sliding_log_slots();
     sliding_log_retention();

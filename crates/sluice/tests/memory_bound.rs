@@ -150,21 +150,27 @@ fn a_sliding_log_holds_memory_for_its_window_not_for_its_history() {
 }
 
 #[test]
-fn a_sliding_log_of_up_to_two_entries_allocates_nothing() {
+fn a_sliding_log_of_up_to_four_entries_allocates_nothing() {
     use sluice::algorithm::Algorithm;
     let policy = SlidingLog::new(100, Duration::from_secs(1), SlidingLogVariant::Accepted).unwrap();
     let at = |ms: u64| Timestamp::from_micros(1_700_000_000_000_000 + ms * 1_000);
     let mut state: sluice::algorithm::sliding_log::SlidingLogState = Default::default();
-    for ms in [0, 10] {
+    for (held, ms) in [0, 10, 20, 30].into_iter().enumerate() {
         state = policy.step(&state, at(ms), 1).1;
-        assert_eq!((state.len(), state.heap_bytes()), (usize::from(ms > 0) + 1, 0), "inside the state");
+        assert_eq!((state.len(), state.heap_bytes()), (held + 1, 0), "inside the state");
     }
-    state = policy.step(&state, at(20), 1).1;
-    assert_eq!((state.len(), state.heap_bytes()), (3, 8 * 4), "a third entry moves the log to 8 heap slots");
-    // Once all three have expired, the next request brings the log back inside the state.
-    state = policy.step(&state, at(2_000), 1).1;
-    assert_eq!((state.len(), state.heap_bytes()), (1, 0));
-    // A day-long window whose entries span more than 2^32 µs keeps one whole timestamp inline.
+    state = policy.step(&state, at(40), 1).1;
+    assert_eq!((state.len(), state.heap_bytes()), (5, 8 * 4), "a fifth entry moves the log to 8 heap slots");
+    // The entries of 0 and 10 ms have expired: three live and the new one stay on the heap.
+    state = policy.step(&state, at(1_015), 1).1;
+    assert_eq!((state.len(), state.heap_bytes()), (4, 8 * 4), "four entries stay on the heap");
+    // Those of 20 to 40 ms too: with two entries the log comes back inside the state.
+    state = policy.step(&state, at(1_045), 1).1;
+    assert_eq!((state.len(), state.heap_bytes()), (2, 0), "back inside the state");
+    // And still holds them: the one of 1 015 ms counts until 2 015 ms.
+    assert_eq!(policy.step(&state, at(2_014), 0).0.remaining, 98);
+    assert_eq!(policy.step(&state, at(2_015), 0).0.remaining, 99);
+    // A day-long window whose entries span more than 2^32 µs holds them whole, on the heap.
     let daily = SlidingLog::new(100, Duration::from_secs(86_400), SlidingLogVariant::Accepted).unwrap();
     let mut state: sluice::algorithm::sliding_log::SlidingLogState = Default::default();
     state = daily.step(&state, at(0), 1).1;

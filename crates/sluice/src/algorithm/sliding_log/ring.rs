@@ -1,5 +1,5 @@
 //! The sliding log's state: a ring buffer of timestamps, 4 bytes a slot while it can be,
-//! with its first two slots kept inside the state itself.
+//! with up to four slots kept inside the state itself.
 
 use super::SlidingLogPlan;
 
@@ -13,18 +13,24 @@ const MIN_SLOTS: usize = 8;
 /// [`SlidingLogState`]'s capacity notes.
 const PAGE_SLOTS: usize = 1024;
 
-/// The words a log keeps inside its state: two narrow slots or one wide one.
-const INLINE_WORDS: usize = 2;
+/// The narrow slots a log keeps inside its state.
+const INLINE_SLOTS: usize = 4;
+
+/// A log on the heap comes back inside its state once it holds at most this many entries
+/// (the new ones included): half the inline slots, so that a log whose count wavers around
+/// the inline capacity does not move back and forth.
+const RETURN_INLINE: usize = INLINE_SLOTS / 2;
 
 /// A key's log: a ring buffer of the timestamps still in the window at the last write,
 /// oldest first.
 ///
-/// **Capacity.** It follows what the log holds and never exceeds `limit`. A log of up to two
-/// entries keeps them inside the state (no allocation, no pointer to follow); a longer one
-/// moves to the heap, where it doubles when full and shrinks to twice its entries when an
-/// eighth full (so a log whose count wavers does not reallocate back and forth), and it
-/// returns inside the state when every entry has expired. A key with 3 requests in the
-/// window holds 8 slots, not `limit`, however many it made before.
+/// **Capacity.** It follows what the log holds and never exceeds `limit`. A log of up to four
+/// entries keeps them inside the state (no allocation, no pointer to follow: a key with a few
+/// requests in its window costs no memory miss beyond its own entry); a fifth moves the log to
+/// the heap, where it doubles when full and shrinks to twice its entries when an eighth full
+/// (so a log whose count wavers does not reallocate back and forth), and it returns inside the
+/// state once it holds two entries or fewer (the new one included). A key with 5 requests in
+/// the window holds 8 slots, not `limit`, however many it made before.
 ///
 /// **Tight long logs.** Every check reads the oldest entry and writes after the newest; in a
 /// ring with room to spare, the free slots lie between the two, so in a log longer than a
@@ -41,63 +47,58 @@ const INLINE_WORDS: usize = 2;
 /// **Slots.** A slot is 4 bytes while the log spans at most 2^32 − 1 µs (about 71 minutes:
 /// every window up to that length), holding the low 32 bits of its timestamp; the high bits
 /// are those of the newest entry, less one where the low bits wrapped. A log spanning more (a
-/// longer window) holds each timestamp whole, in two words. Halving the slot halves the
-/// memory a busy log streams through on every check.
+/// longer window) holds each timestamp whole, in two words, on the heap. Halving the slot
+/// halves the memory a busy log streams through on every check.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SlidingLogState {
-    /// The ring's storage: one word per slot (narrow) or two (wide, low word first).
+    /// Where the slots live.
     words: Words,
-    /// Physical index (in slots) of the oldest entry.
-    head: u32,
     /// Number of entries held.
     len: u32,
-    /// High 32 bits of the newest entry's timestamp (narrow rings only).
+    /// High 32 bits of the newest entry's timestamp (narrow slots only).
     epoch: u32,
+}
+
+/// Where a log's slots live. Both variants fit in 24 bytes: the inline slots sit beside the
+/// ring's pointer, whose non-null niche tells the two apart.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Words {
+    /// Up to [`INLINE_SLOTS`] narrow slots, the oldest entry first.
+    Inline([u32; INLINE_SLOTS]),
+    /// A ring on the heap.
+    Heap(Ring),
+}
+
+impl Default for Words {
+    fn default() -> Self {
+        Words::Inline([0; INLINE_SLOTS])
+    }
+}
+
+/// A ring buffer of slots on the heap.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Ring {
+    /// One word per slot (narrow) or two (wide, low word first). A boxed slice, not a `Vec`:
+    /// its length is the capacity, so the state is 8 bytes smaller.
+    words: Box<[u32]>,
+    /// Physical index (in slots) of the oldest entry.
+    head: u32,
     /// Whether each slot holds a whole timestamp in two words.
     wide: bool,
     /// Whether the ring grew since its head last went round (the next growth doubles).
     grown: bool,
 }
 
-/// Where the ring's words live. Both variants fit in 16 bytes: the inline words sit beside
-/// the heap pointer's non-null niche.
-#[derive(Clone, Debug, PartialEq, Eq)]
-enum Words {
-    Inline([u32; INLINE_WORDS]),
-    /// A boxed slice, not a `Vec`: its length is the capacity, so the state is 8 bytes smaller.
-    Heap(Box<[u32]>),
-}
-
-impl Default for Words {
-    fn default() -> Self {
-        Words::Inline([0; INLINE_WORDS])
-    }
-}
-
-impl Words {
-    /// Room for `count` words: inside the state when they fit.
-    fn zeroed(count: usize) -> Self {
-        if count <= INLINE_WORDS { Words::default() } else { Words::Heap(vec![0; count].into_boxed_slice()) }
+impl Ring {
+    /// Room for `capacity` slots, each of two words when `wide`.
+    fn zeroed(capacity: usize, wide: bool) -> Self {
+        let words = vec![0; capacity << usize::from(wide)].into_boxed_slice();
+        Ring { words, head: 0, wide, grown: false }
     }
 
     #[inline(always)]
-    fn as_slice(&self) -> &[u32] {
-        match self {
-            Words::Inline(words) => words,
-            Words::Heap(words) => words,
-        }
-    }
-
-    #[inline(always)]
-    fn as_mut_slice(&mut self) -> &mut [u32] {
-        match self {
-            Words::Inline(words) => words,
-            Words::Heap(words) => words,
-        }
-    }
-
-    fn on_heap(&self) -> bool {
-        matches!(self, Words::Heap(_))
+    fn capacity(&self) -> usize {
+        self.words.len() >> usize::from(self.wide)
     }
 }
 
@@ -119,10 +120,16 @@ impl Entries<'_> {
         self.len
     }
 
-    /// Physical slot of the logical `index`-th entry.
+    /// Number of slots.
+    #[inline(always)]
+    fn capacity(&self) -> usize {
+        self.words.len() >> usize::from(self.wide)
+    }
+
+    /// Physical slot of the logical `index`-th entry (`head + index < 2 × capacity`).
     #[inline(always)]
     fn slot(&self, index: usize) -> usize {
-        let capacity = self.words.len() >> usize::from(self.wide);
+        let capacity = self.capacity();
         let slot = self.head + index;
         if slot >= capacity { slot - capacity } else { slot }
     }
@@ -157,13 +164,11 @@ impl SlidingLogState {
     /// The entries, to read for a decision.
     #[inline(always)]
     pub(super) fn view(&self) -> Entries<'_> {
-        Entries {
-            words: self.words.as_slice(),
-            head: self.head as usize,
-            len: self.len as usize,
-            epoch: self.epoch,
-            wide: self.wide,
-        }
+        let (words, head, wide): (&[u32], usize, bool) = match &self.words {
+            Words::Inline(words) => (words, 0, false),
+            Words::Heap(ring) => (&ring.words, ring.head as usize, ring.wide),
+        };
+        Entries { words, head, len: self.len as usize, epoch: self.epoch, wide }
     }
 
     /// Number of timestamps held.
@@ -180,22 +185,30 @@ impl SlidingLogState {
     pub fn heap_bytes(&self) -> usize {
         match &self.words {
             Words::Inline(_) => 0,
-            Words::Heap(words) => words.len() * size_of::<u32>(),
+            Words::Heap(ring) => ring.words.len() * size_of::<u32>(),
         }
     }
 
     /// Number of slots.
     #[inline(always)]
     fn capacity(&self) -> usize {
-        self.words.as_slice().len() >> usize::from(self.wide)
+        self.view().capacity()
+    }
+
+    /// Whether each slot holds a whole timestamp.
+    fn wide(&self) -> bool {
+        matches!(&self.words, Words::Heap(ring) if ring.wide)
+    }
+
+    /// Whether the ring grew since its head last went round.
+    fn grown(&self) -> bool {
+        matches!(&self.words, Words::Heap(ring) if ring.grown)
     }
 
     /// Physical index of the logical `index`-th entry (`head + index < 2 × capacity`).
     #[inline(always)]
     fn physical(&self, index: usize) -> usize {
-        let physical = self.head as usize + index;
-        let capacity = self.capacity();
-        if physical >= capacity { physical - capacity } else { physical }
+        self.view().slot(index)
     }
 
     /// The logical `index`-th entry, 0 being the oldest, in a log whose newest is `newest`.
@@ -251,52 +264,67 @@ impl SlidingLogState {
             return;
         }
         let (len, capacity) = (self.len(), self.capacity());
-        let target = if tighten { tight(len + count).min(limit) } else { self.target_capacity(len + count, limit) };
-        if target != capacity || self.wide != self.needs_wide(newest, now) {
+        let wide = self.needs_wide(newest, now);
+        let target =
+            if tighten { tight(len + count).min(limit) } else { self.target_capacity(len + count, limit, wide) };
+        if target != capacity || self.wide() != wide {
             let entries: Vec<u64> = (0..len).map(|index| self.entry_below(newest, index)).collect();
             self.fill(&entries, target, now);
-            self.grown = target > capacity;
+            if let Words::Heap(ring) = &mut self.words {
+                ring.grown = target > capacity;
+            }
         }
         self.push(now, count, limit);
     }
 
-    /// The common case: one entry stamped `now` into a ring that has room for it and need
-    /// not change (neither grow, shrink nor widen: `fits_narrow` says a narrow ring can hold
-    /// it). The storage is read once. Returns false, having changed nothing, otherwise.
+    /// The common case: one entry stamped `now` into a log that has room for it and need not
+    /// change (neither grow, shrink, widen nor move: `fits_narrow` says a narrow slot can
+    /// hold it). The storage is read once. Returns false, having changed nothing, otherwise.
     #[inline(always)]
     fn push_one_in_place(&mut self, now: u64, limit: usize, fits_narrow: bool) -> bool {
-        let (len, wide, on_heap) = (self.len(), self.wide, self.words.on_heap());
-        let words = self.words.as_mut_slice();
-        let capacity = words.len() >> usize::from(wide);
-        // The inline words may be more slots than the limit allows.
-        let roomy = len < capacity.min(limit) && ((len + 1) * 8 > capacity || capacity <= MIN_SLOTS);
-        if !(roomy && (wide || fits_narrow) && (len > 0 || !on_heap)) {
-            return false;
-        }
-        let slot = self.head as usize + len;
-        let slot = if slot >= capacity { slot - capacity } else { slot };
-        if wide {
-            words[2 * slot] = now as u32;
-            words[2 * slot + 1] = (now >> 32) as u32;
-        } else {
-            words[slot] = now as u32;
-            self.epoch = (now >> 32) as u32;
+        let len = self.len();
+        match &mut self.words {
+            Words::Inline(words) => {
+                if len >= INLINE_SLOTS.min(limit) || !fits_narrow {
+                    return false;
+                }
+                words[len] = now as u32;
+                self.epoch = (now >> 32) as u32;
+            }
+            Words::Heap(ring) => {
+                let capacity = ring.capacity();
+                // Neither full, nor so empty that it shrinks or comes back inside the state.
+                let roomy = len < capacity.min(limit) && (len + 1) * 8 > capacity && len >= RETURN_INLINE;
+                if !(roomy && (ring.wide || fits_narrow)) {
+                    return false;
+                }
+                let slot = ring.head as usize + len;
+                let slot = if slot >= capacity { slot - capacity } else { slot };
+                if ring.wide {
+                    ring.words[2 * slot] = now as u32;
+                    ring.words[2 * slot + 1] = (now >> 32) as u32;
+                } else {
+                    ring.words[slot] = now as u32;
+                    self.epoch = (now >> 32) as u32;
+                }
+            }
         }
         self.len += 1;
         true
     }
 
-    /// The capacity for `needed` entries: when they do not fit, doubled (or, for a long log
-    /// that has not grown since its head last went round, a 1/32 margin over them); down to
-    /// twice them when they fill an eighth or less; inside the state when all have expired
-    /// and the new ones fit there; at most `limit`.
-    fn target_capacity(&self, needed: usize, limit: usize) -> usize {
-        let (len, capacity) = (self.len(), self.capacity());
-        let inline = INLINE_WORDS >> usize::from(self.wide);
-        if len == 0 && needed <= inline {
-            inline
+    /// The capacity for `needed` entries in slots that are `wide` or not: inside the state
+    /// when narrow and few enough (see [`RETURN_INLINE`]), a short wide log in exactly as many
+    /// slots; when they do not fit, doubled (or, for a long log that has not grown since its
+    /// head last went round, a 1/32 margin over them); down to twice them when they fill an
+    /// eighth or less; at most `limit`.
+    fn target_capacity(&self, needed: usize, limit: usize, wide: bool) -> usize {
+        let capacity = self.capacity();
+        let on_heap = matches!(self.words, Words::Heap(_));
+        if needed <= INLINE_SLOTS && (!on_heap || needed <= RETURN_INLINE) {
+            if wide { needed } else { INLINE_SLOTS }
         } else if needed > capacity && capacity < limit {
-            let grown = if needed > PAGE_SLOTS && !self.grown { tight(needed) } else { needed.max(capacity * 2) };
+            let grown = if needed > PAGE_SLOTS && !self.grown() { tight(needed) } else { needed.max(capacity * 2) };
             grown.max(MIN_SLOTS).min(limit)
         } else if needed * 8 <= capacity && capacity > MIN_SLOTS {
             (needed * 2).max(MIN_SLOTS)
@@ -308,67 +336,85 @@ impl SlidingLogState {
     /// Stamps physical slot `slot` with `now`, the newest entry from here on.
     #[inline(always)]
     fn write(&mut self, slot: usize, now: u64) {
-        let words = self.words.as_mut_slice();
-        if self.wide {
-            words[2 * slot] = now as u32;
-            words[2 * slot + 1] = (now >> 32) as u32;
-        } else {
-            words[slot] = now as u32;
-            self.epoch = (now >> 32) as u32;
+        match &mut self.words {
+            Words::Heap(ring) if ring.wide => {
+                ring.words[2 * slot] = now as u32;
+                ring.words[2 * slot + 1] = (now >> 32) as u32;
+                return;
+            }
+            Words::Heap(ring) => ring.words[slot] = now as u32,
+            Words::Inline(words) => words[slot] = now as u32,
         }
+        self.epoch = (now >> 32) as u32;
     }
 
     /// Drops the `count` oldest entries; returns whether the head went past the ring's end.
     fn drop_oldest(&mut self, count: usize) -> bool {
-        if count >= self.len() {
-            self.head = 0;
+        let len = self.len();
+        if count >= len {
             self.len = 0;
+            if let Words::Heap(ring) = &mut self.words {
+                ring.head = 0;
+            }
             return false;
         }
-        let (next, capacity) = (self.head as usize + count, self.capacity());
-        let went_round = next >= capacity;
-        self.head = (if went_round { next - capacity } else { next }) as u32;
+        if count == 0 {
+            return false;
+        }
         self.len -= count as u32;
-        went_round
+        match &mut self.words {
+            // Inside the state the oldest entry is always in the first slot.
+            Words::Inline(words) => {
+                words.copy_within(count..len, 0);
+                false
+            }
+            Words::Heap(ring) => {
+                let (next, capacity) = (ring.head as usize + count, ring.capacity());
+                let went_round = next >= capacity;
+                ring.head = (if went_round { next - capacity } else { next }) as u32;
+                went_round
+            }
+        }
     }
 
     /// The head has gone round the ring: the next growth may be tight again. Returns whether
     /// the ring is long and has more than twice its margin free, to be rebuilt tight.
     #[cold]
     fn went_round(&mut self) -> bool {
-        self.grown = false;
         let len = self.len();
-        len > PAGE_SLOTS && self.capacity() > tight(len) + margin(len)
+        let Words::Heap(ring) = &mut self.words else { return false };
+        ring.grown = false;
+        len > PAGE_SLOTS && ring.capacity() > tight(len) + margin(len)
     }
 
-    /// Rebuilds the ring with `capacity` slots (at least `entries.len()`; inside the state if
-    /// they fit there) holding `entries`, oldest first, narrow unless they and an entry
-    /// stamped `next` span more than 2^32 − 1 µs.
+    /// Rebuilds the log with `capacity` slots (at least `entries.len()`; inside the state if
+    /// they are narrow and fit there) holding `entries`, oldest first, narrow unless they and
+    /// an entry stamped `next` span more than 2^32 − 1 µs.
     fn fill(&mut self, entries: &[u64], capacity: usize, next: u64) {
         let newest = next.max(entries.last().copied().unwrap_or(0));
-        self.wide = entries.first().is_some_and(|&oldest| newest - oldest > NARROW_SPAN);
-        let width = if self.wide { 2 } else { 1 };
-        self.words = Words::zeroed(capacity * width);
-        self.head = 0;
+        let wide = entries.first().is_some_and(|&oldest| newest - oldest > NARROW_SPAN);
+        self.words = if !wide && capacity <= INLINE_SLOTS {
+            Words::default()
+        } else {
+            Words::Heap(Ring::zeroed(capacity, wide))
+        };
         self.len = entries.len() as u32;
         for (slot, &entry) in entries.iter().enumerate() {
             self.write(slot, entry);
         }
     }
 
-    /// Writes `count` entries after the newest; in a full ring (or one holding `limit`
-    /// entries) they replace the oldest.
+    /// Writes `count` entries after the newest; in a full log (or one holding `limit`
+    /// entries) each replaces the oldest.
     fn push(&mut self, now: u64, count: usize, limit: usize) {
         let room = self.capacity().min(limit);
         for _ in 0..count.min(room) {
+            if self.len() == room {
+                self.drop_oldest(1);
+            }
             let slot = self.physical(self.len());
             self.write(slot, now);
-            if self.len() < room {
-                self.len += 1;
-            } else {
-                // Written over the oldest: the head moves past it.
-                self.head = self.physical(1) as u32;
-            }
+            self.len += 1;
         }
     }
 }
@@ -383,5 +429,5 @@ fn tight(needed: usize) -> usize {
     needed + margin(needed)
 }
 
-// The inline words share the heap pointer's 16 bytes: a log costs a key no more than before.
+// The inline slots share the ring's 24 bytes: a log costs a key no more than one of two inline slots did.
 const _: () = assert!(size_of::<SlidingLogState>() == 32);
