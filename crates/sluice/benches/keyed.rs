@@ -17,6 +17,9 @@
 //! - `sliding_log/allowed_fresh/1000000`: 1 000 000 keys whose logs start with one entry.
 //! - `sliding_log/over_limit/1`: one hot key far over a 1 000 per second limit, so that
 //!   nearly every check is rejected by both.
+//! - `sliding_log/over_limit/1000`: 1 000 keys each far over a 100 per second limit (each
+//!   key is checked thousands of times a second): the keys of an API under load, nearly
+//!   every check rejected, each log full at 100 entries.
 //!
 //! Functions: `sluice_store` (`MemoryStore::check_one` after reading a `SystemClock`),
 //! `sluice_limiter` (`RateLimiter::check`), `governor_check_key`. The share of allowed
@@ -290,6 +293,7 @@ fn keyed(c: &mut Criterion) {
     group(c, Algorithm::SlidingLog, "allowed_10ms", 1_000, short, true);
     group(c, Algorithm::SlidingLog, "allowed_fresh", 1_000_000, Rate::per_second(100), false);
     group(c, Algorithm::SlidingLog, "over_limit", 1, Rate::per_second(1_000), true);
+    group(c, Algorithm::SlidingLog, "over_limit", 1_000, Rate::per_second(100), true);
     for algorithm in [Algorithm::TokenBucket, Algorithm::FixedWindow] {
         for keys in [1_000, 1_000_000] {
             group(c, algorithm, "allowed", keys, per_second(keys), true);

@@ -1,6 +1,6 @@
 //! A driver for counting instructions per keyed check (callgrind), Sluice's memory store
 //! against governor, on the workload of the `keyed` bench: 16-byte keys visited in a
-//! pseudo-random order, the clock read included, every check allowed.
+//! pseudo-random order, the clock read included, every check allowed (unless told otherwise).
 //!
 //! ```sh
 //! cargo bench -p sluice --bench keyed_instructions --no-run   # prints the binary's path
@@ -19,7 +19,9 @@
 //! on the real clock holds 50 times fewer entries than in a native run; with simulated time
 //! its logs are as long as in a native run at that speed, and the counts repeat from run to
 //! run. Simulated time first runs one window (1 s) of checks, not counted, so that logs have
-//! reached their steady-state length.
+//! reached their steady-state length. A fifth, `limit`, sets the limit per second (by default
+//! `max(100, 50 000 000 / keys)`, so that every check is allowed); `1000 300000 sliding_log
+//! 100 100` keeps every key far over its limit.
 
 mod common;
 
@@ -117,7 +119,10 @@ fn main() {
     let keys: usize = args.first().map_or(1_000, |arg| arg.parse().expect("keys"));
     let checks: usize = args.get(1).map_or(1_000_000, |arg| arg.parse().expect("checks"));
     let algorithm = args.get(2).map_or("sliding_log", String::as_str);
-    let per_second = (50_000_000 / keys).max(100) as u32;
+    let per_second = match args.get(4) {
+        Some(limit) => limit.parse().expect("limit per second"),
+        None => (50_000_000 / keys).max(100) as u32,
+    };
     let keys: Vec<[u8; 16]> = (0..keys).map(key_bytes).collect();
     let limit = Limit::new("bench", policy(algorithm, u64::from(per_second)));
     let clock = SystemClock::new();
