@@ -148,7 +148,7 @@ fn constructor_limits_name_the_field() {
         ),
         (
             "algorithm: sliding_log\n    limit: 5000000000\n    window: 1s",
-            "policies.p.limit: must be at most 4294967295",
+            "policies.p.limit: must be at most 1073741823",
         ),
         (
             "algorithm: fixed_window\n    limit: 1\n    window: 1h\n    offset: 2h",

@@ -59,8 +59,9 @@ pub struct SlidingLog {
 }
 
 impl SlidingLog {
-    /// The largest limit: the ring buffer indexes its slots with `u32`.
-    pub const MAX_LIMIT: u64 = u32::MAX as u64;
+    /// The largest limit, 2^30 − 1 (a full log of it holds 4 GiB): the ring buffer keeps
+    /// the index of its oldest slot in 30 bits, beside two flags.
+    pub const MAX_LIMIT: u64 = (1 << 30) - 1;
 
     /// A sliding log of `limit` requests per `window`.
     ///

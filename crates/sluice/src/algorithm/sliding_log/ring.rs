@@ -55,7 +55,7 @@ pub struct SlidingLogState {
     words: Words,
     /// Number of entries held.
     len: u32,
-    /// High 32 bits of the newest entry's timestamp (narrow slots only).
+    /// High 32 bits of the newest entry's timestamp.
     epoch: u32,
 }
 
@@ -81,24 +81,55 @@ struct Ring {
     /// One word per slot (narrow) or two (wide, low word first). A boxed slice, not a `Vec`:
     /// its length is the capacity, so the state is 8 bytes smaller.
     words: Box<[u32]>,
-    /// Physical index (in slots) of the oldest entry.
+    /// Physical index (in slots) of the oldest entry in the low 30 bits (a ring never holds
+    /// more than [`SlidingLog::MAX_LIMIT`](super::SlidingLog::MAX_LIMIT) slots), and the
+    /// flags [`WIDE`] and [`GROWN`] above it.
     head: u32,
-    /// Whether each slot holds a whole timestamp in two words.
-    wide: bool,
-    /// Whether the ring grew since its head last went round (the next growth doubles).
-    grown: bool,
+    /// Low 32 bits of the newest entry (the high ones are the state's `epoch`): a decision
+    /// reads the newest entry here rather than at the ring's tail, a cache line away.
+    newest_low: u32,
 }
+
+/// [`Ring::head`]'s flag: each slot holds a whole timestamp in two words.
+const WIDE: u32 = 1 << 31;
+/// [`Ring::head`]'s flag: the ring grew since its head last went round (the next growth
+/// doubles).
+const GROWN: u32 = 1 << 30;
+/// [`Ring::head`]'s bits that hold the head itself.
+const HEAD: u32 = GROWN - 1;
 
 impl Ring {
     /// Room for `capacity` slots, each of two words when `wide`.
     fn zeroed(capacity: usize, wide: bool) -> Self {
         let words = vec![0; capacity << usize::from(wide)].into_boxed_slice();
-        Ring { words, head: 0, wide, grown: false }
+        Ring { words, head: if wide { WIDE } else { 0 }, newest_low: 0 }
+    }
+
+    #[inline(always)]
+    fn wide(&self) -> bool {
+        self.head & WIDE != 0
+    }
+
+    #[inline(always)]
+    fn head(&self) -> usize {
+        (self.head & HEAD) as usize
+    }
+
+    fn set_head(&mut self, head: usize) {
+        self.head = (self.head & !HEAD) | head as u32;
+    }
+
+    fn grown(&self) -> bool {
+        self.head & GROWN != 0
+    }
+
+    fn set_grown(&mut self, grown: bool) {
+        self.head = if grown { self.head | GROWN } else { self.head & !GROWN };
     }
 
     #[inline(always)]
     fn capacity(&self) -> usize {
-        self.words.len() >> usize::from(self.wide)
+        self.words.len() >> usize::from(self.wide())
     }
 }
 
@@ -109,7 +140,8 @@ pub(super) struct Entries<'a> {
     words: &'a [u32],
     head: usize,
     len: usize,
-    epoch: u32,
+    /// The newest timestamp (0 when empty).
+    newest: u64,
     wide: bool,
 }
 
@@ -137,15 +169,7 @@ impl Entries<'_> {
     /// The newest timestamp (0 when empty).
     #[inline(always)]
     pub(super) fn newest(&self) -> u64 {
-        if self.len == 0 {
-            return 0;
-        }
-        let slot = self.slot(self.len - 1);
-        if self.wide {
-            u64::from(self.words[2 * slot]) | u64::from(self.words[2 * slot + 1]) << 32
-        } else {
-            u64::from(self.epoch) << 32 | u64::from(self.words[slot])
-        }
+        self.newest
     }
 
     /// The logical `index`-th entry, 0 being the oldest, in a log whose newest is `newest`.
@@ -164,11 +188,14 @@ impl SlidingLogState {
     /// The entries, to read for a decision.
     #[inline(always)]
     pub(super) fn view(&self) -> Entries<'_> {
-        let (words, head, wide): (&[u32], usize, bool) = match &self.words {
-            Words::Inline(words) => (words, 0, false),
-            Words::Heap(ring) => (&ring.words, ring.head as usize, ring.wide),
+        let len = self.len as usize;
+        let (words, head, wide, newest_low): (&[u32], usize, bool, u32) = match &self.words {
+            // The newest inline slot (the last one when empty, then unused).
+            Words::Inline(words) => (words, 0, false, words[(len + INLINE_SLOTS - 1) % INLINE_SLOTS]),
+            Words::Heap(ring) => (&ring.words, ring.head(), ring.wide(), ring.newest_low),
         };
-        Entries { words, head, len: self.len as usize, epoch: self.epoch, wide }
+        let newest = if len == 0 { 0 } else { u64::from(self.epoch) << 32 | u64::from(newest_low) };
+        Entries { words, head, len, newest, wide }
     }
 
     /// Number of timestamps held.
@@ -197,12 +224,12 @@ impl SlidingLogState {
 
     /// Whether each slot holds a whole timestamp.
     fn wide(&self) -> bool {
-        matches!(&self.words, Words::Heap(ring) if ring.wide)
+        matches!(&self.words, Words::Heap(ring) if ring.wide())
     }
 
     /// Whether the ring grew since its head last went round.
     fn grown(&self) -> bool {
-        matches!(&self.words, Words::Heap(ring) if ring.grown)
+        matches!(&self.words, Words::Heap(ring) if ring.grown())
     }
 
     /// Physical index of the logical `index`-th entry (`head + index < 2 × capacity`).
@@ -228,7 +255,7 @@ impl SlidingLogState {
         (0..self.len()).map(move |index| self.entry_below(newest, index))
     }
 
-    /// A log holding `entries` (oldest first, at most its limit, so fewer than 2^32) in a
+    /// A log holding `entries` (oldest first, at most its limit, so fewer than 2^30) in a
     /// ring of exactly that many slots (or inside the state): the next write grows it.
     pub(crate) fn from_entries(entries: &[u64]) -> Self {
         let mut state = SlidingLogState::default();
@@ -271,7 +298,7 @@ impl SlidingLogState {
             let entries: Vec<u64> = (0..len).map(|index| self.entry_below(newest, index)).collect();
             self.fill(&entries, target, now);
             if let Words::Heap(ring) = &mut self.words {
-                ring.grown = target > capacity;
+                ring.set_grown(target > capacity);
             }
         }
         self.push(now, count, limit);
@@ -289,26 +316,27 @@ impl SlidingLogState {
                     return false;
                 }
                 words[len] = now as u32;
-                self.epoch = (now >> 32) as u32;
             }
             Words::Heap(ring) => {
                 let capacity = ring.capacity();
                 // Neither full, nor so empty that it shrinks or comes back inside the state.
                 let roomy = len < capacity.min(limit) && (len + 1) * 8 > capacity && len >= RETURN_INLINE;
-                if !(roomy && (ring.wide || fits_narrow)) {
+                let wide = ring.wide();
+                if !(roomy && (wide || fits_narrow)) {
                     return false;
                 }
-                let slot = ring.head as usize + len;
+                let slot = ring.head() + len;
                 let slot = if slot >= capacity { slot - capacity } else { slot };
-                if ring.wide {
+                if wide {
                     ring.words[2 * slot] = now as u32;
                     ring.words[2 * slot + 1] = (now >> 32) as u32;
                 } else {
                     ring.words[slot] = now as u32;
-                    self.epoch = (now >> 32) as u32;
                 }
+                ring.newest_low = now as u32;
             }
         }
+        self.epoch = (now >> 32) as u32;
         self.len += 1;
         true
     }
@@ -337,12 +365,15 @@ impl SlidingLogState {
     #[inline(always)]
     fn write(&mut self, slot: usize, now: u64) {
         match &mut self.words {
-            Words::Heap(ring) if ring.wide => {
-                ring.words[2 * slot] = now as u32;
-                ring.words[2 * slot + 1] = (now >> 32) as u32;
-                return;
+            Words::Heap(ring) => {
+                if ring.wide() {
+                    ring.words[2 * slot] = now as u32;
+                    ring.words[2 * slot + 1] = (now >> 32) as u32;
+                } else {
+                    ring.words[slot] = now as u32;
+                }
+                ring.newest_low = now as u32;
             }
-            Words::Heap(ring) => ring.words[slot] = now as u32,
             Words::Inline(words) => words[slot] = now as u32,
         }
         self.epoch = (now >> 32) as u32;
@@ -354,7 +385,7 @@ impl SlidingLogState {
         if count >= len {
             self.len = 0;
             if let Words::Heap(ring) = &mut self.words {
-                ring.head = 0;
+                ring.set_head(0);
             }
             return false;
         }
@@ -369,9 +400,9 @@ impl SlidingLogState {
                 false
             }
             Words::Heap(ring) => {
-                let (next, capacity) = (ring.head as usize + count, ring.capacity());
+                let (next, capacity) = (ring.head() + count, ring.capacity());
                 let went_round = next >= capacity;
-                ring.head = (if went_round { next - capacity } else { next }) as u32;
+                ring.set_head(if went_round { next - capacity } else { next });
                 went_round
             }
         }
@@ -383,7 +414,7 @@ impl SlidingLogState {
     fn went_round(&mut self) -> bool {
         let len = self.len();
         let Words::Heap(ring) = &mut self.words else { return false };
-        ring.grown = false;
+        ring.set_grown(false);
         len > PAGE_SLOTS && ring.capacity() > tight(len) + margin(len)
     }
 
