@@ -151,6 +151,10 @@ fn constructor_limits_name_the_field() {
             "policies.p.limit: must be at most 1073741823",
         ),
         (
+            "algorithm: sliding_log\n    limit: 1073741824\n    window: 1s",
+            "policies.p.limit: must be at most 1073741823",
+        ),
+        (
             "algorithm: fixed_window\n    limit: 1\n    window: 1h\n    offset: 2h",
             "policies.p.offset: must be shorter than the window",
         ),
