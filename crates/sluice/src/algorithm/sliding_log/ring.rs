@@ -116,6 +116,7 @@ impl Ring {
     }
 
     fn set_head(&mut self, head: usize) {
+        debug_assert!(head <= HEAD as usize, "a head beyond 30 bits");
         self.head = (self.head & !HEAD) | head as u32;
     }
 
