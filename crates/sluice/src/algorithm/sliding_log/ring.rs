@@ -132,6 +132,19 @@ impl Ring {
     fn capacity(&self) -> usize {
         self.words.len() >> usize::from(self.wide())
     }
+
+    /// Stamps physical slot `slot` with `now`, the newest entry from here on (the state
+    /// keeps its high 32 bits).
+    #[inline(always)]
+    fn write(&mut self, slot: usize, now: u64) {
+        if self.wide() {
+            self.words[2 * slot] = now as u32;
+            self.words[2 * slot + 1] = (now >> 32) as u32;
+        } else {
+            self.words[slot] = now as u32;
+        }
+        self.newest_low = now as u32;
+    }
 }
 
 /// A log's entries as read for one decision: the slots and the ring's position loaded
@@ -322,19 +335,11 @@ impl SlidingLogState {
                 let capacity = ring.capacity();
                 // Neither full, nor so empty that it shrinks or comes back inside the state.
                 let roomy = len < capacity.min(limit) && (len + 1) * 8 > capacity && len >= RETURN_INLINE;
-                let wide = ring.wide();
-                if !(roomy && (wide || fits_narrow)) {
+                if !(roomy && (ring.wide() || fits_narrow)) {
                     return false;
                 }
                 let slot = ring.head() + len;
-                let slot = if slot >= capacity { slot - capacity } else { slot };
-                if wide {
-                    ring.words[2 * slot] = now as u32;
-                    ring.words[2 * slot + 1] = (now >> 32) as u32;
-                } else {
-                    ring.words[slot] = now as u32;
-                }
-                ring.newest_low = now as u32;
+                ring.write(if slot >= capacity { slot - capacity } else { slot }, now);
             }
         }
         self.epoch = (now >> 32) as u32;
@@ -366,15 +371,7 @@ impl SlidingLogState {
     #[inline(always)]
     fn write(&mut self, slot: usize, now: u64) {
         match &mut self.words {
-            Words::Heap(ring) => {
-                if ring.wide() {
-                    ring.words[2 * slot] = now as u32;
-                    ring.words[2 * slot + 1] = (now >> 32) as u32;
-                } else {
-                    ring.words[slot] = now as u32;
-                }
-                ring.newest_low = now as u32;
-            }
+            Words::Heap(ring) => ring.write(slot, now),
             Words::Inline(words) => words[slot] = now as u32,
         }
         self.epoch = (now >> 32) as u32;
@@ -461,5 +458,5 @@ fn tight(needed: usize) -> usize {
     needed + margin(needed)
 }
 
-// The inline slots share the ring's 24 bytes: a log costs a key no more than one of two inline slots did.
+// The inline slots share the ring's 24 bytes: a log still costs a key 32 bytes.
 const _: () = assert!(size_of::<SlidingLogState>() == 32);
