@@ -11,6 +11,7 @@ mod ip;
 mod trusted;
 
 pub use extension::ExtensionKey;
+pub use forwarded::ForwardingHeader;
 pub use header::HeaderKey;
 pub use ip::{ClientIp, DEFAULT_IPV6_PREFIX, PeerIp, peer_addr};
 pub use trusted::TrustedProxies;

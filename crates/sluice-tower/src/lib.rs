@@ -47,9 +47,10 @@
 //!
 //! # Trade-offs
 //!
-//! Forwarding headers (`Forwarded`, `X-Forwarded-For`) are read only behind proxies you
-//! declare ([`key::ClientIp`], [`key::TrustedProxies`]); a client talking directly could
-//! write any address there. IPv6 clients are keyed by their /64 by default, since one
+//! Forwarding headers are read only behind proxies you declare ([`key::ClientIp`],
+//! [`key::TrustedProxies`]), since a client talking directly could write any address there,
+//! and only the one your proxies write (`X-Forwarded-For` unless you choose `Forwarded`,
+//! [`key::ForwardingHeader`]), since a proxy passes the other on as the client sent it. IPv6 clients are keyed by their /64 by default, since one
 //! subscriber usually holds a whole /64.
 
 pub mod future;

@@ -6,7 +6,7 @@ use axum::body::Body;
 use http::{HeaderName, Request, StatusCode};
 use sluice_tower::RateLimitLayer;
 use sluice_tower::key::{
-    ClientIp, ExtensionKey, HeaderKey, KeyExtractor, MissingKey, PeerIp, RequestKey, TrustedProxies,
+    ClientIp, ExtensionKey, ForwardingHeader, HeaderKey, KeyExtractor, MissingKey, PeerIp, RequestKey, TrustedProxies,
 };
 use std::time::Duration;
 use support::*;
@@ -16,10 +16,15 @@ fn one_per_minute() -> sluice::Limit {
 }
 
 fn with_forwarded(peer: &str, name: &str, value: &str) -> Request<Body> {
+    with_headers(peer, &[(name, value)])
+}
+
+fn with_headers(peer: &str, headers: &[(&str, &str)]) -> Request<Body> {
     let mut request = from_peer(peer);
-    request
-        .headers_mut()
-        .insert(HeaderName::from_bytes(name.as_bytes()).expect("header name"), value.parse().expect("header value"));
+    for (name, value) in headers {
+        let name = HeaderName::from_bytes(name.as_bytes()).expect("header name");
+        request.headers_mut().insert(name, value.parse().expect("header value"));
+    }
     request
 }
 
@@ -87,8 +92,33 @@ async fn behind_trusted_proxies_the_client_is_the_first_untrusted_address_from_t
     // Same client through another proxy, with another spoofed left-most entry.
     let chain = "7.7.7.7, 203.0.113.9, 10.0.0.8";
     assert_eq!(status(&app, with_forwarded("10.0.0.2:1", "x-forwarded-for", chain)).await, 429);
-    let forwarded = r#"for=203.0.113.9, for="[2001:db8::1]:443""#;
-    assert_eq!(status(&app, with_forwarded("10.0.0.1:1", "forwarded", forwarded)).await, 200, "another client");
+}
+
+#[tokio::test]
+async fn a_forwarded_header_the_proxies_do_not_write_is_ignored() {
+    // The proxies append to X-Forwarded-For and pass on the Forwarded header the client
+    // wrote: a client rotating it must not get a fresh key each time.
+    let proxies = TrustedProxies::cidrs(["10.0.0.0/8"]).unwrap();
+    let app = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), ClientIp::behind(proxies)));
+    let through_proxy =
+        |spoofed: &str| with_headers("10.0.0.1:1", &[("x-forwarded-for", "203.0.113.9"), ("forwarded", spoofed)]);
+    assert_eq!(status(&app, through_proxy("for=198.51.100.1")).await, 200);
+    assert_eq!(status(&app, through_proxy("for=198.51.100.2")).await, 429, "still 203.0.113.9");
+    assert_eq!(status(&app, with_forwarded("10.0.0.1:1", "forwarded", "for=198.51.100.3")).await, 200, "the proxy");
+}
+
+#[tokio::test]
+async fn behind_proxies_that_write_forwarded_only_forwarded_is_read() {
+    let proxies = TrustedProxies::cidrs(["10.0.0.0/8"]).unwrap();
+    let client_ip = ClientIp::behind(proxies).header(ForwardingHeader::Forwarded);
+    let app = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), client_ip));
+    let forwarded = r#"for=203.0.113.9, for="[2001:db8::1]:443", for=10.0.0.7"#;
+    let through_proxy =
+        |spoofed: &str| with_headers("10.0.0.1:1", &[("forwarded", forwarded), ("x-forwarded-for", spoofed)]);
+    assert_eq!(status(&app, through_proxy("198.51.100.1")).await, 200);
+    assert_eq!(status(&app, through_proxy("198.51.100.2")).await, 429, "still 2001:db8::1");
+    let other = with_forwarded("10.0.0.2:1", "forwarded", "for=203.0.113.9");
+    assert_eq!(status(&app, other).await, 200, "another client");
 }
 
 #[tokio::test]

@@ -1,21 +1,39 @@
-//! Reading the address chain of `Forwarded` (RFC 7239) or `X-Forwarded-For`.
+//! Reading the address chain of `X-Forwarded-For` or `Forwarded` (RFC 7239).
 
 use http::HeaderMap;
 use smallvec::SmallVec;
 use std::net::{IpAddr, SocketAddr};
 
+/// The header a [`ClientIp`](super::ClientIp) reads the forwarded addresses from: the one
+/// your proxies write. Only that header is read, never the other: a proxy passes on the
+/// headers it does not write as the client sent them, so a `Forwarded` header reaching a
+/// service whose proxies append to `X-Forwarded-For` could name any address.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ForwardingHeader {
+    /// `X-Forwarded-For: client, proxy1, proxy2`, which nginx, HAProxy, Envoy, cloud load
+    /// balancers and CDNs append to (the default).
+    #[default]
+    XForwardedFor,
+    /// `Forwarded: for=client, for=proxy1` (RFC 7239), for proxies configured to write it.
+    Forwarded,
+}
+
 /// The forwarded addresses, left (the original client) to right (the nearest proxy);
 /// `None` for an entry that is not an address (`unknown`, an obfuscated name, garbage).
-/// `Forwarded` is read when present, else `X-Forwarded-For`; several lines are joined.
+/// Several lines of the header are joined.
 pub(crate) type Chain = SmallVec<[Option<IpAddr>; 4]>;
 
-/// The chain of `headers`.
-pub(crate) fn chain(headers: &HeaderMap) -> Chain {
-    let forwarded = headers.get_all(http::header::FORWARDED);
-    if forwarded.iter().next().is_some() {
-        return entries(forwarded.iter()).map(forwarded_for).collect();
+/// The chain that `header` holds in `headers` (empty when it is absent).
+pub(crate) fn chain(headers: &HeaderMap, header: ForwardingHeader) -> Chain {
+    match header {
+        ForwardingHeader::XForwardedFor => {
+            entries(headers.get_all("x-forwarded-for").iter()).map(parse_address).collect()
+        }
+        ForwardingHeader::Forwarded => {
+            entries(headers.get_all(http::header::FORWARDED).iter()).map(forwarded_for).collect()
+        }
     }
-    entries(headers.get_all("x-forwarded-for").iter()).map(parse_address).collect()
 }
 
 /// The comma-separated entries of every line; a line that is not text is one bad entry.
@@ -53,7 +71,19 @@ mod tests {
         for line in lines {
             headers.append(name, line.parse().unwrap());
         }
-        chain(&headers).into_iter().map(|entry| entry.map(|address| address.to_string())).collect()
+        let header = if name == "forwarded" { ForwardingHeader::Forwarded } else { ForwardingHeader::XForwardedFor };
+        chain(&headers, header).into_iter().map(|entry| entry.map(|address| address.to_string())).collect()
+    }
+
+    #[test]
+    fn reads_only_the_header_asked_for() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-forwarded-for", "203.0.113.9".parse().unwrap());
+        headers.insert("forwarded", "for=198.51.100.1".parse().unwrap());
+        let address = |text: &str| Some(text.parse::<IpAddr>().unwrap());
+        assert_eq!(chain(&headers, ForwardingHeader::XForwardedFor).as_slice(), [address("203.0.113.9")]);
+        assert_eq!(chain(&headers, ForwardingHeader::Forwarded).as_slice(), [address("198.51.100.1")]);
+        assert!(chain(&HeaderMap::new(), ForwardingHeader::default()).is_empty());
     }
 
     #[test]

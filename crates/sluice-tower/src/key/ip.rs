@@ -1,6 +1,6 @@
 //! Keys from the client's IP address.
 
-use super::forwarded::chain;
+use super::forwarded::{ForwardingHeader, chain};
 use super::{KeyExtractor, RequestKey, TrustedProxies};
 use axum::extract::ConnectInfo;
 use http::request::Parts;
@@ -69,37 +69,51 @@ impl KeyExtractor for PeerIp {
     }
 }
 
-/// Keys a request by the client's IP address, read from `Forwarded` or `X-Forwarded-For`
-/// only as far back as the proxies are trusted; without trusted proxies (the default) it
-/// is the peer's address, and forwarding headers are ignored.
+/// Keys a request by the client's IP address, read from `X-Forwarded-For` (or, if you say
+/// so, `Forwarded`) only as far back as the proxies are trusted; without trusted proxies
+/// (the default) it is the peer's address, and forwarding headers are ignored.
 ///
-/// `Forwarded` is read when present, else `X-Forwarded-For`. The chain is walked from the
-/// right: each trusted hop hands over to the address before it; an entry that is not an
-/// address (`unknown`, an obfuscated name) ends the walk at the proxy that wrote it.
+/// Only the header your proxies write is read ([`ForwardingHeader`], `X-Forwarded-For` by
+/// default). The chain is walked from the right: each trusted hop hands over to the address
+/// before it; an entry that is not an address (`unknown`, an obfuscated name) ends the walk
+/// at the proxy that wrote it.
 ///
 /// # Examples
 ///
 /// ```
-/// use sluice_tower::key::{ClientIp, KeyExtractor, TrustedProxies};
+/// use sluice_tower::key::{ClientIp, ForwardingHeader, KeyExtractor, TrustedProxies};
 /// use std::net::SocketAddr;
 ///
 /// let client_ip = ClientIp::behind(TrustedProxies::cidrs(["10.0.0.0/8"])?);
-/// let mut request = http::Request::get("/").header("x-forwarded-for", "203.0.113.9").body(())?;
+/// let mut request = http::Request::get("/")
+///     .header("x-forwarded-for", "203.0.113.9")
+///     .header("forwarded", "for=198.51.100.1") // written by the client: not read
+///     .body(())?;
 /// request.extensions_mut().insert("10.0.0.1:4000".parse::<SocketAddr>()?);
 /// let (parts, ()) = request.into_parts();
 /// assert_eq!(client_ip.extract(&parts).unwrap().as_bytes(), b"203.0.113.9");
+///
+/// let behind_rfc_7239_proxies = client_ip.header(ForwardingHeader::Forwarded);
+/// assert_eq!(behind_rfc_7239_proxies.extract(&parts).unwrap().as_bytes(), b"198.51.100.1");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ClientIp {
     proxies: TrustedProxies,
+    header: ForwardingHeader,
     ipv6_prefix: u8,
 }
 
 impl ClientIp {
-    /// The client's address behind `proxies`.
+    /// The client's address behind `proxies`, read from `X-Forwarded-For`.
     pub fn behind(proxies: TrustedProxies) -> Self {
-        ClientIp { proxies, ipv6_prefix: DEFAULT_IPV6_PREFIX }
+        ClientIp { proxies, header: ForwardingHeader::default(), ipv6_prefix: DEFAULT_IPV6_PREFIX }
+    }
+
+    /// The client's address read from `header` (the one the proxies write) instead.
+    #[must_use]
+    pub fn header(self, header: ForwardingHeader) -> Self {
+        ClientIp { header, ..self }
     }
 
     /// IPv6 clients keyed by their first `bits` bits (at most 128).
@@ -122,7 +136,7 @@ impl ClientIp {
         if !trusted {
             return peer;
         }
-        self.proxies.client(peer, &chain(headers))
+        self.proxies.client(peer, &chain(headers, self.header))
     }
 
     /// [`extract`](KeyExtractor::extract) from the request's headers and extensions alone.

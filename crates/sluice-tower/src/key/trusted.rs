@@ -1,4 +1,4 @@
-//! Which peers may tell the client's address in `Forwarded` / `X-Forwarded-For`.
+//! Which peers may tell the client's address in `X-Forwarded-For` / `Forwarded`.
 
 use ipnet::IpNet;
 use std::net::IpAddr;
