@@ -112,12 +112,30 @@ impl Queue {
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Client(pub(crate) SocketAddr);
 
+impl Client {
+    /// Whether the client is on the loopback interface, also when a dual-stack listener
+    /// (`[::]`) sees an IPv4 client as an IPv4-mapped address (`::ffff:127.0.0.1`).
+    pub(crate) fn is_loopback(&self) -> bool {
+        self.0.ip().to_canonical().is_loopback()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashSet;
     use std::time::Duration;
     use tokio::sync::oneshot;
+
+    #[test]
+    fn loopback_clients_are_recognised_through_a_dual_stack_listener() {
+        let client = |address: &str| Client(address.parse().unwrap());
+        assert!(client("127.0.0.1:5000").is_loopback());
+        assert!(client("[::1]:5000").is_loopback());
+        assert!(client("[::ffff:127.0.0.1]:5000").is_loopback(), "IPv4 loopback seen on [::]");
+        assert!(!client("[::ffff:192.0.2.1]:5000").is_loopback());
+        assert!(!client("192.0.2.1:5000").is_loopback());
+    }
 
     #[tokio::test]
     async fn connections_are_handed_to_the_workers_in_turn_until_the_listener_stops() {

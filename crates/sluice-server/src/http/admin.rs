@@ -13,7 +13,6 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// Forgets a key's state under some or all policies.
@@ -32,11 +31,11 @@ use std::sync::Arc;
 )]
 pub(crate) async fn reset(
     State(front): State<Arc<Front>>,
-    ConnectInfo(Client(peer)): ConnectInfo<Client>,
+    ConnectInfo(peer): ConnectInfo<Client>,
     headers: HeaderMap,
     body: Result<Json<ResetRequest>, JsonRejection>,
 ) -> Result<Response, ApiError> {
-    authorize(&front.service, peer, &headers)?;
+    authorize(&front.service, &peer, &headers)?;
     let Json(request) = body?;
     front.engine.reset(request.key.as_bytes(), &request.policies).await?;
     tracing::info!(key = request.key, policies = ?request.policies, "key reset");
@@ -56,19 +55,19 @@ pub(crate) async fn reset(
 )]
 pub(crate) async fn reload(
     State(front): State<Arc<Front>>,
-    ConnectInfo(Client(peer)): ConnectInfo<Client>,
+    ConnectInfo(peer): ConnectInfo<Client>,
     headers: HeaderMap,
 ) -> Result<Response, ApiError> {
-    authorize(&front.service, peer, &headers)?;
+    authorize(&front.service, &peer, &headers)?;
     match front.service.reload().await {
         Ok(_) => Ok(StatusCode::NO_CONTENT.into_response()),
         Err(error) => Err(ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "invalid_config", format!("{error:#}"))),
     }
 }
 
-fn authorize(service: &Service, peer: SocketAddr, headers: &HeaderMap) -> Result<(), ApiError> {
+fn authorize(service: &Service, peer: &Client, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(token) = &service.settings.admin_token else {
-        if peer.ip().is_loopback() {
+        if peer.is_loopback() {
             return Ok(());
         }
         return Err(ApiError::unauthorized(

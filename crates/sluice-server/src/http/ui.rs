@@ -38,7 +38,7 @@ const ASSETS: [Asset; 6] = [
 pub(crate) fn admit(access: UiAccess, peer: SocketAddr) -> Result<(), ApiError> {
     match access {
         UiAccess::Open => Ok(()),
-        UiAccess::Loopback if peer.ip().to_canonical().is_loopback() => Ok(()),
+        UiAccess::Loopback if Client(peer).is_loopback() => Ok(()),
         UiAccess::Loopback => Err(ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden",
