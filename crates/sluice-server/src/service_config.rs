@@ -143,8 +143,7 @@ fn parse_server(top: &Mapping, problems: &mut Problems) -> ServerSection {
     section
 }
 
-/// The `policies` section, with each policy's `shadow_mode` taken out before the core
-/// validates the rest.
+/// The `policies` section, each policy with its `shadow_mode`.
 fn parse_policies(top: &Mapping, problems: &mut Problems) -> Vec<PolicyEntry> {
     let Some(section) = top.get("policies") else {
         return Vec::new();
@@ -153,20 +152,9 @@ fn parse_policies(top: &Mapping, problems: &mut Problems) -> Vec<PolicyEntry> {
         problems.push("policies", "must be a mapping of policy names to policies");
         return Vec::new();
     };
-    let mut stripped = section.clone();
-    let mut shadowed = Vec::new();
-    for (name, body) in &mut stripped {
-        let Some(body) = body.as_mapping_mut() else { continue };
-        match body.remove("shadow_mode") {
-            None | Some(Value::Bool(false)) => {}
-            Some(Value::Bool(true)) => shadowed.push(show(name)),
-            Some(_) => problems.push(&format!("policies.{}.shadow_mode", show(name)), "must be true or false"),
-        }
-    }
-    let limits = sluice::config::parse_policies(&stripped, problems);
-    limits
+    sluice::config::parse_policies_with_shadow_mode(section, problems)
         .into_iter()
-        .map(|limit| PolicyEntry { shadow: shadowed.iter().any(|name| name == limit.name()), limit })
+        .map(|(limit, shadow)| PolicyEntry { limit, shadow })
         .collect()
 }
 

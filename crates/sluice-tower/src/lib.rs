@@ -64,6 +64,6 @@ mod service;
 mod shared;
 
 pub use layer::{DEFAULT_MAX_DELAY, RateLimitLayer};
-pub use policies::{Policies, UnknownPolicy};
+pub use policies::{Policies, PolicyLookupError};
 pub use service::RateLimit;
 pub use shared::OnStoreError;

@@ -3,12 +3,14 @@
 use serde_yaml_ng::Value;
 use sluice::Limit;
 use sluice::config::reader::Problems;
-use sluice::config::{ConfigError, parse_policies};
+use sluice::config::{ConfigError, parse_policies_with_shadow_mode};
 
 /// The policies of a configuration file, by name.
 ///
 /// Only the file's `policies:` mapping is read: a file with other sections (the service's
-/// `server:` and `domains:`) is fine.
+/// `server:` and `domains:`) is fine. A policy in shadow mode (`shadow_mode: true`, counted
+/// by `sluice serve` but never enforced) is read and checked too, but not handed out: the
+/// layer has no shadow mode, and would enforce it.
 ///
 /// # Examples
 ///
@@ -16,7 +18,7 @@ use sluice::config::{ConfigError, parse_policies};
 /// use sluice_tower::Policies;
 ///
 /// let policies = Policies::from_yaml(
-///     "server:\n  listen: 0.0.0.0:8080\npolicies:\n  per_second:\n    algorithm: fixed_window\n    limit: 10\n    window: 1s\n",
+///     "server:\n  http: 0.0.0.0:8080\npolicies:\n  per_second:\n    algorithm: fixed_window\n    limit: 10\n    window: 1s\n",
 /// )?;
 /// let per_second = policies.limit("per_second")?;
 /// assert_eq!(per_second.name(), "per_second");
@@ -24,7 +26,10 @@ use sluice::config::{ConfigError, parse_policies};
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Policies {
+    /// The policies not in shadow mode.
     limits: Vec<Limit>,
+    /// The names of those in shadow mode.
+    shadowed: Vec<String>,
 }
 
 impl Policies {
@@ -39,11 +44,17 @@ impl Policies {
             return Err(ConfigError::single("policies", "must be a mapping of policy names to policies"));
         };
         let mut problems = Problems::default();
-        let limits = parse_policies(section, &mut problems);
-        problems.into_result(Policies { limits })
+        let (mut limits, mut shadowed) = (Vec::new(), Vec::new());
+        for (limit, shadow) in parse_policies_with_shadow_mode(section, &mut problems) {
+            match shadow {
+                true => shadowed.push(limit.name().to_owned()),
+                false => limits.push(limit),
+            }
+        }
+        problems.into_result(Policies { limits, shadowed })
     }
 
-    /// Every policy, in file order.
+    /// Every policy not in shadow mode, in file order.
     pub fn limits(&self) -> &[Limit] {
         &self.limits
     }
@@ -52,22 +63,35 @@ impl Policies {
     ///
     /// # Errors
     ///
-    /// When there is none.
-    pub fn limit(&self, name: &str) -> Result<Limit, UnknownPolicy> {
-        self.limits.iter().find(|limit| limit.name() == name).cloned().ok_or_else(|| UnknownPolicy(name.to_owned()))
+    /// When there is none, or it is in shadow mode.
+    pub fn limit(&self, name: &str) -> Result<Limit, PolicyLookupError> {
+        if self.shadowed.iter().any(|shadowed| shadowed == name) {
+            return Err(PolicyLookupError::ShadowMode(name.to_owned()));
+        }
+        let found = self.limits.iter().find(|limit| limit.name() == name).cloned();
+        found.ok_or_else(|| PolicyLookupError::Unknown(name.to_owned()))
     }
 
     /// The policies called `names`, for [`RateLimiterBuilder::limits`](sluice::RateLimiterBuilder::limits).
     ///
     /// # Errors
     ///
-    /// When one of them does not exist.
-    pub fn all_of<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Result<Vec<Limit>, UnknownPolicy> {
+    /// When one of them does not exist, or is in shadow mode.
+    pub fn all_of<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Result<Vec<Limit>, PolicyLookupError> {
         names.into_iter().map(|name| self.limit(name)).collect()
     }
 }
 
-/// A policy name the configuration does not define.
+/// A policy asked of [`Policies`] that the layer cannot have.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("unknown policy `{0}`")]
-pub struct UnknownPolicy(pub String);
+#[non_exhaustive]
+pub enum PolicyLookupError {
+    /// The configuration does not define it.
+    #[error("unknown policy `{0}`")]
+    Unknown(String),
+    /// It is in shadow mode, which the layer does not have.
+    #[error(
+        "policy `{0}` is in shadow mode (`shadow_mode: true`), which the layer does not have: it would be enforced; take it out of shadow mode to use it here"
+    )]
+    ShadowMode(String),
+}

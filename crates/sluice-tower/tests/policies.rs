@@ -7,7 +7,7 @@ use axum::body::Body;
 use http::{Method, Request};
 use sluice::Clock;
 use sluice_tower::key::PeerIp;
-use sluice_tower::{Policies, RateLimitLayer};
+use sluice_tower::{Policies, PolicyLookupError, RateLimitLayer};
 use std::time::Duration;
 use support::*;
 
@@ -72,6 +72,11 @@ policies:
     algorithm: sliding_window
     limit: 1000
     window: 1d
+  hourly_trial:
+    algorithm: fixed_window
+    limit: 1
+    window: 1h
+    shadow_mode: true
 ";
 
 #[tokio::test]
@@ -99,6 +104,24 @@ fn yaml_problems_are_all_reported_with_their_paths() {
     assert!(Policies::from_yaml("server: {}\n").is_err());
     let policies = Policies::from_yaml(SERVICE_FILE).unwrap();
     assert_eq!(policies.limit("nope").unwrap_err().to_string(), "unknown policy `nope`");
+}
+
+#[test]
+fn a_policy_in_shadow_mode_is_checked_but_not_handed_out() {
+    let policies = Policies::from_yaml(SERVICE_FILE).unwrap();
+    assert_eq!(policies.limit("hourly_trial"), Err(PolicyLookupError::ShadowMode("hourly_trial".to_owned())));
+    assert!(policies.all_of(["per_second", "hourly_trial"]).is_err());
+    assert!(policies.limits().iter().all(|limit| limit.name() != "hourly_trial"));
+    let bad = SERVICE_FILE.replace("shadow_mode: true", "shadow_mode: maybe");
+    let message = Policies::from_yaml(&bad).unwrap_err().to_string();
+    assert!(message.contains("policies.hourly_trial.shadow_mode: must be true or false"), "{message}");
+}
+
+#[test]
+fn the_services_example_file_reads() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/service.yaml")).unwrap();
+    let policies = Policies::from_yaml(&text).unwrap();
+    assert!(!policies.limits().is_empty());
 }
 
 #[tokio::test]

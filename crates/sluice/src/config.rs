@@ -77,6 +77,30 @@ fn parse_top(top: &Mapping, problems: &mut Problems) -> Vec<Limit> {
     policies.map(|policies| parse_policies(&policies, problems)).unwrap_or_default()
 }
 
+/// Parses the `policies` section of the service's file, where a policy may also say
+/// `shadow_mode: true` (counted, never enforced): each limit with whether it is in shadow
+/// mode, recording every problem (a `shadow_mode` other than `true` or `false` among them).
+pub fn parse_policies_with_shadow_mode(policies: &Mapping, problems: &mut Problems) -> Vec<(Limit, bool)> {
+    let mut stripped = policies.clone();
+    let mut shadowed = Vec::new();
+    for (name, body) in &mut stripped {
+        let Some(body) = body.as_mapping_mut() else { continue };
+        match body.remove("shadow_mode") {
+            None | Some(Value::Bool(false)) => {}
+            Some(Value::Bool(true)) => shadowed.push(show(name)),
+            Some(_) => problems.push(&format!("policies.{}.shadow_mode", show(name)), "must be true or false"),
+        }
+    }
+    let limits = parse_policies(&stripped, problems);
+    limits
+        .into_iter()
+        .map(|limit| {
+            let shadow = shadowed.iter().any(|name| name == limit.name());
+            (limit, shadow)
+        })
+        .collect()
+}
+
 /// Parses a `policies` section, recording every problem; shared with configuration files
 /// that have more sections (the service's).
 pub fn parse_policies(policies: &Mapping, problems: &mut Problems) -> Vec<Limit> {
