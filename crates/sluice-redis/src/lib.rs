@@ -3,9 +3,10 @@
 //!
 //! Each check is one server-side script ([`lua/`](https://example.invalid)), the twin of
 //! the core's pure algorithms, run with `EVALSHA`: one round trip whatever the number of
-//! limits checked together. The sliding log is a compact ring buffer in a Redis string
-//! (8 bytes per logged request plus a 16-byte header), read slot by slot, so a decision is
-//! O(1) Redis work in the steady state and memory is bounded by the limit.
+//! limits checked together. The sliding log is a Redis string of 8-byte timestamps: read
+//! and written whole for a limit of up to 32, a ring buffer behind a 32-byte header beyond,
+//! read slot by slot, so a decision is O(1) Redis work in the steady state and memory is
+//! bounded by the limit.
 
 mod blocked;
 mod failure;

@@ -210,8 +210,8 @@ fn descriptor_status(
     }
 }
 
-/// The rule's limit as Envoy understands it: requests per unit. A Sluice policy has no
-/// unit; it is reported with its window's unit when the window is one, else `UNKNOWN`.
+/// The rule's limit as Envoy understands it: requests per unit. A rule backed by a Sluice
+/// policy has no unit, and is reported with `UNKNOWN`.
 fn current_limit(rule: &Rule) -> Option<RateLimit> {
     let limit = rule.limit()?;
     let unit = match rule.unit() {

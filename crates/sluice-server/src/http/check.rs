@@ -29,6 +29,8 @@ use std::sync::Arc;
         (status = 408, description = "The body did not come in full within the request timeout", body = ErrorResponse),
         (status = 413, description = "Body over 64 KiB", body = ErrorResponse),
         (status = 415, description = "Body not sent as application/json", body = ErrorResponse),
+        (status = 422, description = "The store cannot decide exactly (a time of 2^53 µs or more)", body = ErrorResponse),
+        (status = 500, description = "The store answered something this version cannot read", body = ErrorResponse),
         (status = 503, description = "The store cannot answer and the failure mode is `closed`", body = ErrorResponse),
     ),
 )]
@@ -56,6 +58,10 @@ pub(crate) async fn check_request<B: RequestBody>(front: &Front, request: http::
         (status = 400, description = "Malformed body or invalid key", body = ErrorResponse),
         (status = 404, description = "Unknown policy", body = ErrorResponse),
         (status = 408, description = "The body did not come in full within the request timeout", body = ErrorResponse),
+        (status = 413, description = "Body over 64 KiB", body = ErrorResponse),
+        (status = 415, description = "Body not sent as application/json", body = ErrorResponse),
+        (status = 422, description = "The store cannot decide exactly (a time of 2^53 µs or more)", body = ErrorResponse),
+        (status = 500, description = "The store answered something this version cannot read", body = ErrorResponse),
         (status = 503, description = "The store cannot answer", body = ErrorResponse),
     ),
 )]
