@@ -2,6 +2,7 @@
 //! shutdown, always atomically (temporary file, fsync, rename, fsync of the folder), so a
 //! crash at any moment leaves either the old snapshot or the new one, never a torn file.
 
+use crate::envoy::OVERRIDE_NAME;
 use crate::service::Service;
 use anyhow::Context;
 use sluice::{Limit, MemoryStore};
@@ -10,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Loads `path` into `store`, keeping the states of `limits` only.
+/// Loads `path` into `store`, keeping the states of `limits` and of Envoy's
+/// per-descriptor overrides (limits made per request, which no configuration lists: they
+/// are read back from the snapshot's definitions).
 ///
 /// A missing file means a first start. A file that cannot be loaded stops the start,
 /// unless `discard_bad` is set: then it is renamed aside (`<path>.bad`) and the store
@@ -24,7 +27,7 @@ pub(crate) fn load(path: &Path, store: &MemoryStore, limits: &[Limit], discard_b
         }
         Err(error) => return refuse(path, discard_bad, anyhow::Error::new(error).context("cannot read it")),
     };
-    match store.restore(&bytes, limits) {
+    match store.restore_adopting(&bytes, limits, |limit| limit.name() == OVERRIDE_NAME) {
         Ok(report) => {
             tracing::info!(path = %path.display(), ?report, "snapshot loaded");
             Ok(())

@@ -308,6 +308,32 @@ async fn a_descriptor_limit_override_applies_in_a_known_domain() {
 }
 
 #[tokio::test]
+async fn an_overrides_count_survives_a_restart() {
+    use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
+    const HOUR: i32 = 3;
+    let overridden = || {
+        let mut descriptor = descriptor(&[("remote_address", "10.2.2.2")]);
+        descriptor.limit = Some(RateLimitOverride { requests_per_unit: 2, unit: HOUR });
+        vec![descriptor]
+    };
+    in_one_window(AN_HOUR).await;
+    let mut server = Server::start(RATELIMIT_FILE, &["--snapshot-interval", "1h"]);
+    let first = ask(&mut client(&server).await, "edge", overridden(), 0).await;
+    assert_eq!((code(&first.statuses[0]), first.statuses[0].limit_remaining), (Code::Ok, 1));
+    server.signal("TERM");
+    assert!(server.wait_exit(Duration::from_secs(10)).success(), "log:\n{}", server.log());
+    let server = server.restart();
+    let mut client = client(&server).await;
+    let second = ask(&mut client, "edge", overridden(), 0).await;
+    assert_eq!(
+        (code(&second.statuses[0]), second.statuses[0].limit_remaining),
+        (Code::Ok, 0),
+        "one left after the restart"
+    );
+    assert_eq!(code(&ask(&mut client, "edge", overridden(), 0).await.statuses[0]), Code::OverLimit);
+}
+
+#[tokio::test]
 async fn a_grpc_peer_that_stops_answering_pings_is_disconnected() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let server = Server::start(RATELIMIT_FILE, &["--grpc-keepalive", "200ms"]);

@@ -18,7 +18,7 @@ pub use algorithm::token_bucket::{TokenBucket, TokenBucketSettings};
 pub use algorithm::{EXACT_LIMIT, ParameterProblem, PolicyError};
 pub use config::{Config, ConfigError};
 pub use decision::{Decision, Quota, RetryAfter};
-pub use limit::{Key, KeyError, Limit, LimitId};
+pub use limit::{DefinitionError, Key, KeyError, Limit, LimitId};
 pub use limiter::{BuildError, CheckError, RateLimiter, RateLimiterBuilder};
 pub use policy::Policy;
 pub use store::memory::{MemoryStore, MemoryStoreBuilder, RestoreReport, SnapshotError};

@@ -1,5 +1,9 @@
 //! A named policy, and the key a caller is limited by.
 
+mod definition;
+
+pub use definition::DefinitionError;
+
 use crate::Policy;
 use std::fmt;
 use std::hash::{Hash, Hasher};

@@ -99,8 +99,28 @@ fn version_1_snapshots_are_restored_by_their_old_identities() {
     let restored = MemoryStore::builder().clock(clock.clone()).build();
     let report = restored.restore(include_bytes!("fixtures/snapshot-v1.bin"), &limits()).unwrap();
     assert_eq!((report.restored, report.skipped_limits, report.skipped_states), (18, 0, 0));
+    decides_like_the_store_that_made_two_checks(&restored, &clock);
+}
 
-    // The restored store decides as the one that made the same two checks.
+/// `tests/fixtures/snapshot-v2.bin` was written by the release before tables carried their
+/// limit's definition (format version 2), after the same checks as the version-1 file.
+#[test]
+fn version_2_snapshots_are_restored() {
+    let clock = ManualClock::at(Timestamp::from_micros(1_700_000_000_000_000));
+    let restored = MemoryStore::builder().clock(clock.clone()).build();
+    let report = restored.restore(include_bytes!("fixtures/snapshot-v2.bin"), &limits()).unwrap();
+    assert_eq!((report.restored, report.skipped_limits, report.skipped_states), (18, 0, 0));
+    decides_like_the_store_that_made_two_checks(&restored, &clock);
+    // Without definitions, nothing can be adopted.
+    let adopting = MemoryStore::builder().clock(clock.clone()).build();
+    let report = adopting.restore_adopting(include_bytes!("fixtures/snapshot-v2.bin"), &[], |_| true).unwrap();
+    assert_eq!((report.restored, report.skipped_limits, report.skipped_states), (0, 9, 18));
+}
+
+/// `restored` (holding the states of `alice` and `bob` after one check each of every limit
+/// at the clock's start) decides every later check as a store that made those checks.
+fn decides_like_the_store_that_made_two_checks(restored: &MemoryStore, clock: &ManualClock) {
+    let start = clock.now();
     let live = MemoryStore::builder().clock(clock.clone()).build();
     for key in ["alice", "bob"] {
         live.check_now(Key::new(key.as_bytes()).unwrap(), &limits(), start, 1).unwrap();
@@ -134,14 +154,70 @@ fn version_1_tables_of_unknown_limits_are_skipped() {
     assert_eq!((report.restored, report.skipped_limits, report.skipped_states), (0, 9, 18));
 }
 
-/// Snapshots written now carry the new identities and format version 2.
+/// Snapshots written now carry the new identities, their limits' definitions and format
+/// version 3.
 #[test]
-fn new_snapshots_are_version_2() {
+fn new_snapshots_are_version_3() {
     let clock = ManualClock::at(Timestamp::from_micros(1_700_000_000_000_000));
     let store = MemoryStore::builder().clock(clock.clone()).build();
     store.check_now(Key::new(b"alice").unwrap(), &limits(), clock.now(), 1).unwrap();
     let snapshot = store.snapshot();
-    assert_eq!(&snapshot[8..10], &2u16.to_le_bytes());
+    assert_eq!(&snapshot[8..10], &3u16.to_le_bytes());
     let report = MemoryStore::builder().clock(clock).build().restore(&snapshot, &limits()).unwrap();
     assert_eq!(report.restored, 9);
+}
+
+/// The states of limits made at run time (no configuration lists them) are restored when
+/// the caller adopts them, and decide as before the restart; the others are skipped.
+#[test]
+fn limits_made_at_run_time_are_restored_when_adopted() {
+    let clock = ManualClock::at(Timestamp::from_micros(1_700_000_000_000_000));
+    let store = MemoryStore::builder().clock(clock.clone()).build();
+    let run_time: Vec<Limit> = policies()
+        .into_iter()
+        .enumerate()
+        .map(|(index, policy)| Limit::new(format!("override-{index}"), policy))
+        .collect();
+    for key in ["alice", "bob"] {
+        store.check_now(Key::new(key.as_bytes()).unwrap(), &run_time, clock.now(), 1).unwrap();
+    }
+    let snapshot = store.snapshot();
+
+    let even = |limit: &Limit| limit.name().ends_with(['0', '2', '4', '6', '8']);
+    let restored = MemoryStore::builder().clock(clock.clone()).build();
+    let report = restored.restore_adopting(&snapshot, &[], even).unwrap();
+    assert_eq!((report.restored, report.skipped_limits, report.skipped_states), (10, 4, 8));
+    for step in 0..40 {
+        clock.advance(Duration::from_micros(700));
+        for key in ["alice", "bob", "carol"] {
+            let key = Key::new(key.as_bytes()).unwrap();
+            for limit in run_time.iter().filter(|limit| even(limit)) {
+                let limits = std::slice::from_ref(limit);
+                let expected = store.check_now(key, limits, clock.now(), 1).unwrap();
+                let got = restored.check_now(key, limits, clock.now(), 1).unwrap();
+                assert_eq!(got, expected, "step {step}, {}", limit.name());
+            }
+        }
+    }
+}
+
+/// A definition that does not hash to its table's id (a forged or damaged one) adopts
+/// nothing: the table is skipped, never read as the definition's limit.
+#[test]
+fn a_definition_that_does_not_match_its_id_is_not_adopted() {
+    let clock = ManualClock::at(Timestamp::from_micros(1_700_000_000_000_000));
+    let store = MemoryStore::builder().clock(clock.clone()).build();
+    let limit = Limit::new("override", policies().remove(0));
+    store.check_now(Key::new(b"alice").unwrap(), std::slice::from_ref(&limit), clock.now(), 1).unwrap();
+    let mut snapshot = store.snapshot();
+    let other = Limit::new("overridf", policies().remove(0));
+    let at = snapshot.windows(8).position(|window| window == b"override").expect("the definition");
+    snapshot[at..at + 8].copy_from_slice(b"overridf");
+    let body = snapshot.len() - 4;
+    let checksum = crc32fast::hash(&snapshot[..body]).to_le_bytes();
+    snapshot[body..].copy_from_slice(&checksum);
+    let restored = MemoryStore::builder().clock(clock).build();
+    let report = restored.restore_adopting(&snapshot, &[], |_| true).unwrap();
+    assert_eq!((report.restored, report.skipped_limits), (0, 1));
+    assert!(Limit::from_definition(&other.definition()).is_ok(), "the forged text is a valid definition");
 }

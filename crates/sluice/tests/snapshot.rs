@@ -201,8 +201,13 @@ const MAGIC: &[u8; 8] = b"SLUICEMS";
 
 /// A snapshot (format version 2) around `tables`, with its end tag and a valid checksum.
 fn forge(tables: &[u8]) -> Vec<u8> {
+    forge_version(2, tables)
+}
+
+/// A snapshot of format `version` holding `tables`, taken at 5 µs.
+fn forge_version(version: u16, tables: &[u8]) -> Vec<u8> {
     let mut bytes = MAGIC.to_vec();
-    bytes.extend_from_slice(&2u16.to_le_bytes());
+    bytes.extend_from_slice(&version.to_le_bytes());
     bytes.extend_from_slice(&5u64.to_le_bytes());
     bytes.extend_from_slice(tables);
     bytes.push(0);
@@ -249,16 +254,43 @@ fn the_envelope_is_checked_first() {
     assert_eq!(refusal(b"{\"not\": \"a snapshot\"}", &limits).to_string(), "not a Sluice snapshot");
     assert_eq!(refusal(b"", &limits), SnapshotError::Truncated { offset: 0 });
     assert_eq!(refusal(b"SLUICE", &limits), SnapshotError::Truncated { offset: 6 });
-    let mut future = forge(&[]);
-    future[8] = 3;
+    let future = forge_version(4, &[]);
     let error = refusal(&future, &limits);
-    assert_eq!(error, SnapshotError::UnsupportedVersion { found: 3 });
-    assert!(error.to_string().contains("version 3"), "{error}");
+    assert_eq!(error, SnapshotError::UnsupportedVersion { found: 4 });
+    assert!(error.to_string().contains("version 4"), "{error}");
     let mut corrupted = forge(&[]);
     corrupted[12] ^= 1;
     assert_eq!(refusal(&corrupted, &limits), SnapshotError::Checksum);
     let whole = forge(&[]);
     assert_eq!(refusal(&whole[..whole.len() - 1], &limits), SnapshotError::Checksum);
+}
+
+/// A version-3 table's definition is read without trusting it: its length is bounded, its
+/// text must be UTF-8, and one that ends early is a truncated snapshot.
+#[test]
+fn a_version_3_definition_is_checked() {
+    let limits = limits();
+    let table_with = |length: u32, definition: &[u8]| {
+        let mut bytes = vec![1];
+        bytes.extend_from_slice(&limits[0].id().0.to_le_bytes());
+        bytes.extend_from_slice(&length.to_le_bytes());
+        bytes.extend_from_slice(definition);
+        bytes.extend_from_slice(&0u64.to_le_bytes());
+        bytes
+    };
+    let definition = limits[0].definition();
+    let good = forge_version(3, &table_with(definition.len() as u32, definition.as_bytes()));
+    assert!(MemoryStore::new().restore(&good, &limits).is_ok());
+    let huge = forge_version(3, &table_with(u32::MAX, b""));
+    assert!(
+        matches!(refusal(&huge, &limits), SnapshotError::Invalid { problem, .. } if problem.contains("a definition of 4294967295 bytes"))
+    );
+    let not_text = forge_version(3, &table_with(2, &[0xff, 0xfe]));
+    assert!(
+        matches!(refusal(&not_text, &limits), SnapshotError::Invalid { problem, .. } if problem.contains("not UTF-8"))
+    );
+    let early = forge_version(3, &table_with(60_000, b"sluice"));
+    assert!(matches!(refusal(&early, &limits), SnapshotError::Truncated { .. }));
 }
 
 /// The message of the refusal of `tables`, checked to be an `Invalid`.

@@ -27,7 +27,7 @@ pub use snapshot::{RestoreReport, SnapshotError};
 use table::Table;
 
 use crate::store::{Store, StoreError, Verdict};
-use crate::{Decision, Key, Limit, LimitId, Timestamp};
+use crate::{Decision, Key, Limit, Timestamp};
 use ahash::RandomState;
 use keyed::Request;
 use parking_lot::Mutex;
@@ -82,7 +82,8 @@ struct Padded<T>(T);
 
 #[derive(Debug, Default)]
 struct Shard {
-    tables: Vec<(LimitId, Table)>,
+    /// Each limit's table; the limit is kept whole for the snapshot's definitions.
+    tables: Vec<(Limit, Table)>,
     states: usize,
     inserted_since_sweep: usize,
 }
@@ -145,8 +146,8 @@ impl MemoryStore {
         let probe = Probe::of(key);
         let Shard { tables, states, .. } = &mut *shard;
         let mut removed = 0;
-        for (id, table) in tables.iter_mut() {
-            if limits.iter().any(|limit| limit.id() == *id) && table.remove(hash, probe, &self.inner.hasher) {
+        for (held, table) in tables.iter_mut() {
+            if limits.iter().any(|limit| limit.id() == held.id()) && table.remove(hash, probe, &self.inner.hasher) {
                 removed += 1;
             }
         }
@@ -173,7 +174,7 @@ impl MemoryStore {
     /// Bytes held by the tables, keys and states (not counting the allocator's overhead).
     pub fn heap_bytes(&self) -> usize {
         let tables = |shard: &Shard| {
-            let own = shard.tables.capacity() * size_of::<(LimitId, Table)>();
+            let own = shard.tables.capacity() * size_of::<(Limit, Table)>();
             own + shard.tables.iter().map(|(_, t)| t.heap_bytes()).sum::<usize>()
         };
         self.inner.shards.iter().map(|shard| tables(&shard.0.lock())).sum()
@@ -248,13 +249,13 @@ impl Shard {
     #[inline]
     fn table(&mut self, limit: &Limit) -> &mut Table {
         let id = limit.id();
-        let index = match self.tables.iter().position(|(table_id, _)| *table_id == id) {
+        let index = match self.tables.iter().position(|(held, _)| held.id() == id) {
             Some(index) => index,
             None => {
                 // One more slot, not Vec's four: a table is about 160 bytes, and most
                 // shards serve one or two limits.
                 self.tables.reserve_exact(1);
-                self.tables.push((limit.id(), Table::new(limit.policy())));
+                self.tables.push((limit.clone(), Table::new(limit.policy())));
                 self.tables.len() - 1
             }
         };

@@ -5,14 +5,15 @@
 //! Timestamps in states are µs since the Unix epoch (the [`SystemClock`](crate::SystemClock)
 //! is anchored on the wall clock), so they keep their meaning in the next process.
 //!
-//! # Format, version 2
+//! # Format, version 3
 //!
 //! Integers are little-endian and fixed-width.
 //!
 //! ```text
-//! snapshot = magic "SLUICEMS" (8 bytes) | version: u16 = 2 | taken_at: u64 (µs, store clock)
+//! snapshot = magic "SLUICEMS" (8 bytes) | version: u16 = 3 | taken_at: u64 (µs, store clock)
 //!            | table* | 0: u8 (end of tables) | crc32: u32 (CRC-32 of every byte before it)
-//! table    = tag: u8 | limit id: u64 | count: u64 | entry{count}
+//! table    = tag: u8 | limit id: u64 | definition length: u32 | definition (UTF-8)
+//!            | count: u64 | entry{count}
 //! entry    = key length: u16 (1..=1024) | key bytes | state (by tag)
 //! tag 1  sliding_log     len: u32 | len × timestamp: u64, oldest first
 //! tag 2  fixed_window    start: u64 | used: u64
@@ -22,13 +23,16 @@
 //! ```
 //!
 //! Each shard writes its own tables, so a limit may have one table per shard. A changed
-//! limit has another [`LimitId`](crate::LimitId) and starts fresh.
+//! limit has another [`LimitId`](crate::LimitId) and starts fresh. A table carries its
+//! limit's [`definition`](crate::Limit::definition), so that the states of limits made at
+//! run time rather than configured (Envoy's per-descriptor overrides) can be restored too:
+//! see [`MemoryStore::restore_adopting`].
 //!
-//! Version 1 had the same layout, with limit ids of the first identity scheme (a hash of
-//! the policy's `Debug` text). It is still read, matching each table to the limits given
-//! by that scheme, so the first restart after an upgrade keeps every state; a table that
-//! matches no limit is skipped and counted in [`RestoreReport::skipped_limits`], never
-//! read as another limit's.
+//! Version 2 had no definitions; version 1 neither, and limit ids of the first identity
+//! scheme (a hash of the policy's `Debug` text). Both are still read, matching each table
+//! to the limits given (by that scheme for version 1), so the first restart after an
+//! upgrade keeps every configured limit's states; a table that matches no limit is skipped
+//! and counted in [`RestoreReport::skipped_limits`], never read as another limit's.
 
 mod format;
 pub(crate) mod states;
@@ -50,7 +54,7 @@ pub enum SnapshotError {
     NotASnapshot,
     /// A snapshot in a format this version of Sluice does not read.
     #[error(
-        "unsupported snapshot format version {found} (this version of Sluice reads versions 1 and {})",
+        "unsupported snapshot format version {found} (this version of Sluice reads versions 1 to {})",
         format::VERSION
     )]
     UnsupportedVersion {
@@ -150,7 +154,45 @@ impl MemoryStore {
     /// truncated, or holds a state its limit could not have produced. Everything is
     /// checked before anything is inserted: on error the store is unchanged.
     pub fn restore(&self, bytes: &[u8], limits: &[Limit]) -> Result<RestoreReport, SnapshotError> {
-        let parsed = format::parse(bytes, limits)?;
+        self.restore_adopting(bytes, limits, |_| false)
+    }
+
+    /// [`restore`](Self::restore), and also the states of limits not given that `adopt`
+    /// accepts: limits made at run time, such as the service's Envoy overrides, which no
+    /// configuration lists. The snapshot's definition of such a limit is read back
+    /// ([`Limit::from_definition`]) and its states are checked against it like any other.
+    /// Snapshots of versions 1 and 2 carry no definitions: only `limits` are restored.
+    ///
+    /// # Errors
+    ///
+    /// As [`restore`](Self::restore).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use sluice::{Alignment, FixedWindow, Key, Limit, MemoryStore, Timestamp};
+    /// use std::time::Duration;
+    ///
+    /// let made_at_run_time = FixedWindow::new(1, Duration::from_secs(60), Alignment::Aligned, Duration::ZERO)?;
+    /// let override_limit = Limit::new("override", made_at_run_time);
+    /// let store = MemoryStore::new();
+    /// let now = Timestamp::from_system_time(std::time::SystemTime::now());
+    /// store.check_now(Key::new(b"user-1")?, std::slice::from_ref(&override_limit), now, 1)?;
+    ///
+    /// let restarted = MemoryStore::new();
+    /// let report = restarted.restore_adopting(&store.snapshot(), &[], |limit| limit.name() == "override")?;
+    /// assert_eq!(report.restored, 1);
+    /// assert!(!restarted.check_one(Key::new(b"user-1")?, &override_limit, now, 1).allowed);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn restore_adopting(
+        &self,
+        bytes: &[u8],
+        limits: &[Limit],
+        adopt: impl Fn(&Limit) -> bool,
+    ) -> Result<RestoreReport, SnapshotError> {
+        let parsed = format::parse(bytes, limits, &adopt)?;
+        let limits: Vec<Limit> = limits.iter().cloned().chain(parsed.adopted.iter().cloned()).collect();
         let now = (self.inner.clock)();
         let mut report = RestoreReport {
             taken_at: parsed.taken_at,
@@ -230,10 +272,13 @@ impl MemoryStore {
 impl Shard {
     /// Appends the shard's tables, without the states fresh by `now` nor empty tables.
     fn encode(&self, now: Timestamp, out: &mut Vec<u8>) {
-        for (id, table) in &self.tables {
+        for (limit, table) in &self.tables {
             let start = out.len();
             out.push(table.tag());
-            out.extend_from_slice(&id.0.to_le_bytes());
+            out.extend_from_slice(&limit.id().0.to_le_bytes());
+            let definition = limit.definition();
+            out.extend_from_slice(&(definition.len() as u32).to_le_bytes());
+            out.extend_from_slice(definition.as_bytes());
             let count_at = out.len();
             out.extend_from_slice(&0u64.to_le_bytes());
             match table.encode(now, out) {

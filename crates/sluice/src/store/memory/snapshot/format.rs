@@ -9,9 +9,13 @@ use std::collections::BTreeSet;
 /// The first bytes of every snapshot.
 pub(super) const MAGIC: [u8; 8] = *b"SLUICEMS";
 /// The format this build writes.
-pub(super) const VERSION: u16 = 2;
-/// The first format: the same layout, but its limit ids are [`LimitId::legacy`] ones.
+pub(super) const VERSION: u16 = 3;
+/// The format before tables carried their limit's definition.
+const VERSION_WITHOUT_DEFINITIONS: u16 = 2;
+/// The first format: as version 2, but its limit ids are [`LimitId::legacy`] ones.
 const VERSION_LEGACY_IDS: u16 = 1;
+/// The longest definition read (a definition is a few hundred bytes at most).
+const MAX_DEFINITION: usize = 64 * 1024;
 /// The tag that ends the tables.
 pub(super) const END: u8 = 0;
 /// Magic, version and the time the snapshot was taken.
@@ -33,6 +37,9 @@ pub(super) fn header(now: Timestamp) -> Vec<u8> {
 pub(super) struct Parsed<'a> {
     pub(super) taken_at: Timestamp,
     pub(super) entries: Vec<Entry<'a>>,
+    /// Limits not given but adopted from their definitions; an entry's limit index past the
+    /// limits given points here.
+    pub(super) adopted: Vec<Limit>,
     pub(super) skipped_limits: usize,
     pub(super) skipped_states: usize,
 }
@@ -47,14 +54,20 @@ pub(super) struct Entry<'a> {
 }
 
 /// Reads and checks the whole snapshot, keeping the states of `limits` (same id, same
-/// algorithm). Nothing is returned unless everything is valid.
-pub(super) fn parse<'a>(bytes: &'a [u8], limits: &[Limit]) -> Result<Parsed<'a>, SnapshotError> {
+/// algorithm) and of the limits its definitions describe that `adopt` accepts. Nothing is
+/// returned unless everything is valid.
+pub(super) fn parse<'a>(
+    bytes: &'a [u8],
+    limits: &[Limit],
+    adopt: &dyn Fn(&Limit) -> bool,
+) -> Result<Parsed<'a>, SnapshotError> {
     let (version, taken_at, mut input) = open(bytes)?;
     let id_of = |limit: &Limit| match version {
         VERSION_LEGACY_IDS => LimitId::legacy(limit.name(), limit.policy()),
         _ => limit.id(),
     };
-    let mut parsed = Parsed { taken_at, entries: Vec::new(), skipped_limits: 0, skipped_states: 0 };
+    let mut parsed =
+        Parsed { taken_at, entries: Vec::new(), adopted: Vec::new(), skipped_limits: 0, skipped_states: 0 };
     let mut skipped = BTreeSet::new();
     loop {
         let tag = input.u8()?;
@@ -62,10 +75,18 @@ pub(super) fn parse<'a>(bytes: &'a [u8], limits: &[Limit]) -> Result<Parsed<'a>,
             break;
         }
         let id = LimitId(input.u64()?);
+        let definition = if version >= VERSION { Some(read_definition(&mut input, id)?) } else { None };
         let count = input.u64()?;
-        let limit = limits.iter().position(|limit| id_of(limit) == id && tag_of(limit.policy()) == tag);
+        let limit = match limits.iter().position(|limit| id_of(limit) == id && tag_of(limit.policy()) == tag) {
+            Some(index) => Some(index),
+            None => definition
+                .and_then(|text| adopted(&mut parsed.adopted, text, id, tag, adopt))
+                .map(|index| limits.len() + index),
+        };
+        let of =
+            |index: usize| if index < limits.len() { &limits[index] } else { &parsed.adopted[index - limits.len()] };
         for _ in 0..count {
-            let entry = read_entry(&mut input, tag, id, limit.map(|index| &limits[index]))?;
+            let entry = read_entry(&mut input, tag, id, limit.map(of))?;
             match limit {
                 Some(limit) => parsed.entries.push(Entry { limit, ..entry }),
                 None => parsed.skipped_states += 1,
@@ -82,6 +103,36 @@ pub(super) fn parse<'a>(bytes: &'a [u8], limits: &[Limit]) -> Result<Parsed<'a>,
     Ok(parsed)
 }
 
+/// A table's definition: UTF-8 text of at most [`MAX_DEFINITION`] bytes.
+fn read_definition<'a>(input: &mut Reader<'a>, id: LimitId) -> Result<&'a str, SnapshotError> {
+    let len = input.u32()? as usize;
+    if len > MAX_DEFINITION {
+        return Err(input.invalid(format!("limit {id}: a definition of {len} bytes")));
+    }
+    let bytes = input.take(len)?;
+    std::str::from_utf8(bytes).map_err(|_| input.invalid(format!("limit {id}: a definition that is not UTF-8")))
+}
+
+/// The index in `adopted` of the limit `definition` describes, if it is one (with this
+/// id and algorithm) that `adopt` accepts; added on its first table.
+fn adopted(
+    adopted: &mut Vec<Limit>,
+    definition: &str,
+    id: LimitId,
+    tag: u8,
+    adopt: &dyn Fn(&Limit) -> bool,
+) -> Option<usize> {
+    if let Some(index) = adopted.iter().position(|limit| limit.id() == id) {
+        return Some(index);
+    }
+    let limit = Limit::from_definition(definition).ok()?;
+    if limit.id() != id || tag_of(limit.policy()) != tag || !adopt(&limit) {
+        return None;
+    }
+    adopted.push(limit);
+    Some(adopted.len() - 1)
+}
+
 /// Checks the magic, the version and the checksum; returns the version, the time the
 /// snapshot was taken and a reader at the first table.
 fn open(bytes: &[u8]) -> Result<(u16, Timestamp, Reader<'_>), SnapshotError> {
@@ -93,7 +144,7 @@ fn open(bytes: &[u8]) -> Result<(u16, Timestamp, Reader<'_>), SnapshotError> {
     }
     let mut input = Reader { bytes, at: MAGIC.len() };
     let found = input.u16()?;
-    if found != VERSION && found != VERSION_LEGACY_IDS {
+    if ![VERSION, VERSION_WITHOUT_DEFINITIONS, VERSION_LEGACY_IDS].contains(&found) {
         return Err(SnapshotError::UnsupportedVersion { found });
     }
     let Some(body) = bytes.len().checked_sub(TRAILER).filter(|&body| body >= HEADER) else {
