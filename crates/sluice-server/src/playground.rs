@@ -3,8 +3,8 @@
 //!
 //! Each policy sees the whole trace on its own (not all or nothing), so that the page can
 //! show several algorithms side by side on the same stream. Everything is bounded
-//! ([`MAX_TRACE`], [`MAX_POLICIES`], [`MAX_COST`], [`MAX_OFFSET_US`], and the API's body
-//! limit), so that a request cannot make the service hold or compute much.
+//! ([`MAX_TRACE`], [`MAX_POLICIES`], [`MAX_COST`], [`MAX_OFFSET_US`], [`MAX_COUNTERS`] and
+//! the API's body limit), so that a request cannot make the service hold or compute much.
 
 use crate::http::api::micros;
 use serde::{Deserialize, Serialize};
@@ -20,6 +20,9 @@ pub(crate) const MAX_POLICIES: usize = 8;
 pub(crate) const MAX_COST: u64 = 100;
 /// The latest time a request may come at: 30 days after the trace's start.
 pub(crate) const MAX_OFFSET_US: u64 = 30 * 86_400 * 1_000_000;
+/// The most sliding-window counters a trace may make the playground hold (8 MB): such a
+/// window holds `buckets + 1` counters for every key it sees.
+pub(crate) const MAX_COUNTERS: u64 = 1_000_000;
 
 /// Where a trace starts: midnight UTC (day 20 000 after the epoch), so that fixed windows
 /// of a second, minute, hour or day start at offset 0.
@@ -124,6 +127,7 @@ impl PlaygroundRequest {
         self.check_bounds()?;
         let limits = self.limits()?;
         let keys = self.keys()?;
+        check_counters(&limits, &keys)?;
         // One shard (a trace is small), and a store clock that never moves: the trace's
         // times are its own, so no state may be dropped by the wall clock meanwhile.
         let store = MemoryStore::builder().shards(1).clock(ManualClock::at(Timestamp::EPOCH)).build();
@@ -190,6 +194,25 @@ impl PlaygroundRequest {
             decisions: decisions.collect(),
         }
     }
+}
+
+/// Refuses a trace whose sliding windows would hold more than [`MAX_COUNTERS`] counters.
+fn check_counters(limits: &[Limit], keys: &[Key<'_>]) -> Result<(), PlaygroundError> {
+    let distinct_keys = keys.iter().collect::<std::collections::HashSet<_>>().len() as u64;
+    let per_key: u64 = limits
+        .iter()
+        .filter_map(|limit| match limit.policy() {
+            sluice::Policy::SlidingWindow(window) => Some(window.buckets() + 1),
+            _ => None,
+        })
+        .sum();
+    let counters = per_key.saturating_mul(distinct_keys);
+    if counters > MAX_COUNTERS {
+        return Err(PlaygroundError::TooLarge(format!(
+            "max_counters: the sliding windows would hold {counters} counters ({per_key} per key, {distinct_keys} keys), at most {MAX_COUNTERS}"
+        )));
+    }
+    Ok(())
 }
 
 fn traced(at_us: u64, decision: &sluice::Decision) -> TracedDecision {

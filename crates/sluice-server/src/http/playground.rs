@@ -31,7 +31,7 @@ static RUNS: Semaphore = Semaphore::const_new(1);
         (status = 400, description = "Malformed body, invalid policies, a trace out of order or an invalid key", body = ErrorResponse),
         (status = 403, description = "Not a loopback client, and the dashboard is for loopback clients only", body = ErrorResponse),
         (status = 404, description = "The dashboard is off", body = ErrorResponse),
-        (status = 413, description = "Over a bound; the message names it (`max_policies`, `max_trace`, `max_cost`, `max_offset`) or the body is over 64 KiB", body = ErrorResponse),
+        (status = 413, description = "Over a bound; the message names it (`max_policies`, `max_trace`, `max_cost`, `max_offset`, `max_counters`) or the body is over 64 KiB", body = ErrorResponse),
         (status = 415, description = "Body not sent as application/json", body = ErrorResponse),
     ),
 )]

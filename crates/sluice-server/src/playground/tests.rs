@@ -54,6 +54,25 @@ fn invalid_policies_get_the_configuration_files_messages() {
     assert!(message.contains("policies.api.capacity: must be a whole number ≥ 1, got 0"), "{message}");
 }
 
+/// Two sliding windows of 10 000 buckets (20 002 counters per key) over `keys` keys.
+fn counters_trace(keys: usize) -> String {
+    let window = r#"{"algorithm": "sliding_window", "limit": 10, "window": "10s", "buckets": 10000}"#;
+    let trace: Vec<String> = (0..keys).map(|key| format!(r#"{{"at_us": 0, "key": "k{key}"}}"#)).collect();
+    format!(r#"{{"policies": {{"a": {window}, "b": {window}}}, "trace": [{}]}}"#, trace.join(","))
+}
+
+#[test]
+fn sliding_window_counters_are_bounded_by_keys_times_buckets() {
+    assert!(request(&counters_trace(49)).decide().is_ok(), "49 × 20 002 = 980 098 counters");
+    let PlaygroundError::TooLarge(message) = request(&counters_trace(50)).decide().unwrap_err() else {
+        panic!("50 keys")
+    };
+    assert_eq!(
+        message,
+        "max_counters: the sliding windows would hold 1000100 counters (20002 per key, 50 keys), at most 1000000"
+    );
+}
+
 #[test]
 fn every_bound_is_named() {
     let policy = r#"{"algorithm": "fixed_window", "limit": 1, "window": "1s"}"#;
@@ -66,6 +85,7 @@ fn every_bound_is_named() {
         ),
         (format!(r#"{{"policies": {{"a": {policy}}}, "trace": [{{"at_us": 0, "cost": 101}}]}}"#), "max_cost"),
         (format!(r#"{{"policies": {{"a": {policy}}}, "trace": [{{"at_us": 2592000000001}}]}}"#), "max_offset"),
+        (counters_trace(100), "max_counters"),
     ];
     for (json, bound) in cases {
         let PlaygroundError::TooLarge(message) = request(&json).decide().unwrap_err() else { panic!("{bound}") };
