@@ -329,6 +329,21 @@ fn impossible_states_are_refused_and_nothing_is_inserted() {
     assert!(invalid(&trailing, &limits).contains("after the end of the tables"));
 }
 
+/// Each counter of a restored sliding window is checked against the limit, not their sum:
+/// counters whose sum overflows `u64` still decide (a rejection), without a panic.
+#[test]
+fn sliding_window_counters_whose_sum_overflows_are_rejected_without_panicking() {
+    let most = 1u64 << 52;
+    let window = Limit::new("window", SlidingWindow::new(most, Duration::from_micros(10_000), 10_000).unwrap());
+    let state = [&u64s(&[20_000])[..], &10_001u32.to_le_bytes(), &u64s(&vec![most; 10_001])].concat();
+    let store = MemoryStore::builder().clock(ManualClock::default()).build();
+    let report = store.restore(&forge(&table(3, window.id(), &[(b"k", state)])), std::slice::from_ref(&window));
+    assert_eq!(report.unwrap().restored, 1);
+    let at = Timestamp::from_micros(20_000);
+    let verdict = store.check_now(Key::new(b"k").unwrap(), &[window], at, 1).unwrap();
+    assert!(!verdict.decision.allowed);
+}
+
 #[test]
 fn a_forged_length_is_refused_without_allocating_it() {
     let log = Limit::new("log", SlidingLog::new(SlidingLog::MAX_LIMIT, ms(10), SlidingLogVariant::Accepted).unwrap());

@@ -6,8 +6,8 @@ mod support;
 
 use sluice::algorithm::Algorithm;
 use sluice::{
-    Decision, Key, Limit, ManualClock, MemoryStore, Policy, SlidingLog, SlidingLogVariant, Store, StoreError,
-    Timestamp, TokenBucket, TokenBucketSettings,
+    Decision, Key, Limit, ManualClock, MemoryStore, Policy, SlidingLog, SlidingLogVariant, SlidingWindow, Store,
+    StoreError, Timestamp, TokenBucket, TokenBucketSettings,
 };
 use std::time::Duration;
 use support::{ms, policies, us};
@@ -207,7 +207,9 @@ fn extreme_times_and_costs_never_panic() {
     // Debug builds panic on overflow: every algorithm must saturate instead.
     let times = [0, 1, (1 << 53) - 1, 1 << 53, u64::MAX - 1, u64::MAX, 5];
     let costs = [0, 1, 2, u64::MAX];
-    for policy in policies() {
+    // Buckets of 1 µs, so that the bucket index runs to the end of `u64` too.
+    let one_microsecond_buckets = SlidingWindow::new(2, Duration::from_micros(10), 10).unwrap().into();
+    for policy in policies().into_iter().chain([one_microsecond_buckets]) {
         let store = MemoryStore::builder().clock(ManualClock::default()).build();
         let limit = [Limit::new("edge", policy.clone())];
         let key = Key::new(b"k").unwrap();

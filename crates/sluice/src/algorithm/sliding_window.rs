@@ -87,10 +87,11 @@ impl SlidingWindow {
         }
     }
 
-    /// Sum of buckets `j − B + 1 ..= j`.
+    /// Sum of buckets `j − B + 1 ..= j` (saturating: a restored state's counters are each
+    /// at most the limit, but their sum is not checked).
     fn full_sum(&self, state: &BucketCounts, j: u64) -> u64 {
         let first = j.saturating_sub(self.buckets - 1);
-        (first..=j).map(|i| self.count(state, Some(i))).sum()
+        (first..=j).map(|i| self.count(state, Some(i))).fold(0, u64::saturating_add)
     }
 
     /// Largest `k` with `prev·(w − e) + (sum + k)·w ≤ N·w`, or 0.
@@ -119,7 +120,8 @@ impl SlidingWindow {
         let budget = u128::from(self.limit) * w;
         let mut prev = self.count(state, j.checked_sub(self.buckets));
         let mut sum = self.full_sum(state, j);
-        for k in j..=j + self.buckets + 1 {
+        // Saturating: a time near the end of `u64` must not overflow (nor panic).
+        for k in j..=j.saturating_add(self.buckets + 1) {
             let earliest = if k == j { u128::from(e) } else { 0 };
             let needed = (u128::from(sum) + u128::from(cost)) * w;
             if let Some(slack) = budget.checked_sub(needed) {
@@ -134,8 +136,8 @@ impl SlidingWindow {
                 }
             }
             // Move to bucket k + 1: bucket k − B + 1 becomes the partial one.
-            prev = self.count(state, (k + 1).checked_sub(self.buckets));
-            sum -= prev;
+            prev = self.count(state, k.saturating_add(1).checked_sub(self.buckets));
+            sum = sum.saturating_sub(prev);
         }
         self.window
     }
