@@ -133,6 +133,23 @@ impl Ring {
         self.words.len() >> usize::from(self.wide())
     }
 
+    /// Stamps the `count` physical slots from `first` (not past the end) with `now`, the
+    /// newest entry from here on when `count` is not 0 (the state keeps its high 32 bits).
+    fn fill(&mut self, first: usize, count: usize, now: u64) {
+        if count == 0 {
+            return;
+        }
+        if self.wide() {
+            let whole = [now as u32, (now >> 32) as u32];
+            self.words[2 * first..2 * (first + count)]
+                .chunks_exact_mut(2)
+                .for_each(|slot| slot.copy_from_slice(&whole));
+        } else {
+            self.words[first..first + count].fill(now as u32);
+        }
+        self.newest_low = now as u32;
+    }
+
     /// Stamps physical slot `slot` with `now`, the newest entry from here on (the state
     /// keeps its high 32 bits).
     #[inline(always)]
@@ -434,17 +451,24 @@ impl SlidingLogState {
     }
 
     /// Writes `count` entries after the newest; in a full log (or one holding `limit`
-    /// entries) each replaces the oldest.
+    /// entries) each replaces the oldest. The oldest are dropped at once and the slots
+    /// filled as one or two runs, so a request of a large cost costs a `memset`, not a
+    /// loop over its entries.
     fn push(&mut self, now: u64, count: usize, limit: usize) {
         let room = self.capacity().min(limit);
-        for _ in 0..count.min(room) {
-            if self.len() == room {
-                self.drop_oldest(1);
+        let count = count.min(room);
+        self.drop_oldest((self.len() + count).saturating_sub(room));
+        let first = self.physical(self.len());
+        match &mut self.words {
+            Words::Inline(words) => words[first..first + count].fill(now as u32),
+            Words::Heap(ring) => {
+                let before_end = count.min(ring.capacity() - first);
+                ring.fill(first, before_end, now);
+                ring.fill(0, count - before_end, now);
             }
-            let slot = self.physical(self.len());
-            self.write(slot, now);
-            self.len += 1;
         }
+        self.epoch = (now >> 32) as u32;
+        self.len += count as u32;
     }
 }
 
