@@ -159,6 +159,14 @@ fn constructor_limits_name_the_field() {
             "policies.p.offset: must be shorter than the window",
         ),
         (
+            "algorithm: fixed_window\n    limit: 1\n    window: 1h\n    offset: 1.5",
+            "policies.p.offset: must be a duration such as 5h, or a whole number of microseconds ≥ 0, got 1.5",
+        ),
+        (
+            "algorithm: fixed_window\n    limit: 1\n    window: 1h\n    offset: -3",
+            "policies.p.offset: must be a duration such as 5h, or a whole number of microseconds ≥ 0, got -3",
+        ),
+        (
             "algorithm: fixed_window\n    limit: 1\n    window: 1h\n    alignment: anchored\n    offset: 1m",
             "policies.p.offset: applies only",
         ),

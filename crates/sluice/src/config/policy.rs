@@ -145,8 +145,10 @@ impl Reading<'_, '_> {
 /// An aligned window's offset: a duration, or a whole number of microseconds.
 fn offset(value: &Value) -> Result<Duration, String> {
     match value {
-        Value::Number(_) => value.as_u64().map(Duration::from_micros).ok_or_else(|| "must be ≥ 0".to_owned()),
+        Value::Number(_) => value.as_u64().map(Duration::from_micros).ok_or_else(|| {
+            format!("must be a duration such as 5h, or a whole number of microseconds ≥ 0, got {}", show(value))
+        }),
         Value::String(_) => duration(value),
-        other => Err(format!("must be a duration such as 5h, got {}", show(other))),
+        other => Err(format!("must be a duration such as 5h, or a whole number of microseconds, got {}", show(other))),
     }
 }
