@@ -122,7 +122,7 @@ fn adopted(
     tag: u8,
     adopt: &dyn Fn(&Limit) -> bool,
 ) -> Option<usize> {
-    if let Some(index) = adopted.iter().position(|limit| limit.id() == id) {
+    if let Some(index) = adopted.iter().position(|limit| limit.id() == id && tag_of(limit.policy()) == tag) {
         return Some(index);
     }
     let limit = Limit::from_definition(definition).ok()?;
