@@ -63,7 +63,7 @@ pub(crate) fn forward<S, C>(shared: &Shared<S, C>, checked: Result<Verdict, Stor
         Err(error) => return Err(Err(error)),
     };
     let decision = &verdict.decision;
-    if !decision.allowed || decision.delay > shared.max_delay {
+    if !decision.allowed || shared.max_delay.is_some_and(|max_delay| decision.delay > max_delay) {
         return Err(Ok(verdict));
     }
     // A fresh state made up by a store that failed open is not worth announcing.

@@ -12,9 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tower::Layer;
 
-/// The longest a shaped request (leaky bucket in `delay` mode) waits by default.
-pub const DEFAULT_MAX_DELAY: Duration = Duration::from_secs(1);
-
 /// Applies rate limiting to a service: each request is keyed, checked against every
 /// policy (all or nothing), and either passes with `RateLimit` fields or is answered 429.
 ///
@@ -83,7 +80,7 @@ impl<S: Store + Clone, C: Clock + Clone> RateLimitLayer<S, C> {
             cost: None,
             missing_key: MissingKey::default(),
             fields: Fields::default(),
-            max_delay: DEFAULT_MAX_DELAY,
+            max_delay: None,
             on_rejection,
             on_store_error: OnStoreError::default(),
         };
@@ -109,9 +106,18 @@ impl<S: Store + Clone, C: Clock + Clone> RateLimitLayer<S, C> {
     }
 
     /// The longest a shaped request may wait for its turn; one that would wait longer is
-    /// rejected (its turn was taken, so its `Retry-After` is that wait). Default 1 s.
+    /// answered 429 at once, with its wait as `Retry-After`.
+    ///
+    /// By default there is no such bound but the policy's own: a leaky bucket in `delay`
+    /// mode queues at most `burst` requests, so a request waits at most `burst × interval`,
+    /// and one that would wait longer is rejected by the policy without taking a turn.
+    /// A request rejected here instead has taken its turn already (the store recorded it
+    /// when it decided), so under a steady load every request behind it waits longer too:
+    /// with a bound below `burst × interval`, requests arriving at the leak rate can all be
+    /// rejected. To bound the wait, prefer a smaller `burst`; set this only as a last
+    /// guard, at `burst × interval` or more.
     pub fn max_delay(self, max_delay: Duration) -> Self {
-        self.map(|shared| shared.max_delay = max_delay)
+        self.map(|shared| shared.max_delay = Some(max_delay))
     }
 
     /// Answers rejections with `respond` instead of [`default_rejection`]; the layer still

@@ -31,7 +31,8 @@
 //!   `RESOURCE_EXHAUSTED` with a `google.rpc.RetryInfo` ([`response`]); both can be
 //!   replaced with [`RateLimitLayer::on_rejection`];
 //! - **shaped** (a leaky bucket in `delay` mode): the request waits its turn on the
-//!   layer's clock, up to [`RateLimitLayer::max_delay`], and is rejected past it;
+//!   layer's clock, at most `burst × interval` (the policy rejects one that would wait
+//!   longer, without taking a turn), or less with [`RateLimitLayer::max_delay`];
 //! - **no key**: the [`key::MissingKey`] rule rejects it (400 by default) or puts it under
 //!   a shared key;
 //! - **store failure**: the store's own failure mode decides (the Redis store's `open`,
@@ -63,7 +64,7 @@ pub mod response;
 mod service;
 mod shared;
 
-pub use layer::{DEFAULT_MAX_DELAY, RateLimitLayer};
+pub use layer::RateLimitLayer;
 pub use policies::{Policies, PolicyLookupError};
 pub use service::RateLimit;
 pub use shared::OnStoreError;

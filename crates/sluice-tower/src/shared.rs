@@ -38,7 +38,7 @@ pub(crate) struct Shared<S, C> {
     pub(crate) fields: Fields,
     /// Each limit's fields, rendered once for [`fields`](Self::fields).
     pub(crate) policy_fields: Arc<[PolicyFields]>,
-    pub(crate) max_delay: Duration,
+    pub(crate) max_delay: Option<Duration>,
     pub(crate) on_rejection: RejectFn,
     pub(crate) on_store_error: OnStoreError,
 }

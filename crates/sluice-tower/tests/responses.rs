@@ -171,6 +171,26 @@ async fn a_shaping_delay_waits_on_the_layer_clock() {
 }
 
 #[tokio::test]
+async fn a_full_queue_rejects_without_taking_a_turn_so_the_leak_rate_passes() {
+    let clock = clock();
+    let shaper = sluice::Limit::new("shape", LeakyBucket::new(Duration::from_secs(1), 2, LeakMode::Delay).unwrap());
+    let app = app(RateLimitLayer::from_limiter(limiter([shaper], clock.clone()), PeerIp::new()));
+    let start = clock.now();
+    for _ in 0..3 {
+        assert_eq!(status(&app, from_peer(PEER)).await, 200);
+        clock.set(start);
+    }
+    for _ in 0..5 {
+        assert_eq!(status(&app, from_peer(PEER)).await, 429, "the queue is full");
+    }
+    // A second on, one place has leaked: a request passes after a 2 s wait.
+    let later = start.saturating_add(Duration::from_secs(1));
+    clock.set(later);
+    assert_eq!(status(&app, from_peer(PEER)).await, 200);
+    assert_eq!(clock.now().saturating_since(later), Duration::from_secs(2));
+}
+
+#[tokio::test]
 async fn a_shaping_delay_past_the_maximum_is_a_rejection() {
     let clock = clock();
     let shaper = sluice::Limit::new("shape", LeakyBucket::new(Duration::from_secs(1), 5, LeakMode::Delay).unwrap());
