@@ -55,14 +55,16 @@ async fn serve(settings: Settings, config: ServiceConfig, args: &ServeArgs) -> a
     let shutdown = Shutdown::on_signals(service.settings.shutdown_grace);
     reload::on_sighup(Arc::clone(&service));
     reload::on_file_change(Arc::clone(&service)).await;
-    if service.settings.snapshot.is_some() && service.engine.backend().memory().is_some() {
-        tokio::spawn(snapshot::run_periodically(Arc::clone(&service)));
-    }
-    serve_connections(&service, [http_listener, grpc_listener], &shutdown).await?;
-    if snapshot::save_now(&service).await {
+    let periodic = (service.settings.snapshot.is_some() && service.engine.backend().memory().is_some())
+        .then(|| tokio::spawn(snapshot::run_periodically(Arc::clone(&service))));
+    let served = serve_connections(&service, [http_listener, grpc_listener], &shutdown).await;
+    // The last snapshot, also when serving ended in an error: the store still holds every
+    // decision made. It waits for a periodic one in progress, and is the last written.
+    periodic.inspect(tokio::task::JoinHandle::abort);
+    if snapshot::save_now(&service).await && served.is_ok() {
         tracing::info!("stopped");
     }
-    Ok(())
+    served
 }
 
 /// Starts the workers and, once every one can serve, announces the service and accepts on

@@ -49,8 +49,13 @@ fn refuse(path: &Path, discard_bad: bool, error: anyhow::Error) -> anyhow::Resul
     Ok(())
 }
 
-/// Writes `store`'s snapshot to `path` atomically.
+/// One save at a time: the periodic snapshot and the last one at shutdown share the
+/// temporary file, and the later one must be renamed last.
+static SAVING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
+
+/// Writes `store`'s snapshot to `path` atomically (after any save in progress).
 pub(crate) fn save(path: &Path, store: &MemoryStore) -> anyhow::Result<()> {
+    let _one_at_a_time = SAVING.lock();
     let bytes = store.snapshot();
     let temporary = with_suffix(path, &format!(".tmp-{}", std::process::id()));
     let written = write_synced(&temporary, &bytes).and_then(|()| {
@@ -110,7 +115,8 @@ pub(crate) async fn save_now(service: &Arc<Service>) -> bool {
     ok
 }
 
-/// Writes a snapshot every interval, until the process ends.
+/// Writes a snapshot every interval, until the task is aborted (a save in progress then
+/// still completes before the next one starts).
 pub(crate) async fn run_periodically(service: Arc<Service>) {
     let mut ticks = tokio::time::interval(service.settings.snapshot_interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -118,5 +124,46 @@ pub(crate) async fn run_periodically(service: Arc<Service>) {
     loop {
         ticks.tick().await;
         save_now(&service).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice::{Key, SlidingLog, SlidingLogVariant, Timestamp};
+    use std::time::Duration;
+
+    /// Saves racing each other (a periodic one and the last one at shutdown) each leave
+    /// a whole snapshot behind, never one mixed from both.
+    #[test]
+    fn concurrent_saves_leave_a_whole_snapshot() {
+        let dir = std::env::temp_dir().join(format!("sluice-snapshot-race-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sluice.snapshot");
+        let limit =
+            Limit::new("log", SlidingLog::new(50, Duration::from_secs(3600), SlidingLogVariant::Accepted).unwrap());
+        let now = Timestamp::from_system_time(std::time::SystemTime::now());
+        let stores: Vec<MemoryStore> = (0..4)
+            .map(|store| {
+                let memory = MemoryStore::new();
+                for key in 0..2_000 {
+                    let key = format!("store-{store}-key-{key}");
+                    memory
+                        .check_now(Key::new(key.as_bytes()).unwrap(), std::slice::from_ref(&limit), now, store + 1)
+                        .unwrap();
+                }
+                memory
+            })
+            .collect();
+        for _ in 0..5 {
+            std::thread::scope(|scope| {
+                for store in &stores {
+                    scope.spawn(|| save(&path, store).unwrap());
+                }
+            });
+            let restored = MemoryStore::new().restore(&std::fs::read(&path).unwrap(), std::slice::from_ref(&limit));
+            assert_eq!(restored.unwrap().restored, 2_000);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
