@@ -217,9 +217,21 @@ fn unavailable(error: impl std::error::Error + Send + Sync + 'static) -> StoreEr
     StoreError::Unavailable(Box::new(error))
 }
 
+/// Error codes of a Redis that cannot serve for now, also when a script's `redis.call`
+/// meets them: out of memory under `noeviction`, a primary demoted to a replica by a
+/// failover, a server still loading its data set or busy with a long script, a cluster or
+/// replication that is down, a failing save that stops writes.
+const UNAVAILABLE_CODES: [&str; 9] =
+    ["OOM", "READONLY", "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS", "MISCONF"];
+
 /// An error raised by the script itself (a bug, or a foreign value at a Sluice key), not
-/// by the connection: retrying or failing open would hide it.
+/// by the connection nor by a Redis that cannot serve for now: retrying or failing open
+/// would hide it.
 fn is_script_error(error: &(dyn std::error::Error + 'static)) -> bool {
+    let code = error.downcast_ref::<redis::RedisError>().and_then(redis::RedisError::code);
+    if code.is_some_and(|code| UNAVAILABLE_CODES.contains(&code)) {
+        return false;
+    }
     let message = error.to_string();
     message.contains("user_script") || message.contains("sluice:")
 }

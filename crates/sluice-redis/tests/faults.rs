@@ -101,3 +101,28 @@ async fn a_reset_while_redis_is_down_fails_whatever_the_failure_mode() {
         server.restart();
     }
 }
+
+/// A Redis out of memory under `noeviction` refuses the script's writes (`OOM … script:
+/// … @user_script`): a state of the server, not a fault of the script, so the failure mode
+/// decides, and checks return to Redis once it has memory again.
+#[tokio::test]
+async fn a_redis_out_of_memory_follows_the_failure_mode() {
+    let server = RedisServer::start();
+    let settings = RedisSettings {
+        failure_mode: FailureMode::Open,
+        timeout: TIMEOUT,
+        blocked_cache: false,
+        ..RedisSettings::injected_time()
+    };
+    let store = RedisStore::connect(&server.url(), settings).await.unwrap();
+    let bucket = TokenBucketSettings { capacity: 5, refill_amount: 1, refill_interval: Duration::from_secs(3600) };
+    let limit = Limit::new("memory", TokenBucket::new(bucket).unwrap());
+    let mut admin = redis::Client::open(server.url()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let config = |value: &'static str| redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(value).to_owned();
+    let _: () = config("1").query_async(&mut admin).await.unwrap();
+    let verdict = timed_check(&store, &limit, 1_763_700_000_000_000).await;
+    assert_eq!((verdict.source, verdict.decision.allowed), (Source::FailedOpen, true));
+    let _: () = config("0").query_async(&mut admin).await.unwrap();
+    let verdict = timed_check(&store, &limit, 1_763_700_000_000_001).await;
+    assert_eq!((verdict.source, verdict.decision.remaining), (Source::Store, 4));
+}
