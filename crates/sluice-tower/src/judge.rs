@@ -24,23 +24,30 @@ pub(crate) fn request_key<S, C>(shared: &Shared<S, C>, parts: &Parts) -> Option<
     or_shared_key(shared, shared.key.extract(parts))
 }
 
-/// `key` if it is a valid one, else the shared key of keyless requests if there is one.
+/// `key` if it is a valid one, else the shared key of keyless requests if there is one
+/// (and it is valid itself).
 #[inline]
 pub(crate) fn or_shared_key<S, C>(shared: &Shared<S, C>, key: Option<RequestKey>) -> Option<RequestKey> {
-    match (key.filter(|key| sluice::Key::new(key.as_bytes()).is_ok()), &shared.missing_key) {
+    let valid = |key: &RequestKey| sluice::Key::new(key.as_bytes()).is_ok();
+    match (key.filter(valid), &shared.missing_key) {
         (Some(key), _) => Some(key),
-        (None, MissingKey::Shared(key)) => Some(key.clone()),
-        (None, MissingKey::Reject(_)) => None,
+        (None, MissingKey::Shared(key)) if valid(key) => Some(key.clone()),
+        (None, _) => None,
     }
 }
 
-/// The answer to a request without a valid key.
+/// The answer to a request without a valid key: the rule's status, or 500 when the rule's
+/// shared key is not a valid key itself (a mistake of the layer's, which must neither let
+/// keyless requests through unlimited nor blame the client).
 pub(crate) fn missing_key<S, C>(shared: &Shared<S, C>, parts: &Parts) -> Response<RejectionBody> {
-    let status = match shared.missing_key {
-        MissingKey::Reject(status) => status,
-        MissingKey::Shared(_) => StatusCode::BAD_REQUEST,
-    };
-    unchecked(parts, status, "the request has no valid rate-limit key")
+    match shared.missing_key {
+        MissingKey::Reject(status) => unchecked(parts, status, "the request has no valid rate-limit key"),
+        MissingKey::Shared(_) => unchecked(
+            parts,
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the rate limiter's shared key for requests without a key is not a valid key (1 to 1024 bytes)",
+        ),
+    }
 }
 
 /// What the store's answer means for the request.

@@ -4,10 +4,10 @@ mod support;
 
 use axum::body::Body;
 use http::{HeaderName, Request, StatusCode};
-use sluice_tower::RateLimitLayer;
 use sluice_tower::key::{
     ClientIp, ExtensionKey, ForwardingHeader, HeaderKey, KeyExtractor, MissingKey, PeerIp, RequestKey, TrustedProxies,
 };
+use sluice_tower::{OnStoreError, RateLimitLayer};
 use std::time::Duration;
 use support::*;
 
@@ -197,6 +197,39 @@ async fn the_missing_key_rule_can_answer_401_or_share_one_key() {
     let app = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), api_key()).missing_key(shared));
     assert_eq!(status(&app, Request::get("/").body(Body::empty()).unwrap()).await, 200);
     assert_eq!(status(&app, Request::get("/").body(Body::empty()).unwrap()).await, 429, "keyless requests share");
+}
+
+#[tokio::test]
+async fn an_invalid_shared_key_is_the_layers_error_and_lets_nothing_through() {
+    for shared in [RequestKey::from(""), RequestKey::from("k".repeat(1025))] {
+        let layer = RateLimitLayer::from_limiter(
+            limiter([one_per_minute()], clock()),
+            HeaderKey::new(HeaderName::from_static("x-api-key")),
+        )
+        .missing_key(MissingKey::Shared(shared))
+        .on_store_error(OnStoreError::Allow);
+        let app = app(layer);
+        for _ in 0..2 {
+            let response = send(&app, Request::get("/").body(Body::empty()).unwrap()).await;
+            assert_eq!(response.status(), 500);
+            let body = body_text(response).await;
+            assert!(body.contains("shared key for requests without a key is not a valid key"), "{body}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn client_ip_keys_ipv6_clients_by_their_prefix() {
+    let proxies = || TrustedProxies::cidrs(["10.0.0.0/8"]).unwrap();
+    let by_64 = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), ClientIp::behind(proxies())));
+    assert_eq!(status(&by_64, with_forwarded("10.0.0.1:1", "x-forwarded-for", "2001:db8:1:2::1")).await, 200);
+    let same_64 = with_forwarded("10.0.0.1:1", "x-forwarded-for", "2001:db8:1:2::9");
+    assert_eq!(status(&by_64, same_64).await, 429, "same /64");
+    let by_128 = ClientIp::behind(proxies()).ipv6_prefix(128);
+    let by_128 = app(RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), by_128));
+    assert_eq!(status(&by_128, with_forwarded("10.0.0.1:1", "x-forwarded-for", "2001:db8:1:2::1")).await, 200);
+    let other_address = with_forwarded("10.0.0.1:1", "x-forwarded-for", "2001:db8:1:2::9");
+    assert_eq!(status(&by_128, other_address).await, 200, "/128: each address apart");
 }
 
 #[tokio::test]
