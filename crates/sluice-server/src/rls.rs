@@ -132,9 +132,10 @@ fn state_key(key: &StateKey) -> Result<Key<'_>, Status> {
 }
 
 /// A checked descriptor's status code, remaining and time to reset; `UNAVAILABLE` when the
-/// `closed` failure mode decided, so that Envoy's own failure mode applies.
+/// `closed` failure mode decided for an enforced rule, so that Envoy's own failure mode
+/// applies (a rule in shadow mode never blocks, whatever decided for it).
 fn answer(outcome: &Outcome) -> Result<(Code, u32, ProtoDuration), Status> {
-    if outcome.source == Source::FailedClosed {
+    if outcome.source == Source::FailedClosed && !outcome.shadow_rejected {
         return Err(Status::unavailable("the store cannot answer and the failure mode is closed"));
     }
     let code = if outcome.decision.allowed { Code::Ok } else { Code::OverLimit };

@@ -121,3 +121,42 @@ async fn a_store_that_cannot_be_reached_at_start_is_a_clear_error() {
     let error = Server::try_start_in(dir, &["--store", &url]).err().unwrap();
     assert!(error.contains("cannot connect to the store"), "{error}");
 }
+
+/// Shadow mode is never enforced, not even by the `closed` failure mode: with Redis down,
+/// a check of shadow policies only answers 200 (`shadow_rejected`), an Envoy rule in shadow
+/// mode `OK`; a check that also names an enforced policy still answers 503.
+#[tokio::test]
+async fn shadow_mode_never_blocks_while_redis_is_down_in_closed_mode() {
+    const SHADOW_CONFIG: &str = r#"
+policies:
+  three_per_hour: {algorithm: fixed_window, limit: 3, window: 1h, alignment: anchored}
+  trial: {algorithm: fixed_window, limit: 3, window: 1h, alignment: anchored, shadow_mode: true}
+domains:
+  - domain: edge
+    descriptors:
+      - key: user
+        shadow_mode: true
+        rate_limit: {unit: hour, requests_per_unit: 3}
+"#;
+    let mut redis = RedisServer::start();
+    let server = Server::start(
+        SHADOW_CONFIG,
+        &["--store", &redis.url(), "--failure-mode", "closed", "--redis-timeout", "200ms"],
+    );
+    redis.kill();
+    let check = |policies: Value| {
+        let body = json!({"key": "u", "policies": policies});
+        reqwest::Client::new().post(server.url("/v1/check")).json(&body).send()
+    };
+    let response = check(json!(["trial"])).await.unwrap();
+    assert_eq!(response.status(), StatusCode::OK);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        (body["shadow_rejected"].as_bool(), body["source"].as_str()),
+        (Some(true), Some("failed_closed")),
+        "{body}"
+    );
+    let both = check(json!(["three_per_hour", "trial"])).await.unwrap();
+    assert_eq!(both.status(), StatusCode::SERVICE_UNAVAILABLE, "the enforced policy fails closed");
+    assert_eq!(grpc(&server, "u").await.unwrap(), 1, "OK: the rule is in shadow mode");
+}

@@ -96,9 +96,10 @@ async fn answer<B: RequestBody>(
     checked.await.map_or_else(IntoResponse::into_response, |outcome| respond(&outcome))
 }
 
-/// 200 or 429 with the decision and its headers; 503 when the `closed` failure mode decided.
+/// 200 or 429 with the decision and its headers; 503 when the `closed` failure mode decided
+/// for an enforced policy (one in shadow mode never blocks, whatever decided for it).
 fn respond(outcome: &Outcome) -> Response {
-    if outcome.source == Source::FailedClosed {
+    if outcome.source == Source::FailedClosed && !outcome.shadow_rejected {
         let message = "the store cannot answer and the failure mode is closed";
         return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", message).into_response();
     }
