@@ -90,6 +90,23 @@ async fn allowed_then_rejected_with_every_header() {
     assert_eq!(status, StatusCode::OK);
 }
 
+/// A peek decides nothing: neither `/v1/peek` nor a check of cost 0 is counted as a check,
+/// even when it would be rejected.
+#[tokio::test]
+async fn peeks_are_not_counted_as_checks() {
+    let server = Server::start(CONFIG, &[]);
+    for _ in 0..3 {
+        check(&server, "k", &["two_per_hour"], 1).await;
+    }
+    for _ in 0..2 {
+        assert_eq!(post(&server, "/v1/peek", json!({"key": "k", "policies": ["two_per_hour"]})).await.status(), 429);
+        assert_eq!(check(&server, "k", &["two_per_hour"], 0).await.0, StatusCode::TOO_MANY_REQUESTS);
+    }
+    let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+    assert!(metrics.contains("sluice_checks_total{policy=\"two_per_hour\",outcome=\"allowed\"} 2\n"), "{metrics}");
+    assert!(metrics.contains("sluice_checks_total{policy=\"two_per_hour\",outcome=\"rejected\"} 1\n"), "{metrics}");
+}
+
 #[tokio::test]
 async fn costs_peeks_and_costs_that_can_never_pass() {
     let server = Server::start(CONFIG, &[]);

@@ -129,7 +129,10 @@ impl Engine {
             (Some(enforced), None) => enforced,
             (None, None) => return Err(CheckError::NoPolicy),
         };
-        self.shared.metrics.hot_keys().record(key.as_bytes(), !outcome.decision.allowed);
+        // A peek (cost 0) decides nothing: it is not counted as a check.
+        if cost > 0 {
+            self.shared.metrics.hot_keys().record(key.as_bytes(), !outcome.decision.allowed);
+        }
         Ok(outcome)
     }
 
@@ -167,14 +170,16 @@ impl Engine {
             }
         };
         // An allowed request passed every policy of the group: each counts it. A rejected
-        // one counts under the policy that rejected it.
+        // one counts under the policy that rejected it. A peek (cost 0) counts under none.
         let index = group[verdict.limit];
-        if verdict.decision.allowed {
+        let counting = cost > 0;
+        if verdict.decision.allowed && counting {
             for &other in group.iter().filter(|&&other| other != index) {
                 loaded.counters[other].count(true, shadow);
             }
         }
-        Ok(Some(self.report(verdict, &policies[index].limit, Some(&loaded.counters[index]), shadow)))
+        let counters = counting.then(|| &loaded.counters[index]);
+        Ok(Some(self.report(verdict, &policies[index].limit, counters, shadow)))
     }
 
     /// Asks the store, timing and counting what it answered.
