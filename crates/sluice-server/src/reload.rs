@@ -34,26 +34,37 @@ pub(crate) fn on_sighup(service: Arc<Service>) {
 }
 
 /// Starts reloading when the file's content changes, until the process ends. The content
-/// compared with is read before this returns, so before the service is announced: read
-/// later by the polling task, a change made right after the announcement could be taken
-/// for the starting content, and never reloaded.
-pub(crate) async fn on_file_change(service: Arc<Service>) {
+/// compared with is the one last read ([`Service::config_unchanged`]): the one parsed at
+/// the start, so that a change made while the service started is reloaded, or by the
+/// last reload, whatever asked for it (a SIGHUP, the admin endpoint), so that the same
+/// content is not reloaded twice.
+pub(crate) fn on_file_change(service: Arc<Service>) {
     let Some(path) = service.config_path.clone() else { return };
-    let seen = tokio::fs::read(&path).await.ok();
-    tokio::spawn(poll_file(service, path, seen));
+    tokio::spawn(poll_file(service, path));
 }
 
-/// Compares the file with `seen` every [`POLL_EVERY`], reloading when it changed.
-async fn poll_file(service: Arc<Service>, path: PathBuf, mut seen: Option<Vec<u8>>) {
+/// Compares the file with the content last read every [`POLL_EVERY`], reloading when it
+/// changed. A file that cannot be read is reported once, until it can be again.
+async fn poll_file(service: Arc<Service>, path: PathBuf) {
     let mut ticks = tokio::time::interval(POLL_EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut unreadable = false;
     loop {
         ticks.tick().await;
-        let now = tokio::fs::read(&path).await.ok();
-        if now.is_some() && now != seen {
+        let now = match tokio::fs::read(&path).await {
+            Ok(now) => now,
+            Err(error) => {
+                if !unreadable {
+                    tracing::warn!(path = %path.display(), "cannot read the configuration file, the one in force stays: {error}");
+                }
+                unreadable = true;
+                continue;
+            }
+        };
+        unreadable = false;
+        if !service.config_unchanged(&now) {
             tracing::info!(path = %path.display(), "the configuration file changed: reloading");
             let _ = service.reload().await;
-            seen = now;
         }
     }
 }

@@ -25,22 +25,31 @@ use tokio::sync::oneshot;
 
 /// Runs the service until SIGTERM or SIGINT.
 pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    let config = match &args.config {
-        Some(path) => ServiceConfig::load(path)?,
-        None => ServiceConfig::parse(BUILTIN).context("the built-in configuration")?,
+    // The file's bytes are kept: the file watch compares the file with what was parsed,
+    // so a change made while the service starts (a snapshot loading) is reloaded.
+    let (config, config_read) = match &args.config {
+        Some(path) => {
+            let bytes = ServiceConfig::read_file(path)?;
+            (ServiceConfig::from_file_bytes(path, &bytes)?, Some(bytes))
+        }
+        None => (ServiceConfig::parse(BUILTIN).context("the built-in configuration")?, None),
     };
     let settings =
         Settings::resolve(args, &config.server).map_err(|error| anyhow::anyhow!("invalid settings: {error}"))?;
     init_logs(settings.json_logs);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let served = runtime.block_on(serve(settings, config, args));
+    let served = runtime.block_on(serve(settings, (config, config_read), args));
     // Not an unbounded wait for the background tasks' blocking work (a file read for the
     // reload watch): the exit is bounded.
     runtime.shutdown_timeout(Duration::from_millis(500));
     served
 }
 
-async fn serve(settings: Settings, config: ServiceConfig, args: &ServeArgs) -> anyhow::Result<()> {
+async fn serve(
+    settings: Settings,
+    (config, config_read): (ServiceConfig, Option<Vec<u8>>),
+    args: &ServeArgs,
+) -> anyhow::Result<()> {
     let backend = Backend::open(&settings).await?;
     if let (Some(path), Some(store)) = (&settings.snapshot, backend.memory()) {
         let limits: Vec<Limit> = config.limits().cloned().collect();
@@ -48,13 +57,16 @@ async fn serve(settings: Settings, config: ServiceConfig, args: &ServeArgs) -> a
     }
     let engine = Engine::new(backend, config, Metrics::new(), settings.shadow_mode);
     let service = Arc::new(Service::new(engine, settings, args.config.clone()));
+    if let Some(bytes) = config_read {
+        service.config_read(bytes);
+    }
     let http_listener = bind(service.settings.http, "HTTP").await?;
     let grpc_listener = bind(service.settings.grpc, "gRPC").await?;
-    // Signal handlers and the file watch's starting content first: once the addresses are
-    // printed, signals must find them, and a change to the file must be seen as one.
+    // Signal handlers first: once the addresses are printed, signals must find them. The
+    // file watch compares with the content parsed above, so no change is missed.
     let shutdown = Shutdown::on_signals(service.settings.shutdown_grace);
     reload::on_sighup(Arc::clone(&service));
-    reload::on_file_change(Arc::clone(&service)).await;
+    reload::on_file_change(Arc::clone(&service));
     let periodic = (service.settings.snapshot.is_some() && service.engine.backend().memory().is_some())
         .then(|| tokio::spawn(snapshot::run_periodically(Arc::clone(&service))));
     let served = serve_connections(&service, [http_listener, grpc_listener], &shutdown).await;

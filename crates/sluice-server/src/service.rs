@@ -21,6 +21,9 @@ pub(crate) struct Service {
     ready: AtomicBool,
     /// Serialises reloads (SIGHUP, file watch and the admin endpoint may race).
     reload_lock: tokio::sync::Mutex<()>,
+    /// The configuration file's content as last read, at the start or by a reload (valid
+    /// or not): the file watch reloads when the file no longer holds it.
+    config_read: Mutex<Option<Vec<u8>>>,
 }
 
 /// What a reload did.
@@ -42,7 +45,18 @@ impl Service {
             last_snapshot: Mutex::new(None),
             ready: AtomicBool::new(false),
             reload_lock: tokio::sync::Mutex::new(()),
+            config_read: Mutex::new(None),
         }
+    }
+
+    /// Records `bytes` as the configuration file's content last read.
+    pub(crate) fn config_read(&self, bytes: Vec<u8>) {
+        *self.config_read.lock() = Some(bytes);
+    }
+
+    /// Whether the configuration file's content is `bytes`, as last read.
+    pub(crate) fn config_unchanged(&self, bytes: &[u8]) -> bool {
+        self.config_read.lock().as_deref() == Some(bytes)
     }
 
     /// Whether the service takes traffic: every worker has its store connection, and
@@ -63,7 +77,12 @@ impl Service {
         let Some(path) = &self.config_path else {
             anyhow::bail!("the service runs the built-in configuration: there is no file to reload");
         };
-        let config = ServiceConfig::load(path).inspect_err(|error| {
+        let loaded = ServiceConfig::read_file(path).and_then(|bytes| {
+            let config = ServiceConfig::from_file_bytes(path, &bytes);
+            self.config_read(bytes);
+            config
+        });
+        let config = loaded.inspect_err(|error| {
             self.engine.metrics().count_reload(false);
             tracing::error!("configuration reload refused, the old one stays: {error:#}");
         })?;

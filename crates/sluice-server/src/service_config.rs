@@ -73,9 +73,20 @@ impl ServiceConfig {
 
     /// Reads and parses `path`.
     pub(crate) fn load(path: &Path) -> anyhow::Result<ServiceConfig> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|error| anyhow::anyhow!("cannot read the configuration file {}: {error}", path.display()))?;
-        ServiceConfig::parse(&text).map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))
+        ServiceConfig::from_file_bytes(path, &ServiceConfig::read_file(path)?)
+    }
+
+    /// The bytes of the configuration file at `path`.
+    pub(crate) fn read_file(path: &Path) -> anyhow::Result<Vec<u8>> {
+        std::fs::read(path)
+            .map_err(|error| anyhow::anyhow!("cannot read the configuration file {}: {error}", path.display()))
+    }
+
+    /// The configuration in `bytes`, read from the file at `path` (named in messages).
+    pub(crate) fn from_file_bytes(path: &Path, bytes: &[u8]) -> anyhow::Result<ServiceConfig> {
+        let text = std::str::from_utf8(bytes)
+            .map_err(|_| anyhow::anyhow!("{}: the configuration file is not UTF-8 text", path.display()))?;
+        ServiceConfig::parse(text).map_err(|error| anyhow::anyhow!("{}: {error}", path.display()))
     }
 
     /// The position of the policy called `name` in [`policies`](Self::policies).
