@@ -126,3 +126,51 @@ async fn a_redis_out_of_memory_follows_the_failure_mode() {
     let verdict = timed_check(&store, &limit, 1_763_700_000_000_001).await;
     assert_eq!((verdict.source, verdict.decision.remaining), (Source::Store, 4));
 }
+
+/// Sends `signal` (`STOP` or `CONT`) to the redis-server process.
+fn signal(server: &RedisServer, signal: &str) {
+    let pid = server.pid().expect("a running redis-server").to_string();
+    let status = std::process::Command::new("kill").args([&format!("-{signal}"), &pid]).status().unwrap();
+    assert!(status.success(), "kill -{signal} {pid}");
+}
+
+/// A Redis that hangs (stopped, its connections open but silent, as a host that froze or a
+/// network that drops packets) is cut off at the store's timeout: each check answers by the
+/// failure mode within it, none waits for Redis; once Redis answers again, checks return
+/// to it, on the same data. The commands sent while it hung were sent: Redis runs them when
+/// it resumes, so they count (`docs/redis.md`, "A check that timed out may still count").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_that_hangs_is_cut_off_at_the_timeout() {
+    let server = RedisServer::start();
+    let settings = RedisSettings {
+        failure_mode: FailureMode::Open,
+        timeout: TIMEOUT,
+        blocked_cache: false,
+        ..RedisSettings::injected_time()
+    };
+    let store = RedisStore::connect(&server.url(), settings).await.unwrap();
+    let bucket = TokenBucketSettings { capacity: 5, refill_amount: 1, refill_interval: Duration::from_secs(3600) };
+    let limit = Limit::new("hang", TokenBucket::new(bucket).unwrap());
+    let mut at = 1_763_700_000_000_000;
+    assert_eq!(timed_check(&store, &limit, at).await.source, Source::Store);
+    signal(&server, "STOP");
+    for _ in 0..3 {
+        at += 1;
+        let verdict = timed_check(&store, &limit, at).await;
+        assert_eq!((verdict.source, verdict.decision.allowed), (Source::FailedOpen, true));
+    }
+    signal(&server, "CONT");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        at += 1;
+        let verdict = timed_check(&store, &limit, at).await;
+        if verdict.source == Source::Store {
+            // The use before the hang and this one are counted; so may be the three sent
+            // while it hung, whichever Redis read before it noticed a closed connection.
+            assert!(verdict.decision.remaining <= 3, "{verdict:?}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "checks never went back to Redis");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
