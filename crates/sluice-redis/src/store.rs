@@ -47,6 +47,22 @@ enum Origin {
 /// How long connecting may take at most, whatever the per-call timeout.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
+/// How long data sent to Redis may stay unacknowledged before the connection is given up
+/// (`TCP_USER_TIMEOUT`, Linux): a Redis host that died or was cut off sends no reset, and
+/// without it the kernel retransmits for about 15 minutes, every check meanwhile decided
+/// by the failure mode, before the connection breaks and is made again. A Redis that is
+/// only slow still acknowledges at the TCP level, so this never cuts it off.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+const UNACKNOWLEDGED_LIMIT: Duration = Duration::from_secs(10);
+
+/// The TCP settings of every connection to Redis.
+fn tcp_settings() -> redis::io::tcp::TcpSettings {
+    let settings = redis::io::tcp::TcpSettings::default();
+    #[cfg(target_os = "linux")]
+    let settings = settings.set_user_timeout(UNACKNOWLEDGED_LIMIT);
+    settings
+}
+
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match self.connection {
@@ -77,7 +93,8 @@ impl RedisStore {
     ///
     /// When the URL is invalid or Redis cannot be reached within two seconds.
     pub async fn connect(url: &str, settings: RedisSettings) -> Result<Self, StoreError> {
-        let client = redis::Client::open(url).map_err(unavailable)?;
+        let info = redis::IntoConnectionInfo::into_connection_info(url).map_err(unavailable)?;
+        let client = redis::Client::open(info.set_tcp_settings(tcp_settings())).map_err(unavailable)?;
         let origin = Arc::new(Origin::Standalone(client));
         Ok(RedisStore::with(origin.connect().await?, origin, settings))
     }
@@ -88,7 +105,7 @@ impl RedisStore {
     ///
     /// When a URL is invalid or the cluster cannot be reached within two seconds.
     pub async fn connect_cluster(urls: &[String], settings: RedisSettings) -> Result<Self, StoreError> {
-        let client = ClusterClient::new(urls.to_vec()).map_err(unavailable)?;
+        let client = ClusterClient::builder(urls.to_vec()).tcp_settings(tcp_settings()).build().map_err(unavailable)?;
         let origin = Arc::new(Origin::Cluster(Box::new(client)));
         Ok(RedisStore::with(origin.connect().await?, origin, settings))
     }
