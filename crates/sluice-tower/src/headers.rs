@@ -93,14 +93,14 @@ impl HeaderRanges {
     }
 
     /// Inserts the fields into `headers`, their values sliced from `buffer` (no copy):
-    /// `buffer` must hold what [`write_rate_limit_headers`] wrote. A value that cannot be
-    /// sent (a policy name with a control character) is left out.
+    /// `buffer` must hold what [`write_rate_limit_headers`] wrote. A value that is not
+    /// printable ASCII (a policy name with a control character, or beyond ASCII, which a
+    /// structured-field string cannot hold) is left out.
     pub fn insert_into(self, headers: &mut HeaderMap, buffer: &Bytes) {
         headers.reserve(self.0.len());
         for (name, range) in self.0 {
-            if let Some(value) =
-                buffer.get(range.clone()).and_then(|_| HeaderValue::from_maybe_shared(buffer.slice(range)).ok())
-            {
+            let printable = buffer.get(range.clone()).is_some_and(printable_ascii);
+            if let Some(value) = printable.then(|| HeaderValue::from_maybe_shared(buffer.slice(range)).ok()).flatten() {
                 headers.insert(name, value);
             }
         }
@@ -131,7 +131,10 @@ impl PolicyFields {
         prefix.extend_from_slice(b";r=");
         let legacy_limit = (fields == Fields::IetfAndLegacy).then(|| HeaderValue::from(policy.limit()));
         PolicyFields {
-            policy: HeaderValue::from_str(&policy_text).unwrap_or(HeaderValue::from_static("")),
+            policy: Some(&policy_text)
+                .filter(|text| printable_ascii(text.as_bytes()))
+                .and_then(|text| HeaderValue::from_str(text).ok())
+                .unwrap_or(HeaderValue::from_static("")),
             ratelimit_prefix: prefix.into_boxed_slice(),
             legacy_limit,
             silent: fields == Fields::OnRejectionsOnly,
@@ -267,6 +270,11 @@ pub fn quota_window(policy: &Policy) -> Duration {
     }
 }
 
+/// Whether `value` is printable ASCII, all a structured-field string may hold.
+fn printable_ascii(value: &[u8]) -> bool {
+    value.iter().all(|&byte| (b' '..=b'~').contains(&byte))
+}
+
 /// Whole seconds, rounded up.
 pub fn whole_seconds(duration: Duration) -> u64 {
     duration.as_secs() + u64::from(duration.subsec_nanos() > 0)
@@ -303,6 +311,28 @@ mod tests {
             PolicyFields::new(limit.name(), limit.policy(), fields).insert_allowed(&mut cached, &decision);
             insert_rate_limit_headers(&mut rendered, limit.name(), limit.policy(), &decision, fields);
             assert_eq!(cached, rendered);
+        }
+    }
+
+    /// A name a structured-field string cannot hold gets no fields, allowed or rejected,
+    /// rather than a header that parsers refuse.
+    #[test]
+    fn a_name_beyond_printable_ascii_gets_no_fields() {
+        use sluice::{Limit, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp};
+        let policy = SlidingLog::new(1, Duration::from_secs(1), SlidingLogVariant::Accepted).unwrap();
+        let store = MemoryStore::new();
+        let key = sluice::Key::new(b"k").unwrap();
+        for name in ["café", "tab\there"] {
+            let limit = Limit::new(name, policy.clone());
+            let limits = std::slice::from_ref(&limit);
+            let allowed = store.check_now(key, limits, Timestamp::from_micros(7), 1).unwrap().decision;
+            let rejected = store.check_now(key, limits, Timestamp::from_micros(8), 1).unwrap().decision;
+            assert!(PolicyFields::new(name, limit.policy(), Fields::Ietf).render(&allowed).is_none(), "{name}");
+            for decision in [allowed, rejected] {
+                let mut headers = HeaderMap::new();
+                insert_rate_limit_headers(&mut headers, name, limit.policy(), &decision, Fields::IetfAndLegacy);
+                assert!(headers.get(RATELIMIT).is_none() && headers.get(RATELIMIT_POLICY).is_none(), "{name}");
+            }
         }
     }
 
