@@ -265,8 +265,9 @@ fn the_envelope_is_checked_first() {
     assert_eq!(refusal(&whole[..whole.len() - 1], &limits), SnapshotError::Checksum);
 }
 
-/// A version-3 table's definition is read without trusting it: its length is bounded, its
-/// text must be UTF-8, and one that ends early is a truncated snapshot.
+/// A version-3 table's definition is read without trusting it: its text must be UTF-8, a
+/// length past the end is a truncated snapshot (nothing allocated), and a limit with a
+/// long name (a long definition) is restored like any other.
 #[test]
 fn a_version_3_definition_is_checked() {
     let limits = limits();
@@ -282,15 +283,18 @@ fn a_version_3_definition_is_checked() {
     let good = forge_version(3, &table_with(definition.len() as u32, definition.as_bytes()));
     assert!(MemoryStore::new().restore(&good, &limits).is_ok());
     let huge = forge_version(3, &table_with(u32::MAX, b""));
-    assert!(
-        matches!(refusal(&huge, &limits), SnapshotError::Invalid { problem, .. } if problem.contains("a definition of 4294967295 bytes"))
-    );
+    assert!(matches!(refusal(&huge, &limits), SnapshotError::Truncated { .. }));
     let not_text = forge_version(3, &table_with(2, &[0xff, 0xfe]));
     assert!(
         matches!(refusal(&not_text, &limits), SnapshotError::Invalid { problem, .. } if problem.contains("not UTF-8"))
     );
     let early = forge_version(3, &table_with(60_000, b"sluice"));
     assert!(matches!(refusal(&early, &limits), SnapshotError::Truncated { .. }));
+    let long_name = [Limit::new("n".repeat(100_000), SlidingLog::new(3, ms(10), SlidingLogVariant::Accepted).unwrap())];
+    let store = MemoryStore::builder().clock(ManualClock::default()).build();
+    store.check_now(Key::new(b"k").unwrap(), &long_name, Timestamp::from_micros(1), 1).unwrap();
+    let restored = MemoryStore::builder().clock(ManualClock::default()).build();
+    assert_eq!(restored.restore(&store.snapshot(), &long_name).unwrap().restored, 1);
 }
 
 /// The message of the refusal of `tables`, checked to be an `Invalid`.
@@ -342,6 +346,22 @@ fn sliding_window_counters_whose_sum_overflows_are_rejected_without_panicking() 
     let at = Timestamp::from_micros(20_000);
     let verdict = store.check_now(Key::new(b"k").unwrap(), &[window], at, 1).unwrap();
     assert!(!verdict.decision.allowed);
+}
+
+/// A sliding window's newest bucket is a time divided by the bucket width: one past what
+/// any time gives is refused (it would make the key's decisions underflow).
+#[test]
+fn a_sliding_window_bucket_past_the_end_of_time_is_refused() {
+    let window = Limit::new("window", SlidingWindow::new(4, Duration::from_micros(10), 5).unwrap());
+    let beyond = [&u64s(&[u64::MAX / 2 + 1])[..], &6u32.to_le_bytes(), &u64s(&[1, 0, 0, 0, 0, 0])].concat();
+    let message = invalid(&table(3, window.id(), &[(b"k", beyond)]), std::slice::from_ref(&window));
+    assert!(message.contains("past the end of time for a width of 2 µs"), "{message}");
+    let last = [&u64s(&[u64::MAX / 2])[..], &6u32.to_le_bytes(), &u64s(&[1, 0, 0, 0, 0, 0])].concat();
+    let store = MemoryStore::builder().clock(ManualClock::default()).build();
+    let report = store.restore(&forge(&table(3, window.id(), &[(b"k", last)])), std::slice::from_ref(&window));
+    assert_eq!(report.unwrap().restored, 1);
+    let verdict = store.check_now(Key::new(b"k").unwrap(), &[window], Timestamp::from_micros(u64::MAX), 1).unwrap();
+    assert_eq!(verdict.decision.limit, 4, "decided without a panic");
 }
 
 #[test]

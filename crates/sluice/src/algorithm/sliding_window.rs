@@ -73,6 +73,11 @@ impl SlidingWindow {
         self.buckets
     }
 
+    /// The bucket width `w`, µs.
+    pub(crate) fn width(&self) -> u64 {
+        self.width
+    }
+
     /// Admitted cost in bucket `index`, given the key's state as of bucket `current`.
     fn count(&self, state: &BucketCounts, index: Option<u64>) -> u64 {
         match index {

@@ -14,8 +14,6 @@ pub(super) const VERSION: u16 = 3;
 const VERSION_WITHOUT_DEFINITIONS: u16 = 2;
 /// The first format: as version 2, but its limit ids are [`LimitId::legacy`] ones.
 const VERSION_LEGACY_IDS: u16 = 1;
-/// The longest definition read (a definition is a few hundred bytes at most).
-const MAX_DEFINITION: usize = 64 * 1024;
 /// The tag that ends the tables.
 pub(super) const END: u8 = 0;
 /// Magic, version and the time the snapshot was taken.
@@ -103,12 +101,10 @@ pub(super) fn parse<'a>(
     Ok(parsed)
 }
 
-/// A table's definition: UTF-8 text of at most [`MAX_DEFINITION`] bytes.
+/// A table's definition: UTF-8 text, as long as the limit's name makes it (read in place:
+/// a length past the snapshot's end is a truncation, nothing is allocated for it).
 fn read_definition<'a>(input: &mut Reader<'a>, id: LimitId) -> Result<&'a str, SnapshotError> {
     let len = input.u32()? as usize;
-    if len > MAX_DEFINITION {
-        return Err(input.invalid(format!("limit {id}: a definition of {len} bytes")));
-    }
     let bytes = input.take(len)?;
     std::str::from_utf8(bytes).map_err(|_| input.invalid(format!("limit {id}: a definition that is not UTF-8")))
 }

@@ -173,6 +173,14 @@ impl Persist for SlidingWindow {
         if slots != 0 && slots != self.buckets() + 1 {
             return Some(format!("a sliding window of {slots} counters for {} buckets", self.buckets()));
         }
+        // A bucket's index is a time divided by the width: no time reaches further.
+        if slots != 0 && state.newest > u64::MAX / self.width() {
+            return Some(format!(
+                "a newest bucket {} past the end of time for a width of {} µs",
+                state.newest,
+                self.width()
+            ));
+        }
         state.counts.iter().find_map(|&count| over("a sliding window bucket counting", count, self.limit()))
     }
 
