@@ -76,10 +76,15 @@ const LONGEST_TEST: Duration = Duration::from_secs(10);
 /// [`LONGEST_TEST`], for the next one to begin: the test's requests then all fall in one
 /// window, as it assumes, rather than around the turn of a minute or an hour.
 async fn in_one_window(unit: Duration) {
+    in_one_window_lasting(unit, LONGEST_TEST).await;
+}
+
+/// [`in_one_window`] for a test that may take up to `longest`.
+async fn in_one_window_lasting(unit: Duration, longest: Duration) {
     let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
     let into = u64::try_from(since_epoch.as_nanos() % unit.as_nanos()).unwrap();
     let left = unit - Duration::from_nanos(into);
-    if left < LONGEST_TEST {
+    if left < longest {
         tokio::time::sleep(left).await;
     }
 }
@@ -310,13 +315,15 @@ async fn a_descriptor_limit_override_applies_in_a_known_domain() {
 #[tokio::test]
 async fn an_overrides_count_survives_a_restart() {
     use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
-    const HOUR: i32 = 3;
+    const DAY: i32 = 4;
     let overridden = || {
         let mut descriptor = descriptor(&[("remote_address", "10.2.2.2")]);
-        descriptor.limit = Some(RateLimitOverride { requests_per_unit: 2, unit: HOUR });
+        descriptor.limit = Some(RateLimitOverride { requests_per_unit: 2, unit: DAY });
         vec![descriptor]
     };
-    in_one_window(AN_HOUR).await;
+    // Two starts and a shutdown: far more than other tests take, so a day's window and a
+    // margin of two minutes (the wait happens only just before midnight UTC).
+    in_one_window_lasting(Duration::from_secs(86_400), Duration::from_secs(120)).await;
     let mut server = Server::start(RATELIMIT_FILE, &["--snapshot-interval", "1h"]);
     let first = ask(&mut client(&server).await, "edge", overridden(), 0).await;
     assert_eq!((code(&first.statuses[0]), first.statuses[0].limit_remaining), (Code::Ok, 1));
