@@ -108,15 +108,7 @@ async fn a_reset_while_redis_is_down_fails_whatever_the_failure_mode() {
 #[tokio::test]
 async fn a_redis_out_of_memory_follows_the_failure_mode() {
     let server = RedisServer::start();
-    let settings = RedisSettings {
-        failure_mode: FailureMode::Open,
-        timeout: TIMEOUT,
-        blocked_cache: false,
-        ..RedisSettings::injected_time()
-    };
-    let store = RedisStore::connect(&server.url(), settings).await.unwrap();
-    let bucket = TokenBucketSettings { capacity: 5, refill_amount: 1, refill_interval: Duration::from_secs(3600) };
-    let limit = Limit::new("memory", TokenBucket::new(bucket).unwrap());
+    let (store, limit) = failing_open_with_five_an_hour(&server).await;
     let mut admin = redis::Client::open(server.url()).unwrap().get_multiplexed_async_connection().await.unwrap();
     let config = |value: &'static str| redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(value).to_owned();
     let _: () = config("1").query_async(&mut admin).await.unwrap();
@@ -125,6 +117,20 @@ async fn a_redis_out_of_memory_follows_the_failure_mode() {
     let _: () = config("0").query_async(&mut admin).await.unwrap();
     let verdict = timed_check(&store, &limit, 1_763_700_000_000_001).await;
     assert_eq!((verdict.source, verdict.decision.remaining), (Source::Store, 4));
+}
+
+/// A store on `server` that fails open, checks every request on Redis (no blocked-key
+/// cache), and a token bucket of 5 an hour.
+async fn failing_open_with_five_an_hour(server: &RedisServer) -> (RedisStore, Limit) {
+    let settings = RedisSettings {
+        failure_mode: FailureMode::Open,
+        timeout: TIMEOUT,
+        blocked_cache: false,
+        ..RedisSettings::injected_time()
+    };
+    let store = RedisStore::connect(&server.url(), settings).await.unwrap();
+    let bucket = TokenBucketSettings { capacity: 5, refill_amount: 1, refill_interval: Duration::from_secs(3600) };
+    (store, Limit::new("five_an_hour", TokenBucket::new(bucket).unwrap()))
 }
 
 /// Sends `signal` (`STOP` or `CONT`) to the redis-server process.
@@ -142,15 +148,7 @@ fn signal(server: &RedisServer, signal: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_that_hangs_is_cut_off_at_the_timeout() {
     let server = RedisServer::start();
-    let settings = RedisSettings {
-        failure_mode: FailureMode::Open,
-        timeout: TIMEOUT,
-        blocked_cache: false,
-        ..RedisSettings::injected_time()
-    };
-    let store = RedisStore::connect(&server.url(), settings).await.unwrap();
-    let bucket = TokenBucketSettings { capacity: 5, refill_amount: 1, refill_interval: Duration::from_secs(3600) };
-    let limit = Limit::new("hang", TokenBucket::new(bucket).unwrap());
+    let (store, limit) = failing_open_with_five_an_hour(&server).await;
     let mut at = 1_763_700_000_000_000;
     assert_eq!(timed_check(&store, &limit, at).await.source, Source::Store);
     signal(&server, "STOP");
