@@ -136,6 +136,7 @@ pub(crate) fn unchecked(parts: &Parts, status: StatusCode, detail: &str) -> Resp
     let code = match status {
         StatusCode::UNAUTHORIZED => tonic::Code::Unauthenticated,
         StatusCode::SERVICE_UNAVAILABLE => tonic::Code::Unavailable,
+        StatusCode::INTERNAL_SERVER_ERROR => tonic::Code::Internal,
         _ => tonic::Code::InvalidArgument,
     };
     tonic::Status::new(code, detail).into_http()

@@ -43,6 +43,20 @@ async fn legacy_fields_are_added_on_request() {
 }
 
 #[tokio::test]
+async fn legacy_fields_come_with_rejections_too() {
+    let layer =
+        RateLimitLayer::from_limiter(limiter([sliding_log("api", 1, Duration::from_secs(60))], clock()), PeerIp::new())
+            .fields(Fields::IetfAndLegacy);
+    let app = app(layer);
+    assert_eq!(status(&app, from_peer(PEER)).await, 200);
+    let response = send(&app, from_peer(PEER)).await;
+    assert_eq!(response.status(), 429);
+    assert_eq!(header(&response, "x-ratelimit-limit"), Some("1"));
+    assert_eq!(header(&response, "x-ratelimit-remaining"), Some("0"));
+    assert_eq!(header(&response, "x-ratelimit-reset"), Some("60"));
+}
+
+#[tokio::test]
 async fn fields_can_be_kept_for_rejections_only() {
     let layer =
         RateLimitLayer::from_limiter(limiter([sliding_log("api", 1, Duration::from_secs(60))], clock()), PeerIp::new())
