@@ -49,9 +49,11 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How long data sent to Redis may stay unacknowledged before the connection is given up
 /// (`TCP_USER_TIMEOUT`, Linux): a Redis host that died or was cut off sends no reset, and
-/// without it the kernel retransmits for about 15 minutes, every check meanwhile decided
-/// by the failure mode, before the connection breaks and is made again. A Redis that is
-/// only slow still acknowledges at the TCP level, so this never cuts it off.
+/// without it the kernel retransmits for as long as its default allows (`tcp_retries2` =
+/// 15: about 15 minutes), every check meanwhile decided by the failure mode, before the
+/// connection breaks and is made again. A Redis that is only slow still acknowledges at
+/// the TCP level; one stalled over 10 s with its receive buffer full is cut off, and the
+/// connection made again.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 const UNACKNOWLEDGED_LIMIT: Duration = Duration::from_secs(10);
 

@@ -42,12 +42,15 @@ async fn legacy_fields_are_added_on_request() {
     assert_eq!(header(&response, "x-ratelimit-reset"), Some("60"));
 }
 
+/// An app limiting each peer to one request a minute (policy `api`), with `fields`.
+fn one_a_minute(fields: Fields) -> axum::Router {
+    let limits = limiter([sliding_log("api", 1, Duration::from_secs(60))], clock());
+    app(RateLimitLayer::from_limiter(limits, PeerIp::new()).fields(fields))
+}
+
 #[tokio::test]
 async fn legacy_fields_come_with_rejections_too() {
-    let layer =
-        RateLimitLayer::from_limiter(limiter([sliding_log("api", 1, Duration::from_secs(60))], clock()), PeerIp::new())
-            .fields(Fields::IetfAndLegacy);
-    let app = app(layer);
+    let app = one_a_minute(Fields::IetfAndLegacy);
     assert_eq!(status(&app, from_peer(PEER)).await, 200);
     let response = send(&app, from_peer(PEER)).await;
     assert_eq!(response.status(), 429);
@@ -58,10 +61,7 @@ async fn legacy_fields_come_with_rejections_too() {
 
 #[tokio::test]
 async fn fields_can_be_kept_for_rejections_only() {
-    let layer =
-        RateLimitLayer::from_limiter(limiter([sliding_log("api", 1, Duration::from_secs(60))], clock()), PeerIp::new())
-            .fields(Fields::OnRejectionsOnly);
-    let app = app(layer);
+    let app = one_a_minute(Fields::OnRejectionsOnly);
     let allowed = send(&app, from_peer(PEER)).await;
     assert_eq!(header(&allowed, "ratelimit"), None);
     let rejected = send(&app, from_peer(PEER)).await;
