@@ -37,6 +37,10 @@ pub struct RedisSettings {
     /// Answer rejections locally while Redis said they hold, without a round trip
     /// (default: on). Exact: see the `blocked` module.
     pub blocked_cache: bool,
+    /// The most states [`FailureMode::Fallback`] keeps in this process while Redis is down
+    /// (default [`sluice::store::memory::DEFAULT_MAX_KEYS`]), dropped as the memory store
+    /// drops them when full: the states that would become fresh soonest.
+    pub fallback_max_keys: usize,
 }
 
 impl Default for RedisSettings {
@@ -48,6 +52,7 @@ impl Default for RedisSettings {
             min_ttl: Duration::from_millis(1),
             failure_mode: FailureMode::Open,
             blocked_cache: true,
+            fallback_max_keys: sluice::store::memory::DEFAULT_MAX_KEYS,
         }
     }
 }

@@ -129,9 +129,9 @@ impl RedisStore {
             connection,
             origin,
             scripts: Arc::default(),
-            settings: Arc::new(settings),
             blocked: Arc::default(),
-            fallback: MemoryStore::new(),
+            fallback: MemoryStore::builder().max_keys(settings.fallback_max_keys).build(),
+            settings: Arc::new(settings),
         }
     }
 

@@ -18,8 +18,12 @@ const TIMEOUT: Duration = Duration::from_millis(500);
 const SLACK: Duration = Duration::from_secs(1);
 
 async fn timed_check(store: &RedisStore, limit: &Limit, at: u64) -> Verdict {
+    timed_check_of(store, b"stream", limit, at).await
+}
+
+async fn timed_check_of(store: &RedisStore, key: &[u8], limit: &Limit, at: u64) -> Verdict {
     let started = Instant::now();
-    let key = Key::new(b"stream").unwrap();
+    let key = Key::new(key).unwrap();
     let verdict = store.check(key, std::slice::from_ref(limit), Timestamp::from_micros(at), 1).await.unwrap();
     let took = started.elapsed();
     assert!(took <= TIMEOUT + SLACK, "a check took {took:?}, past the {TIMEOUT:?} timeout");
@@ -82,6 +86,35 @@ async fn an_outage_fails_closed_when_told() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outage_falls_back_to_memory_when_told() {
     stream_through_an_outage(FailureMode::Fallback).await;
+}
+
+/// The fallback's states are bounded by `fallback_max_keys`: with room for one, a second
+/// key's state takes the first's place, and the first key starts over.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fallback_holds_at_most_fallback_max_keys() {
+    let mut server = RedisServer::start();
+    let settings = RedisSettings {
+        failure_mode: FailureMode::Fallback,
+        timeout: TIMEOUT,
+        blocked_cache: false,
+        fallback_max_keys: 1,
+        ..RedisSettings::injected_time()
+    };
+    let store = RedisStore::connect(&server.url(), settings).await.unwrap();
+    let bucket = TokenBucketSettings { capacity: 2, refill_amount: 1, refill_interval: Duration::from_secs(3600) };
+    let limit = Limit::new("bounded", TokenBucket::new(bucket).unwrap());
+    server.kill();
+    let at = 1_763_700_000_000_000;
+    let decide = async |key: &[u8], offset: u64| {
+        let verdict = timed_check_of(&store, key, &limit, at + offset).await;
+        assert_eq!(verdict.source, Source::Fallback);
+        verdict.decision.allowed
+    };
+    assert_eq!([decide(b"a", 0).await, decide(b"a", 1).await, decide(b"a", 2).await], [true, true, false]);
+    assert!(decide(b"b", 3).await);
+    // `a`'s state was dropped to make room for `b`'s: it starts over.
+    assert!(decide(b"a", 4).await, "the fallback kept more states than fallback_max_keys");
+    server.restart();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -31,6 +31,30 @@ fn flooding_random_keys_never_exceeds_the_cap() {
     assert!(store.len() >= 900, "the cap is used, not emptied: {}", store.len());
 }
 
+/// A full store makes room only to insert: a check of a key it holds is decided on that
+/// key's state, even when that state is the one that would become fresh soonest (the one
+/// making room would drop first).
+#[test]
+fn a_full_store_keeps_the_state_of_the_key_it_checks() {
+    let clock = ManualClock::at(Timestamp::from_micros(1_000_000));
+    let store = MemoryStore::builder().clock(clock.clone()).max_keys(16).shards(1).build();
+    let bucket = TokenBucketSettings { capacity: 2, refill_amount: 1, refill_interval: Duration::from_secs(3600) };
+    let limit = [Limit::new("api", TokenBucket::new(bucket).unwrap())];
+    let now = clock.now_timestamp();
+    let soonest = Key::new(b"soonest").unwrap();
+    assert_eq!(store.check_now(soonest, &limit, now, 1).unwrap().decision.remaining, 1);
+    // Fifteen more keys, each with both tokens used: they refill later than `soonest`.
+    for i in 0..15u64 {
+        let key = flood_key(i);
+        assert!(store.check_now(Key::new(key.as_bytes()).unwrap(), &limit, now, 2).unwrap().decision.allowed);
+    }
+    assert_eq!(store.len(), 16);
+    let second = store.check_now(soonest, &limit, now, 1).unwrap().decision;
+    assert_eq!((second.allowed, second.remaining), (true, 0), "the checked key's state was dropped");
+    assert!(!store.check_now(soonest, &limit, now, 1).unwrap().decision.allowed);
+    assert_eq!(store.len(), 16);
+}
+
 #[test]
 fn under_a_flood_the_longest_lived_states_are_kept() {
     let clock = ManualClock::at(Timestamp::from_micros(1_000_000_000));

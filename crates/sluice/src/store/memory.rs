@@ -191,7 +191,9 @@ impl MemoryStore {
 
     #[inline(always)]
     fn settle(&self, shard: &mut Shard, limit: &Limit, request: Request<'_>, admitted: Option<bool>) -> Decision {
-        if shard.states >= self.inner.shard_capacity {
+        // Room is made only for a new state: a key already held keeps its state (making
+        // room first could drop the very state this request is decided on).
+        if shard.states >= self.inner.shard_capacity && !shard.holds(limit, request) {
             shard.make_room(self.inner.shard_capacity, (self.inner.clock)(), &self.inner.hasher);
         }
         let mut inserted = false;
@@ -260,6 +262,13 @@ impl Shard {
             }
         };
         &mut self.tables[index].1
+    }
+
+    /// Whether the key of `request` has a state under `limit`.
+    fn holds(&mut self, limit: &Limit, request: Request<'_>) -> bool {
+        let id = limit.id();
+        let Some((_, table)) = self.tables.iter_mut().find(|(held, _)| held.id() == id) else { return false };
+        table.holds(request.hash, request.probe)
     }
 
     /// Drops the states expiring before `time` and `ties` of those expiring at `time`.

@@ -26,6 +26,9 @@ pub(crate) trait KeyedStates: Send + fmt::Debug {
         inserted: &mut bool,
     ) -> Decision;
 
+    /// Whether `key` has a state here.
+    fn holds(&mut self, hash: u64, probe: Probe<'_>) -> bool;
+
     /// Forgets the state of `key`; returns whether there was one.
     fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> bool;
 
@@ -139,6 +142,10 @@ where
             algorithm.record(state, plan, admitted.unwrap_or(decision.allowed));
             decision
         })
+    }
+
+    fn holds(&mut self, hash: u64, probe: Probe<'_>) -> bool {
+        in_class_table!(self, probe, |table, key| table.find(hash, |(stored, _)| stored.is(key)).is_some())
     }
 
     fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> bool {

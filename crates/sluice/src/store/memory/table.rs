@@ -67,6 +67,10 @@ impl KeyedStates for Table {
         with_keyed!(self, keyed => keyed.settle(request, admitted, hasher, inserted))
     }
 
+    fn holds(&mut self, hash: u64, probe: Probe<'_>) -> bool {
+        with_keyed!(self, keyed => keyed.holds(hash, probe))
+    }
+
     fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> bool {
         with_keyed!(self, keyed => keyed.remove(hash, probe, hasher))
     }
