@@ -1,6 +1,7 @@
 //! `RedisStore`: every decision is one script call on Redis or Redis Cluster.
 
 mod reset;
+mod standalone;
 
 use crate::blocked::{BlockedCache, Now, Remembered};
 use crate::keys::state_key;
@@ -10,6 +11,7 @@ use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
 use sluice::{EXACT_LIMIT, Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
+use standalone::Standalone;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,9 +19,11 @@ use std::time::Duration;
 /// A store on Redis (standalone or Cluster). Cheap to clone: clones share connections.
 ///
 /// Connections are multiplexed (many concurrent checks share one connection) and
-/// reconnect on their own. Each check is one `EVALSHA` (reloaded on `NOSCRIPT`), bounded
-/// by [`RedisSettings::timeout`]; when Redis cannot answer, the
-/// [`failure_mode`](RedisSettings::failure_mode) decides, and the verdict's `source` says so.
+/// reconnect on their own; a standalone one is also replaced when the node it reached
+/// answers `READONLY` (a failover that moved the address). Each check is one `EVALSHA`
+/// (reloaded on `NOSCRIPT`), bounded by [`RedisSettings::timeout`]; when Redis cannot
+/// answer, the [`failure_mode`](RedisSettings::failure_mode) decides, and the verdict's
+/// `source` says so.
 #[derive(Clone)]
 pub struct RedisStore {
     connection: Connection,
@@ -35,7 +39,8 @@ pub struct RedisStore {
 
 #[derive(Clone)]
 enum Connection {
-    Standalone(ConnectionManager),
+    /// Replaced after a failover: see [`standalone`].
+    Standalone(Arc<Standalone>),
     Cluster(ClusterConnection),
 }
 
@@ -78,12 +83,20 @@ impl std::fmt::Debug for RedisStore {
 impl Origin {
     async fn connect(&self) -> Result<Connection, StoreError> {
         match self {
-            Origin::Standalone(client) => {
-                Ok(Connection::Standalone(within(CONNECT_TIMEOUT, ConnectionManager::new(client.clone())).await?))
+            Origin::Standalone(_) => {
+                Ok(Connection::Standalone(Arc::new(Standalone::new(self.connect_standalone().await?))))
             }
             Origin::Cluster(client) => {
                 Ok(Connection::Cluster(within(CONNECT_TIMEOUT, client.get_async_connection()).await?))
             }
+        }
+    }
+
+    /// A new connection to a standalone Redis (an error for a Cluster's origin).
+    async fn connect_standalone(&self) -> Result<ConnectionManager, StoreError> {
+        match self {
+            Origin::Standalone(client) => within(CONNECT_TIMEOUT, ConnectionManager::new(client.clone())).await,
+            Origin::Cluster(_) => Err(StoreError::Refused("a Redis Cluster has no standalone connection".to_owned())),
         }
     }
 }
@@ -187,12 +200,29 @@ impl RedisStore {
     ) -> Result<(Reply, Verdict), StoreError> {
         let invocation = self.scripts.invocation(keys, limits, now, cost, &self.settings);
         let reply = match &self.connection {
-            Connection::Standalone(connection) => self.run(&invocation, connection.clone()).await?,
+            Connection::Standalone(connection) => {
+                let reply = self.run(&invocation, connection.current()).await;
+                self.replace_if_demoted(connection, reply)?
+            }
             Connection::Cluster(connection) => self.run(&invocation, connection.clone()).await?,
         };
         let reply = decode(&reply, limits.len())?;
         let verdict = Verdict::combine(&reply.decisions).ok_or(StoreError::NoLimits)?;
         Ok((reply, verdict))
+    }
+
+    /// `result`, having started to replace `connection` when Redis refused it as a replica.
+    fn replace_if_demoted<T>(
+        &self,
+        connection: &Arc<Standalone>,
+        result: Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        if let Err(StoreError::Unavailable(cause)) = &result
+            && cause.downcast_ref::<redis::RedisError>().is_some_and(standalone::is_demoted)
+        {
+            connection.replace(&self.origin);
+        }
+        result
     }
 
     /// The `now` the script gets: -1 to read Redis `TIME`.

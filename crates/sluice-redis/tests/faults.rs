@@ -8,7 +8,8 @@ mod support;
 use sluice::{Key, Limit, Source, Store, Timestamp, TokenBucket, TokenBucketSettings, Verdict};
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
 use std::time::{Duration, Instant};
-use support::redis::RedisServer;
+use support::proxy::MovableProxy;
+use support::redis::{RedisServer, query};
 
 /// The store's timeout: long enough that a check of the live server never reaches it on a
 /// busy 2-core machine (a check that did would fail over, and the test with it), short
@@ -141,7 +142,7 @@ async fn a_reset_while_redis_is_down_fails_whatever_the_failure_mode() {
 #[tokio::test]
 async fn a_redis_out_of_memory_follows_the_failure_mode() {
     let server = RedisServer::start();
-    let (store, limit) = failing_open_with_five_an_hour(&server).await;
+    let (store, limit) = failing_open_with_five_an_hour(&server.url()).await;
     let mut admin = redis::Client::open(server.url()).unwrap().get_multiplexed_async_connection().await.unwrap();
     let config = |value: &'static str| redis::cmd("CONFIG").arg("SET").arg("maxmemory").arg(value).to_owned();
     let _: () = config("1").query_async(&mut admin).await.unwrap();
@@ -152,16 +153,16 @@ async fn a_redis_out_of_memory_follows_the_failure_mode() {
     assert_eq!((verdict.source, verdict.decision.remaining), (Source::Store, 4));
 }
 
-/// A store on `server` that fails open, checks every request on Redis (no blocked-key
-/// cache), and a token bucket of 5 an hour.
-async fn failing_open_with_five_an_hour(server: &RedisServer) -> (RedisStore, Limit) {
+/// A store on the Redis at `url` that fails open, checks every request on Redis (no
+/// blocked-key cache), and a token bucket of 5 an hour.
+async fn failing_open_with_five_an_hour(url: &str) -> (RedisStore, Limit) {
     let settings = RedisSettings {
         failure_mode: FailureMode::Open,
         timeout: TIMEOUT,
         blocked_cache: false,
         ..RedisSettings::injected_time()
     };
-    let store = RedisStore::connect(&server.url(), settings).await.unwrap();
+    let store = RedisStore::connect(url, settings).await.unwrap();
     let bucket = TokenBucketSettings { capacity: 5, refill_amount: 1, refill_interval: Duration::from_secs(3600) };
     (store, Limit::new("five_an_hour", TokenBucket::new(bucket).unwrap()))
 }
@@ -181,7 +182,7 @@ fn signal(server: &RedisServer, signal: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_redis_that_hangs_is_cut_off_at_the_timeout() {
     let server = RedisServer::start();
-    let (store, limit) = failing_open_with_five_an_hour(&server).await;
+    let (store, limit) = failing_open_with_five_an_hour(&server.url()).await;
     let mut at = 1_763_700_000_000_000;
     assert_eq!(timed_check(&store, &limit, at).await.source, Source::Store);
     signal(&server, "STOP");
@@ -204,4 +205,35 @@ async fn a_redis_that_hangs_is_cut_off_at_the_timeout() {
         assert!(Instant::now() < deadline, "checks never went back to Redis");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// A failover that moves the address (a DNS name, a virtual IP) leaves the store's
+/// connection open to the demoted node, which refuses writes with `READONLY`: the checks
+/// meanwhile follow the failure mode, the store connects again, and checks return to Redis,
+/// on the new primary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_failover_checks_return_to_the_new_primary() {
+    let (old, new) = (RedisServer::start(), RedisServer::start());
+    let proxy = MovableProxy::start(old.port()).await;
+    let (store, limit) = failing_open_with_five_an_hour(&proxy.url()).await;
+    let mut at = 1_763_700_000_000_000;
+    assert_eq!(timed_check(&store, &limit, at).await.source, Source::Store);
+    // The failover: the old primary becomes a replica of the new one, and the address moves.
+    let replicaof = format!("REPLICAOF 127.0.0.1 {}", new.port());
+    assert_eq!(query(old.port(), &[&replicaof]).unwrap(), ["+OK"]);
+    proxy.move_to(new.port());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let verdict = loop {
+        at += 1;
+        let verdict = timed_check(&store, &limit, at).await;
+        if verdict.source == Source::Store {
+            break verdict;
+        }
+        assert_eq!((verdict.source, verdict.decision.allowed), (Source::FailedOpen, true));
+        assert!(Instant::now() < deadline, "checks never left the demoted node");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    // A fresh state: the first use on the new primary, which the old one never wrote to.
+    assert_eq!(verdict.decision.remaining, 4, "{verdict:?}");
+    assert_eq!(query(new.port(), &["DBSIZE"]).unwrap(), [":1"]);
 }

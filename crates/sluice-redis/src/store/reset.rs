@@ -20,7 +20,8 @@ impl RedisStore {
         command.arg(&keys);
         let deleted = match &self.connection {
             Connection::Standalone(connection) => {
-                within(self.settings.timeout, command.query_async::<()>(&mut connection.clone())).await
+                let deleted = within(self.settings.timeout, command.query_async::<()>(&mut connection.current())).await;
+                self.replace_if_demoted(connection, deleted)
             }
             Connection::Cluster(connection) => {
                 within(self.settings.timeout, command.query_async::<()>(&mut connection.clone())).await

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: `support::redis` starts real Redis servers,
-//! `support::compare` drives the same random traces through memory and Redis.
+//! `support::compare` drives the same random traces through memory and Redis,
+//! `support::proxy` stands for an address that a failover moves.
 #![allow(dead_code, unreachable_pub)]
 
 pub mod compare;
+pub mod proxy;
 pub mod redis;
