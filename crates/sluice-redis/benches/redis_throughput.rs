@@ -11,14 +11,15 @@
 //! `WARMUP_CAP` and the logs keep growing during the run (their mean size is printed).
 //!
 //! `cargo bench -p sluice-redis --bench redis_throughput`. Environment:
-//! `SLUICE_BENCH_ROUNDS` (default 7), `SLUICE_BENCH_ROUND_CHECKS` (default 30 000).
+//! `SLUICE_BENCH_ROUNDS` (default 7), `SLUICE_BENCH_ROUND_CHECKS` (default 30 000),
+//! `SLUICE_BENCH_IN_FLIGHT` (default 64).
 
 #[path = "../tests/support/redis.rs"]
 mod redis_support;
 
 mod common;
 
-use common::{IN_FLIGHT, KEYS, Kind, Peer, WARMUP_CAP, Workload, connect, env_u64, info, machine_load, median};
+use common::{KEYS, Kind, Peer, WARMUP_CAP, Workload, connect, env_u64, in_flight, info, machine_load, median};
 use redis::aio::ConnectionManager;
 use redis_support::RedisServer;
 use std::sync::Arc;
@@ -31,8 +32,9 @@ fn main() {
     let runtime =
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("a tokio runtime");
     println!(
-        "redis_throughput: {KEYS} keys, {IN_FLIGHT} in flight, {rounds} rounds of \
+        "redis_throughput: {KEYS} keys, {} in flight, {rounds} rounds of \
          {round_checks} checks per peer and N; load average {}",
+        in_flight(),
         machine_load()
     );
     runtime.block_on(async {
@@ -109,7 +111,7 @@ async fn bench_limit(server: &RedisServer, admin: &mut ConnectionManager, limit:
     }
     let after = log_sizes(&peers).await;
     println!(
-        "  {:<18} {:>9} {:>19} {:>8} {:>15}  CPU µs/check: redis, client",
+        "  {:<18} {:>9} {:>19} {:>8} {:>15}  CPU µs/check: redis, client; µs per check in flight",
         "peer", "checks/s", "(min–max)", "allowed", "log size (mean)"
     );
     for (index, peer) in peers.iter().enumerate() {
@@ -122,13 +124,15 @@ async fn bench_limit(server: &RedisServer, admin: &mut ConnectionManager, limit:
             _ => "-".to_owned(),
         };
         println!(
-            "  {:<18} {:>9.0} {:>8.0} – {:<8.0} {:>7.1}% {:>15}  {server_us:>5.1}, {client_us:>5.1}",
+            "  {:<18} {:>9.0} {:>8.0} – {:<8.0} {:>7.1}% {:>15}  {server_us:>5.1}, {client_us:>5.1}; {:>6.1}",
             peer.kind.name(),
             rate,
             low,
             high,
             100.0 * allowed as f64 / total as f64,
-            size
+            size,
+            // Little's law: the mean time a check spends in flight.
+            in_flight() as f64 / rate * 1e6
         );
     }
     for (other, name) in [(1, "sorted set"), (2, "INCR+PEXPIRE")] {

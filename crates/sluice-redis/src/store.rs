@@ -62,7 +62,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 const UNACKNOWLEDGED_LIMIT: Duration = Duration::from_secs(10);
 
-/// The TCP settings of every connection to Redis.
+/// The TCP settings of every connection to Redis. Nagle's algorithm stays on (redis-rs's
+/// default): `TCP_NODELAY` was measured slower here (`docs/benchmarks.md`, "Tried and not
+/// kept"), since commands sent while others are in flight then leave one packet each.
 fn tcp_settings() -> redis::io::tcp::TcpSettings {
     let settings = redis::io::tcp::TcpSettings::default();
     #[cfg(target_os = "linux")]

@@ -52,8 +52,9 @@ return 0
 
 /// Caller keys each peer spreads its checks over.
 pub(crate) const KEYS: usize = 1_000;
-/// Checks in flight at once, all on one multiplexed connection per peer.
-pub(crate) const IN_FLIGHT: usize = 64;
+/// Checks in flight at once, all on one multiplexed connection per peer, unless
+/// `SLUICE_BENCH_IN_FLIGHT` says otherwise.
+const IN_FLIGHT: u64 = 64;
 /// The limits `N` measured, unless `SLUICE_BENCH_LIMITS` lists others (`10,1000`).
 const LIMITS: [u64; 3] = [10, 1_000, 100_000];
 
@@ -63,6 +64,11 @@ pub(crate) fn limits() -> Vec<u64> {
         Ok(list) => list.split(',').map(|n| n.trim().parse().expect("SLUICE_BENCH_LIMITS: numbers")).collect(),
         Err(_) => LIMITS.to_vec(),
     }
+}
+
+/// Checks in flight at once: [`IN_FLIGHT`] or `SLUICE_BENCH_IN_FLIGHT`.
+pub(crate) fn in_flight() -> usize {
+    env_u64("SLUICE_BENCH_IN_FLIGHT", IN_FLIGHT).max(1) as usize
 }
 
 /// `name` from the environment, or `default`.
@@ -278,12 +284,12 @@ impl Peer {
         allowed
     }
 
-    /// Runs the next `checks` checks, [`IN_FLIGHT`] at a time (tokio tasks pulling from the
+    /// Runs the next `checks` checks, [`in_flight`] at a time (tokio tasks pulling from the
     /// peer's tick), and returns how long they took.
     pub(crate) async fn run(self: &Arc<Self>, checks: u64) -> Duration {
         let end = self.tick.load(Ordering::Relaxed) + checks;
         let started = Instant::now();
-        let workers: Vec<_> = (0..IN_FLIGHT)
+        let workers: Vec<_> = (0..in_flight())
             .map(|_| {
                 let peer = Arc::clone(self);
                 tokio::spawn(async move {
