@@ -203,8 +203,9 @@ impl RedisStore {
         let invocation = self.scripts.invocation(keys, limits, now, cost, &self.settings);
         let reply = match &self.connection {
             Connection::Standalone(connection) => {
-                let reply = self.run(&invocation, connection.current()).await;
-                self.replace_if_demoted(connection, reply)?
+                let used = connection.current();
+                let reply = self.run(&invocation, ConnectionManager::clone(&used)).await;
+                self.replace_if_demoted(connection, &used, reply)?
             }
             Connection::Cluster(connection) => self.run(&invocation, connection.clone()).await?,
         };
@@ -213,16 +214,18 @@ impl RedisStore {
         Ok((reply, verdict))
     }
 
-    /// `result`, having started to replace `connection` when Redis refused it as a replica.
+    /// `result` of a command sent on `used`, having started to replace that connection
+    /// when Redis refused the command as a replica.
     fn replace_if_demoted<T>(
         &self,
         connection: &Arc<Standalone>,
+        used: &Arc<ConnectionManager>,
         result: Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         if let Err(StoreError::Unavailable(cause)) = &result
             && cause.downcast_ref::<redis::RedisError>().is_some_and(standalone::is_demoted)
         {
-            connection.replace(&self.origin);
+            connection.replace(used, &self.origin);
         }
         result
     }

@@ -223,16 +223,20 @@ async fn after_a_failover_checks_return_to_the_new_primary() {
     assert_eq!(query(old.port(), &[&replicaof]).unwrap(), ["+OK"]);
     proxy.move_to(new.port());
     let deadline = Instant::now() + Duration::from_secs(10);
+    let mut refused = 0;
     let verdict = loop {
         at += 1;
         let verdict = timed_check(&store, &limit, at).await;
         if verdict.source == Source::Store {
             break verdict;
         }
+        refused += 1;
         assert_eq!((verdict.source, verdict.decision.allowed), (Source::FailedOpen, true));
         assert!(Instant::now() < deadline, "checks never left the demoted node");
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
+    // The demoted node refused at least the first check (the connection did not break).
+    assert!(refused > 0, "no check reached the demoted node");
     // A fresh state: the first use on the new primary, which the old one never wrote to.
     assert_eq!(verdict.decision.remaining, 4, "{verdict:?}");
     assert_eq!(query(new.port(), &["DBSIZE"]).unwrap(), [":1"]);

@@ -55,6 +55,33 @@ fn a_full_store_keeps_the_state_of_the_key_it_checks() {
     assert_eq!(store.len(), 16);
 }
 
+/// A check of several limits on a full store makes its room before it is judged: a state
+/// dropped for room is judged fresh, so the verdict and the state left behind agree.
+#[test]
+fn a_full_store_decides_several_limits_on_the_states_it_keeps() {
+    let clock = ManualClock::at(Timestamp::from_micros(1_000_000));
+    let store = MemoryStore::builder().clock(clock.clone()).max_keys(16).shards(1).build();
+    let an_hour =
+        |capacity| TokenBucketSettings { capacity, refill_amount: 1, refill_interval: Duration::from_secs(3600) };
+    let wide = Limit::new("wide", TokenBucket::new(an_hour(100)).unwrap());
+    let narrow = Limit::new("narrow", TokenBucket::new(an_hour(5)).unwrap());
+    let now = clock.now_timestamp();
+    let key = Key::new(b"checked").unwrap();
+    // The checked key's `narrow` state refills first; fifteen others fill the store.
+    store.check_now(key, std::slice::from_ref(&narrow), now, 1).unwrap();
+    for i in 0..15u64 {
+        let other = flood_key(i);
+        store.check_now(Key::new(other.as_bytes()).unwrap(), std::slice::from_ref(&narrow), now, 3).unwrap();
+    }
+    assert_eq!(store.len(), 16);
+    let both = [wide, narrow.clone()];
+    let verdict = store.check_now(key, &both, now, 1).unwrap();
+    assert_eq!(verdict.limit, 1, "the narrow limit binds: {verdict:?}");
+    let after = store.check_now(key, std::slice::from_ref(&narrow), now, 0).unwrap().decision;
+    assert_eq!(after.remaining, verdict.decision.remaining, "the verdict was made on a state since dropped");
+    assert!(store.len() <= 16);
+}
+
 #[test]
 fn under_a_flood_the_longest_lived_states_are_kept() {
     let clock = ManualClock::at(Timestamp::from_micros(1_000_000_000));

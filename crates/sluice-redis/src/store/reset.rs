@@ -2,6 +2,7 @@
 
 use super::{Connection, RedisStore, within};
 use crate::keys::state_key;
+use redis::aio::ConnectionManager;
 use sluice::{Key, Limit, StoreError};
 
 impl RedisStore {
@@ -20,8 +21,10 @@ impl RedisStore {
         command.arg(&keys);
         let deleted = match &self.connection {
             Connection::Standalone(connection) => {
-                let deleted = within(self.settings.timeout, command.query_async::<()>(&mut connection.current())).await;
-                self.replace_if_demoted(connection, deleted)
+                let used = connection.current();
+                let mut handle = ConnectionManager::clone(&used);
+                let deleted = within(self.settings.timeout, command.query_async::<()>(&mut handle)).await;
+                self.replace_if_demoted(connection, &used, deleted)
             }
             Connection::Cluster(connection) => {
                 within(self.settings.timeout, command.query_async::<()>(&mut connection.clone())).await

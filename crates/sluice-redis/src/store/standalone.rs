@@ -32,30 +32,42 @@ impl Standalone {
         Standalone { current: ArcSwap::from_pointee(connection), replacing: AtomicBool::new(false) }
     }
 
-    /// The connection to send a command on (a handle: cheap to clone).
-    pub(super) fn current(&self) -> ConnectionManager {
-        ConnectionManager::clone(&self.current.load())
+    /// The connection to send a command on: clone the handle inside (cheap) to use it,
+    /// and keep this `Arc` to name it to [`replace`](Self::replace).
+    pub(super) fn current(&self) -> Arc<ConnectionManager> {
+        self.current.load_full()
     }
 
-    /// Replaces the connection with a new one to `origin`'s address, in the background,
-    /// unless a replacement is already under way. Needs a Tokio runtime, as every call of
-    /// the store does.
-    pub(super) fn replace(self: &Arc<Self>, origin: &Arc<Origin>) {
-        if self.replacing.swap(true, Ordering::AcqRel) {
+    /// Replaces `refused`, the connection a command was refused on, with a new one to
+    /// `origin`'s address, in the background; unless it was replaced already (a late
+    /// answer on the old connection must not throw away the new one) or a replacement is
+    /// under way. Needs a Tokio runtime, as every call of the store does.
+    pub(super) fn replace(self: &Arc<Self>, refused: &Arc<ConnectionManager>, origin: &Arc<Origin>) {
+        if !Arc::ptr_eq(&self.current.load(), refused) || self.replacing.swap(true, Ordering::AcqRel) {
             return;
         }
-        let (this, origin) = (Arc::clone(self), Arc::clone(origin));
+        let (this, refused, origin) = (Arc::clone(self), Arc::clone(refused), Arc::clone(origin));
         tokio::spawn(async move {
+            // Cleared however the task ends, also when its runtime drops it half-way.
+            let _replacing = Replacing(Arc::clone(&this));
             match origin.connect_standalone().await {
                 Ok(connection) => {
-                    this.current.store(Arc::new(connection));
+                    this.current.compare_and_swap(&refused, Arc::new(connection));
                     tracing::warn!("Redis answered READONLY (a failover?): connected again");
                 }
                 Err(error) => tracing::warn!(%error, "Redis answered READONLY; connecting again failed"),
             }
             tokio::time::sleep(REPLACEMENT_INTERVAL).await;
-            this.replacing.store(false, Ordering::Release);
         });
+    }
+}
+
+/// Clears [`Standalone::replacing`] when dropped.
+struct Replacing(Arc<Standalone>);
+
+impl Drop for Replacing {
+    fn drop(&mut self) {
+        self.0.replacing.store(false, Ordering::Release);
     }
 }
 

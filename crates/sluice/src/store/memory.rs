@@ -114,16 +114,42 @@ impl MemoryStore {
         let mut shard = self.shard(hash).lock();
         let probe = Probe::of(key);
         let request = Request { hash, probe, now, cost };
+        if shard.states + limits.len() > self.inner.shard_capacity {
+            self.make_room_for(&mut shard, limits, request);
+        }
         let decisions: SmallVec<[Decision; 4]> =
             limits.iter().map(|limit| shard.table(limit).judge(hash, probe, now, cost)).collect();
         let admitted = decisions.iter().all(|d| d.allowed);
         for (index, limit) in limits.iter().enumerate() {
             // A limit listed twice is one state: record the request once.
-            if !limits[..index].iter().any(|earlier| earlier.id() == limit.id()) {
+            if first_listing(limits, index) {
                 self.settle(&mut shard, limit, request, Some(admitted));
             }
         }
         Verdict::combine(&decisions).ok_or(StoreError::NoLimits)
+    }
+
+    /// Makes room in a full shard, before a check of several limits is judged, for the
+    /// states it will insert: settling one limit then never drops a state another limit's
+    /// decision was made on. (Making room may drop one of this key's own states; the key
+    /// is then judged fresh under that limit, as after any eviction.) Only a cap smaller
+    /// than the limits checked together can leave the shard over it, by this key's states.
+    fn make_room_for(&self, shard: &mut Shard, limits: &[Limit], request: Request<'_>) {
+        let capacity = self.inner.shard_capacity;
+        loop {
+            let missing = (0..limits.len())
+                .filter(|&index| first_listing(limits, index) && !shard.holds(&limits[index], request))
+                .count();
+            let excess = (shard.states + missing).saturating_sub(capacity);
+            let before = shard.states;
+            if excess == 0 {
+                return;
+            }
+            shard.make_room(capacity, excess, (self.inner.clock)(), &self.inner.hasher);
+            if shard.states == before {
+                return;
+            }
+        }
     }
 
     /// Checks `key` against one limit at `now`: [`check_now`](Self::check_now) with a
@@ -194,7 +220,7 @@ impl MemoryStore {
         // Room is made only for a new state: a key already held keeps its state (making
         // room first could drop the very state this request is decided on).
         if shard.states >= self.inner.shard_capacity && !shard.holds(limit, request) {
-            shard.make_room(self.inner.shard_capacity, (self.inner.clock)(), &self.inner.hasher);
+            shard.make_room(self.inner.shard_capacity, 1, (self.inner.clock)(), &self.inner.hasher);
         }
         let mut inserted = false;
         let decision = shard.table(limit).settle(request, admitted, &self.inner.hasher, &mut inserted);
@@ -284,10 +310,11 @@ impl Shard {
         self.drop_expiring_before(Timestamp::from_micros(now.as_micros().saturating_add(1)), 0, hasher)
     }
 
-    /// Frees a sixteenth of the shard: every fresh-equivalent state, then (if that was not
-    /// enough) the states that would become fresh soonest.
-    fn make_room(&mut self, capacity: usize, now: Timestamp, hasher: &RandomState) {
-        let target = (capacity / 16).max(1);
+    /// Frees a sixteenth of the shard, and at least `at_least` states: every
+    /// fresh-equivalent state, then (if that was not enough) the states that would become
+    /// fresh soonest.
+    fn make_room(&mut self, capacity: usize, at_least: usize, now: Timestamp, hasher: &RandomState) {
+        let target = (capacity / 16).max(at_least).max(1);
         if self.drop_expiring_by(now, hasher) >= target {
             return;
         }
@@ -299,4 +326,9 @@ impl Shard {
         let below = expiries.iter().filter(|&&expiry| expiry < threshold).count();
         self.drop_expiring_before(threshold, target.saturating_sub(below), hasher);
     }
+}
+
+/// Whether `limits[index]` is listed for the first time (a limit listed twice is one state).
+fn first_listing(limits: &[Limit], index: usize) -> bool {
+    !limits[..index].iter().any(|earlier| earlier.id() == limits[index].id())
 }

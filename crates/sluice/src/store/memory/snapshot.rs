@@ -261,7 +261,7 @@ impl MemoryStore {
                 let capacity = self.inner.shard_capacity;
                 if shard.states > capacity {
                     let before = shard.states;
-                    shard.make_room(capacity, now, &self.inner.hasher);
+                    shard.make_room(capacity, 1, now, &self.inner.hasher);
                     report.evicted += before - shard.states;
                 }
             }
