@@ -36,19 +36,12 @@ fn flooding_random_keys_never_exceeds_the_cap() {
 /// making room would drop first).
 #[test]
 fn a_full_store_keeps_the_state_of_the_key_it_checks() {
-    let clock = ManualClock::at(Timestamp::from_micros(1_000_000));
-    let store = MemoryStore::builder().clock(clock.clone()).max_keys(16).shards(1).build();
-    let bucket = TokenBucketSettings { capacity: 2, refill_amount: 1, refill_interval: Duration::from_secs(3600) };
-    let limit = [Limit::new("api", TokenBucket::new(bucket).unwrap())];
-    let now = clock.now_timestamp();
+    let (store, now) = one_shard_of_16();
+    let limit = [Limit::new("api", TokenBucket::new(an_hour(2)).unwrap())];
     let soonest = Key::new(b"soonest").unwrap();
     assert_eq!(store.check_now(soonest, &limit, now, 1).unwrap().decision.remaining, 1);
     // Fifteen more keys, each with both tokens used: they refill later than `soonest`.
-    for i in 0..15u64 {
-        let key = flood_key(i);
-        assert!(store.check_now(Key::new(key.as_bytes()).unwrap(), &limit, now, 2).unwrap().decision.allowed);
-    }
-    assert_eq!(store.len(), 16);
+    fill_with_other_keys(&store, &limit[0], now, 2);
     let second = store.check_now(soonest, &limit, now, 1).unwrap().decision;
     assert_eq!((second.allowed, second.remaining), (true, 0), "the checked key's state was dropped");
     assert!(!store.check_now(soonest, &limit, now, 1).unwrap().decision.allowed);
@@ -59,27 +52,40 @@ fn a_full_store_keeps_the_state_of_the_key_it_checks() {
 /// dropped for room is judged fresh, so the verdict and the state left behind agree.
 #[test]
 fn a_full_store_decides_several_limits_on_the_states_it_keeps() {
-    let clock = ManualClock::at(Timestamp::from_micros(1_000_000));
-    let store = MemoryStore::builder().clock(clock.clone()).max_keys(16).shards(1).build();
-    let an_hour =
-        |capacity| TokenBucketSettings { capacity, refill_amount: 1, refill_interval: Duration::from_secs(3600) };
+    let (store, now) = one_shard_of_16();
     let wide = Limit::new("wide", TokenBucket::new(an_hour(100)).unwrap());
     let narrow = Limit::new("narrow", TokenBucket::new(an_hour(5)).unwrap());
-    let now = clock.now_timestamp();
     let key = Key::new(b"checked").unwrap();
     // The checked key's `narrow` state refills first; fifteen others fill the store.
     store.check_now(key, std::slice::from_ref(&narrow), now, 1).unwrap();
-    for i in 0..15u64 {
-        let other = flood_key(i);
-        store.check_now(Key::new(other.as_bytes()).unwrap(), std::slice::from_ref(&narrow), now, 3).unwrap();
-    }
-    assert_eq!(store.len(), 16);
+    fill_with_other_keys(&store, &narrow, now, 3);
     let both = [wide, narrow.clone()];
     let verdict = store.check_now(key, &both, now, 1).unwrap();
     assert_eq!(verdict.limit, 1, "the narrow limit binds: {verdict:?}");
     let after = store.check_now(key, std::slice::from_ref(&narrow), now, 0).unwrap().decision;
     assert_eq!(after.remaining, verdict.decision.remaining, "the verdict was made on a state since dropped");
     assert!(store.len() <= 16);
+}
+
+/// A store of at most 16 states, all in one shard, and the time its clock stands at.
+fn one_shard_of_16() -> (MemoryStore, Timestamp) {
+    let clock = ManualClock::at(Timestamp::from_micros(1_000_000));
+    (MemoryStore::builder().clock(clock.clone()).max_keys(16).shards(1).build(), clock.now_timestamp())
+}
+
+/// A token bucket of `capacity` that refills one token an hour.
+fn an_hour(capacity: u64) -> TokenBucketSettings {
+    TokenBucketSettings { capacity, refill_amount: 1, refill_interval: Duration::from_secs(3600) }
+}
+
+/// Fills the 15 states left of [`one_shard_of_16`] with other keys, each using `cost`.
+fn fill_with_other_keys(store: &MemoryStore, limit: &Limit, now: Timestamp, cost: u64) {
+    for i in 0..15u64 {
+        let key = flood_key(i);
+        let verdict = store.check_now(Key::new(key.as_bytes()).unwrap(), std::slice::from_ref(limit), now, cost);
+        assert!(verdict.unwrap().decision.allowed);
+    }
+    assert_eq!(store.len(), 16);
 }
 
 #[test]

@@ -141,10 +141,10 @@ impl MemoryStore {
                 .filter(|&index| first_listing(limits, index) && !shard.holds(&limits[index], request))
                 .count();
             let excess = (shard.states + missing).saturating_sub(capacity);
-            let before = shard.states;
             if excess == 0 {
                 return;
             }
+            let before = shard.states;
             shard.make_room(capacity, excess, (self.inner.clock)(), &self.inner.hasher);
             if shard.states == before {
                 return;
@@ -276,8 +276,7 @@ impl Shard {
     /// The table of `limit`, created empty on first use.
     #[inline]
     fn table(&mut self, limit: &Limit) -> &mut Table {
-        let id = limit.id();
-        let index = match self.tables.iter().position(|(held, _)| held.id() == id) {
+        let index = match self.position(limit) {
             Some(index) => index,
             None => {
                 // One more slot, not Vec's four: a table is about 160 bytes, and most
@@ -290,11 +289,16 @@ impl Shard {
         &mut self.tables[index].1
     }
 
+    /// Where `limit`'s table is in `tables`, if it has one.
+    #[inline]
+    fn position(&self, limit: &Limit) -> Option<usize> {
+        let id = limit.id();
+        self.tables.iter().position(|(held, _)| held.id() == id)
+    }
+
     /// Whether the key of `request` has a state under `limit`.
     fn holds(&mut self, limit: &Limit, request: Request<'_>) -> bool {
-        let id = limit.id();
-        let Some((_, table)) = self.tables.iter_mut().find(|(held, _)| held.id() == id) else { return false };
-        table.holds(request.hash, request.probe)
+        self.position(limit).is_some_and(|index| self.tables[index].1.holds(request.hash, request.probe))
     }
 
     /// Drops the states expiring before `time` and `ties` of those expiring at `time`.
