@@ -60,7 +60,9 @@ pub struct HeaderRanges(SmallVec<[(HeaderName, Range<usize>); 6]>);
 
 /// Writes the values of the rate-limit fields for `decision` of the policy `name` at the end
 /// of `buffer`, and returns where each lies. Seconds are rounded up, so a real wait is never
-/// announced as 0 (`Retry-After` is at least 1).
+/// announced as 0 (`Retry-After` is at least 1). A name that is not printable ASCII (a
+/// control character, or beyond ASCII, which a structured-field string cannot hold) gets
+/// no `RateLimit-Policy` nor `RateLimit`; the other fields are numbers.
 pub fn write_rate_limit_headers(
     name: &str,
     policy: &Policy,
@@ -72,8 +74,10 @@ pub fn write_rate_limit_headers(
     let window = whole_seconds(quota_window(policy));
     let reset = whole_seconds(decision.reset_after);
     let mut ranges = HeaderRanges::default();
-    ranges.put(RATELIMIT_POLICY, buffer, |buffer| write_item(buffer, name, [("q", quota), ("w", window)]));
-    ranges.put(RATELIMIT, buffer, |buffer| write_item(buffer, name, [("r", decision.remaining), ("t", reset)]));
+    if printable_ascii(name.as_bytes()) {
+        ranges.put(RATELIMIT_POLICY, buffer, |buffer| write_item(buffer, name, [("q", quota), ("w", window)]));
+        ranges.put(RATELIMIT, buffer, |buffer| write_item(buffer, name, [("r", decision.remaining), ("t", reset)]));
+    }
     if fields == Fields::IetfAndLegacy {
         ranges.put(X_RATELIMIT_LIMIT, buffer, |buffer| write_number(buffer, quota));
         ranges.put(X_RATELIMIT_REMAINING, buffer, |buffer| write_number(buffer, decision.remaining));
@@ -93,14 +97,13 @@ impl HeaderRanges {
     }
 
     /// Inserts the fields into `headers`, their values sliced from `buffer` (no copy):
-    /// `buffer` must hold what [`write_rate_limit_headers`] wrote. A value that is not
-    /// printable ASCII (a policy name with a control character, or beyond ASCII, which a
-    /// structured-field string cannot hold) is left out.
+    /// `buffer` must hold what [`write_rate_limit_headers`] wrote (a range past its end,
+    /// or a value `http` refuses, is left out).
     pub fn insert_into(self, headers: &mut HeaderMap, buffer: &Bytes) {
         headers.reserve(self.0.len());
         for (name, range) in self.0 {
-            let printable = buffer.get(range.clone()).is_some_and(printable_ascii);
-            if let Some(value) = printable.then(|| HeaderValue::from_maybe_shared(buffer.slice(range)).ok()).flatten() {
+            let value = (range.end <= buffer.len()).then(|| HeaderValue::from_maybe_shared(buffer.slice(range)).ok());
+            if let Some(value) = value.flatten() {
                 headers.insert(name, value);
             }
         }
@@ -131,9 +134,9 @@ impl PolicyFields {
         prefix.extend_from_slice(b";r=");
         let legacy_limit = (fields == Fields::IetfAndLegacy).then(|| HeaderValue::from(policy.limit()));
         PolicyFields {
-            policy: Some(&policy_text)
-                .filter(|text| printable_ascii(text.as_bytes()))
-                .and_then(|text| HeaderValue::from_str(text).ok())
+            policy: printable_ascii(name.as_bytes())
+                .then(|| HeaderValue::from_str(&policy_text).ok())
+                .flatten()
                 .unwrap_or(HeaderValue::from_static("")),
             ratelimit_prefix: prefix.into_boxed_slice(),
             legacy_limit,

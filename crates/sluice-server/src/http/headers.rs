@@ -26,8 +26,7 @@ pub(crate) fn write_rate_limit_headers(outcome: &Outcome, buffer: &mut Vec<u8>) 
 }
 
 /// Inserts the headers written by [`write_rate_limit_headers`], their values sliced from
-/// `buffer` (no copy). A value that cannot be sent (a policy name with a control
-/// character) is left out.
+/// `buffer` (no copy).
 pub(crate) fn insert_rate_limit_headers(headers: &mut HeaderMap, ranges: HeaderRanges, buffer: &Bytes) {
     ranges.insert_into(headers, buffer);
 }
