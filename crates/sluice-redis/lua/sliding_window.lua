@@ -51,7 +51,9 @@ local function sw_retry_after(st, n, w, b, j, e, cost)
   local prev = sw_count(st, b, j - b)
   local sum = sw_full_sum(st, b, j)
   local now = j * w + e
-  for k = j, j + b + 1 do
+  -- Counted by steps, not by bucket index: a loop whose bound rounds (near 2^53) must end.
+  for step = 0, b + 1 do
+    local k = j + step
     local earliest = 0
     if k == j then
       earliest = e

@@ -9,6 +9,7 @@
 //! bounded by the limit.
 
 mod blocked;
+mod exact_time;
 mod failure;
 mod keys;
 mod script;

@@ -4,13 +4,14 @@ mod reset;
 mod standalone;
 
 use crate::blocked::{BlockedCache, Now, Remembered};
+use crate::exact_time;
 use crate::keys::state_key;
 use crate::script::{Reply, Scripts, decode};
 use crate::settings::{RedisSettings, TimeSource};
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster::ClusterClient;
 use redis::cluster_async::ClusterConnection;
-use sluice::{EXACT_LIMIT, Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
+use sluice::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
 use standalone::Standalone;
 use std::future::Future;
 use std::sync::Arc;
@@ -165,7 +166,7 @@ impl RedisStore {
         if limits.is_empty() {
             return Err(StoreError::NoLimits);
         }
-        let script_now = self.script_now(now)?;
+        let script_now = self.script_now(now, limits)?;
         let keys: Vec<Vec<u8>> = limits.iter().map(|limit| state_key(&self.settings.key_prefix, key, limit)).collect();
         let cache_id = self.settings.blocked_cache.then(|| keys.join(&0u8));
         let cached_now = if script_now < 0 { Now::Redis } else { Now::Caller(now.as_micros()) };
@@ -230,17 +231,16 @@ impl RedisStore {
         result
     }
 
-    /// The `now` the script gets: -1 to read Redis `TIME`.
-    fn script_now(&self, now: Timestamp) -> Result<i64, StoreError> {
+    /// The `now` the script gets (-1 to read Redis `TIME`), when the scripts of `limits`
+    /// compute exactly at that time.
+    fn script_now(&self, now: Timestamp, limits: &[Limit]) -> Result<i64, StoreError> {
         match self.settings.time {
-            TimeSource::Redis => Ok(-1),
-            TimeSource::Application { .. } => match i64::try_from(now.as_micros()) {
-                Ok(micros) if now.as_micros() < EXACT_LIMIT => Ok(micros),
-                _ => Err(StoreError::Refused(format!(
-                    "time {} µs is not below 2^53, the most Redis computes exactly",
-                    now.as_micros()
-                ))),
-            },
+            TimeSource::Redis => exact_time::refuse_inexact(None, limits).map(|()| -1),
+            TimeSource::Application { .. } => {
+                exact_time::refuse_inexact(Some(now.as_micros()), limits)?;
+                // Below 2^53 by the check above.
+                i64::try_from(now.as_micros()).map_err(|_| StoreError::Refused(format!("time {now:?} out of range")))
+            }
         }
     }
 

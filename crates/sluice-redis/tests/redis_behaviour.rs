@@ -5,8 +5,9 @@
 mod support;
 
 use sluice::{
-    Alignment, FixedWindow, Key, LeakMode, LeakyBucket, Limit, SlidingLog, SlidingLogVariant, Store, Timestamp,
-    TokenBucket, TokenBucketSettings, Verdict,
+    Alignment, EXACT_LIMIT, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, RetryAfter,
+    SlidingLog, SlidingLogVariant, SlidingWindow, Store, StoreError, Timestamp, TokenBucket, TokenBucketSettings,
+    Verdict,
 };
 use sluice_redis::{RedisSettings, RedisStore, TimeSource};
 use std::time::{Duration, Instant, SystemTime};
@@ -375,4 +376,36 @@ async fn ttls_are_rounded_up_to_whole_milliseconds_plus_the_skew() {
             .unwrap();
         assert_eq!(ttl, expected, "ttl_ms({expires_in} µs) with a skew of {skew} ms and a floor of {floor} ms");
     }
+}
+
+/// Lua numbers are doubles, exact below 2^53: a check whose time is within its policy's
+/// reach of 2^53 µs is refused. With 1 µs buckets a sliding window's bucket index is the
+/// time, and its script's loop over the next buckets counted up to an index that no longer
+/// increments there: Redis ran the script until it was killed, and answered nobody else.
+#[tokio::test]
+async fn a_time_within_a_policys_reach_of_2_to_the_53_is_refused_and_redis_keeps_answering() {
+    let server = RedisServer::start();
+    // Every check reaches the script (no rejection answered from the blocked-key cache).
+    let store = store(&server, RedisSettings { blocked_cache: false, ..injected_time() }).await;
+    let counter = Limit::new("counter", SlidingWindow::new(4, Duration::from_micros(3), 3).unwrap());
+    // Its reach: the window and one bucket, 4 µs.
+    let last_decided = EXACT_LIMIT - 5;
+    let key = Key::new(b"near-the-end").unwrap();
+    let limits = std::slice::from_ref(&counter);
+    let at = |micros| Timestamp::from_micros(micros);
+    // Just outside its reach, decided exactly as the memory store decides: 4 admitted, then
+    // a rejection whose wait ends 4 µs later (the script's loop over the next buckets).
+    let memory = MemoryStore::builder().clock(ManualClock::default()).build();
+    for cost in [4, 1] {
+        let expected = memory.check_now(key, limits, at(last_decided), cost).unwrap().decision;
+        assert_eq!(store.check(key, limits, at(last_decided), cost).await.unwrap().decision, expected);
+    }
+    let rejected = memory.check_now(key, limits, at(last_decided), 1).unwrap().decision;
+    assert_eq!(rejected.retry_after, Some(RetryAfter::After(Duration::from_micros(4))));
+    // Within it: refused. (Before, the rejection at 2^53 − 1 below never returned.)
+    for (time, cost) in [(EXACT_LIMIT - 4, 1), (EXACT_LIMIT - 1, 4), (EXACT_LIMIT - 1, 1)] {
+        let refused = store.check(key, limits, at(time), cost).await.unwrap_err();
+        assert!(matches!(&refused, StoreError::Refused(message) if message.contains("`counter`")), "{refused}");
+    }
+    assert_eq!(raw(&server, &["PING"]).await, redis::Value::SimpleString("PONG".into()));
 }

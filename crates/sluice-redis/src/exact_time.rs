@@ -1,0 +1,97 @@
+//! Which check times the scripts compute exactly. Lua numbers are doubles, exact below
+//! 2^53, and a script computes times up to a policy's *reach* past the time of its check (a
+//! window's end, the moment a bucket is full again, a wait). A check whose time plus that
+//! reach is 2^53 µs or more would be decided on rounded times (and a sliding window's loop
+//! over its buckets would never end, holding Redis), so it is refused instead.
+
+use sluice::{EXACT_LIMIT, Limit, Policy, StoreError};
+
+/// The latest Redis `TIME` a policy's reach is checked against when the scripts read Redis's
+/// clock: 2^52 µs after the Unix epoch, in the year 2112.
+const REDIS_TIME_BOUND: u128 = 1 << 52;
+
+/// How far past the time of a check (µs) the script of `policy` computes, at most: the
+/// window (sliding log, fixed window), the window and one bucket (sliding window counter),
+/// the time to refill a whole bucket (token bucket), twice the burst tolerance (leaky
+/// bucket: its theoretical arrival time is at most one tolerance ahead, and a request's
+/// finish one more).
+pub(crate) fn reach(policy: &Policy) -> u128 {
+    match policy {
+        Policy::SlidingLog(p) => p.window().as_micros(),
+        Policy::FixedWindow(p) => p.window().as_micros(),
+        Policy::SlidingWindow(p) => p.window().as_micros() + p.window().as_micros() / u128::from(p.buckets()),
+        Policy::TokenBucket(p) => {
+            let refills = p.capacity().div_ceil(p.refill_amount());
+            u128::from(refills) * p.refill_interval().as_micros()
+        }
+        Policy::LeakyBucket(p) => 2 * (u128::from(p.burst()) + 1) * p.interval().as_micros(),
+    }
+}
+
+/// Refuses a check of `limits` at `now` (`None`: Redis `TIME`, taken as at most
+/// [`REDIS_TIME_BOUND`]) whose time plus a limit's [`reach`] is not below 2^53, naming the
+/// first such limit.
+pub(crate) fn refuse_inexact(now: Option<u64>, limits: &[Limit]) -> Result<(), StoreError> {
+    let time = now.map_or(REDIS_TIME_BOUND, u128::from);
+    let Some(limit) = limits.iter().find(|limit| time + reach(limit.policy()) >= u128::from(EXACT_LIMIT)) else {
+        return Ok(());
+    };
+    let reach = reach(limit.policy());
+    let message = match now {
+        Some(now) => format!(
+            "time {now} µs plus the {reach} µs that policy `{}` looks ahead is not below 2^53, \
+             the most Redis computes exactly",
+            limit.name()
+        ),
+        None => format!(
+            "policy `{}` looks {reach} µs ahead: under Redis time that must stay below 2^53 − 2^52 µs \
+             (about 142 years), the most Redis computes exactly until the year 2112",
+            limit.name()
+        ),
+    };
+    Err(StoreError::Refused(message))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice::{
+        LeakMode, LeakyBucket, SlidingLog, SlidingLogVariant, SlidingWindow, TokenBucket, TokenBucketSettings,
+    };
+    use std::time::Duration;
+
+    fn limit(policy: impl Into<Policy>) -> Limit {
+        Limit::new("p", policy.into())
+    }
+
+    #[test]
+    fn each_policy_reaches_as_far_as_its_script_computes() {
+        let second = Duration::from_secs(1);
+        let log = SlidingLog::new(5, second, SlidingLogVariant::Accepted).unwrap();
+        assert_eq!(reach(&log.into()), 1_000_000);
+        let counter = SlidingWindow::new(5, second, 4).unwrap();
+        assert_eq!(reach(&counter.into()), 1_250_000);
+        let settings = TokenBucketSettings { capacity: 10, refill_amount: 3, refill_interval: second };
+        assert_eq!(reach(&TokenBucket::new(settings).unwrap().into()), 4_000_000);
+        let gcra = LeakyBucket::new(Duration::from_micros(10), 4, LeakMode::NoDelay).unwrap();
+        assert_eq!(reach(&gcra.into()), 100);
+    }
+
+    #[test]
+    fn a_time_within_a_policys_reach_of_2_to_the_53_is_refused() {
+        let limits = [limit(SlidingLog::new(5, Duration::from_micros(10), SlidingLogVariant::Accepted).unwrap())];
+        assert!(refuse_inexact(Some(EXACT_LIMIT - 11), &limits).is_ok());
+        let refused = refuse_inexact(Some(EXACT_LIMIT - 10), &limits).unwrap_err();
+        assert!(matches!(&refused, StoreError::Refused(message) if message.contains("policy `p`")), "{refused}");
+    }
+
+    #[test]
+    fn under_redis_time_a_policy_reaching_past_2112_is_refused() {
+        let near = Duration::from_micros((1 << 52) - 1);
+        let far = Duration::from_micros(1 << 52);
+        let fits = [limit(SlidingLog::new(5, near, SlidingLogVariant::Accepted).unwrap())];
+        assert!(refuse_inexact(None, &fits).is_ok());
+        let too_far = [limit(SlidingLog::new(5, far, SlidingLogVariant::Accepted).unwrap())];
+        assert!(matches!(refuse_inexact(None, &too_far), Err(StoreError::Refused(_))));
+    }
+}
