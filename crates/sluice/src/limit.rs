@@ -44,6 +44,11 @@ impl Limit {
         &self.name
     }
 
+    /// The limit's name, shared (a clone costs no allocation).
+    pub(crate) fn shared_name(&self) -> &Arc<str> {
+        &self.name
+    }
+
     /// The limit's policy.
     pub fn policy(&self) -> &Policy {
         &self.policy

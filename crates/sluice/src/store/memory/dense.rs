@@ -77,7 +77,7 @@ impl<T> DenseTable<T> {
             self.rebuild_index((self.slots.len() * 2).max(MIN_SLOTS), &rehash);
         }
         if self.entries.len() == self.entries.capacity() {
-            self.entries.reserve_exact((position / 8).max(4));
+            self.entries.reserve_exact((position / 8).max(1));
         }
         self.entries.push(entry);
         let mut slot = self.home(hash);

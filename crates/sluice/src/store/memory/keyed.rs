@@ -84,6 +84,11 @@ impl<A: Algorithm> Keyed<A> {
     pub(crate) fn new(algorithm: A) -> Self {
         Keyed { algorithm, exact: DenseTable::new(), short: DenseTable::new(), long: DenseTable::new() }
     }
+
+    /// The algorithm (and parameters) the states follow.
+    pub(crate) fn algorithm(&self) -> &A {
+        &self.algorithm
+    }
 }
 
 impl<A: Algorithm + fmt::Debug> fmt::Debug for Keyed<A> {

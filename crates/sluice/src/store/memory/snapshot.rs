@@ -272,7 +272,8 @@ impl MemoryStore {
 impl Shard {
     /// Appends the shard's tables, without the states fresh by `now` nor empty tables.
     fn encode(&self, now: Timestamp, out: &mut Vec<u8>) {
-        for (limit, table) in &self.tables {
+        for (owner, table) in &self.tables {
+            let limit = owner.limit(table);
             let start = out.len();
             out.push(table.tag());
             out.extend_from_slice(&limit.id().0.to_le_bytes());

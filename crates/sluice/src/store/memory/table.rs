@@ -51,6 +51,19 @@ impl Table {
     }
 }
 
+impl Table {
+    /// The policy the table's states follow.
+    pub(crate) fn policy(&self) -> Policy {
+        match self {
+            Table::SlidingLog(keyed) => keyed.algorithm().clone().into(),
+            Table::FixedWindow(keyed) => keyed.algorithm().clone().into(),
+            Table::SlidingWindow(keyed) => keyed.algorithm().clone().into(),
+            Table::TokenBucket(keyed) => keyed.algorithm().clone().into(),
+            Table::LeakyBucket(keyed) => keyed.algorithm().clone().into(),
+        }
+    }
+}
+
 impl KeyedStates for Table {
     fn judge(&mut self, hash: u64, probe: Probe<'_>, now: Timestamp, cost: u64) -> Decision {
         with_keyed!(self, keyed => keyed.judge(hash, probe, now, cost))
