@@ -54,7 +54,8 @@ pub(crate) struct SimulateArgs {
 
     /// Where states live: `memory` (the embedded store), `redis://HOST:PORT[/DB]`, or
     /// `redis+cluster://HOST:PORT[,HOST:PORT…]`. Redis runs use fresh keys under a unique
-    /// prefix, with the trace's times injected.
+    /// prefix, with the trace's times injected; a request Redis does not decide (unreachable,
+    /// out of memory, slower than 5 s) stops the run with an error.
     #[arg(long, value_name = "STORE", default_value = "memory")]
     pub(crate) store: String,
 }

@@ -61,6 +61,9 @@ pub(crate) fn select(config: &ServiceConfig, names: &[String]) -> anyhow::Result
     Ok(limits)
 }
 
+/// How long a Redis check may take before the simulation stops with an error.
+const STORE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The embedded store with a clock that never moves: a state may only be dropped by the
 /// store's own clock, so with requests carrying their own times the simulator drops
 /// nothing (docs/semantics.md).
@@ -73,8 +76,7 @@ pub(crate) fn memory_store() -> MemoryStore {
 async fn redis_store(store: &StoreChoice) -> Option<anyhow::Result<RedisStore>> {
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos();
     let prefix = format!("sluice-simulate:{nanos:x}-{}:", std::process::id());
-    let settings =
-        RedisSettings { key_prefix: prefix, timeout: Duration::from_secs(5), ..RedisSettings::injected_time() };
+    let settings = RedisSettings { key_prefix: prefix, timeout: STORE_TIMEOUT, ..RedisSettings::injected_time() };
     store.connect_redis(settings).await
 }
 
@@ -105,9 +107,16 @@ async fn replay(
     Ok(bad_lines)
 }
 
+/// The store's decision on `request`. A verdict the store's failure mode gave without it
+/// (Redis unreachable, busy or slower than the timeout) is an error: a simulation prints
+/// only what the store decided.
 async fn decide(store: &impl Store, limits: &[Limit], request: &TraceRequest<'_>) -> anyhow::Result<Verdict> {
     let key = Key::new(request.key.as_bytes())?;
-    Ok(store.check(key, limits, request.time, request.cost).await?)
+    let verdict = store.check(key, limits, request.time, request.cost).await?;
+    if verdict.source.is_without_store() {
+        anyhow::bail!("the store did not decide (unreachable, busy, or slower than {STORE_TIMEOUT:?})");
+    }
+    Ok(verdict)
 }
 
 fn write_decision(

@@ -80,3 +80,31 @@ fn an_unreachable_redis_is_a_clear_error() {
     assert_eq!(status.code(), Some(2));
     assert!(stderr.contains(&format!("cannot connect to the store redis://127.0.0.1:{port}/")), "{stderr}");
 }
+
+/// A Redis that cannot decide (here out of memory, so it refuses the script's writes) stops
+/// the simulation with an error: the store's failure mode (open: allow) is for a service,
+/// and its verdicts are not the store's decisions. Before, the line printed `allowed`.
+#[test]
+fn a_redis_that_cannot_decide_stops_the_simulation_instead_of_allowing() {
+    use std::io::{BufRead, BufReader};
+    let server = RedisServer::start();
+    let mut admin = std::net::TcpStream::connect(("127.0.0.1", server.port())).unwrap();
+    admin.write_all(b"*4\r\n$6\r\nCONFIG\r\n$3\r\nSET\r\n$9\r\nmaxmemory\r\n$1\r\n1\r\n").unwrap();
+    let mut reply = String::new();
+    BufReader::new(&admin).read_line(&mut reply).unwrap();
+    assert_eq!(reply, "+OK\r\n");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["simulate", "--config", "../../examples/policies.yaml", "--policy", "api", "--store", &server.url()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(b"1700000000000000 alice\n").unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(String::from_utf8_lossy(&output.stdout), "", "no decision printed");
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("trace line 1") && stderr.contains("the store did not decide"), "{stderr}");
+}
