@@ -33,10 +33,13 @@ pub(crate) fn reach(policy: &Policy) -> u128 {
 /// first such limit.
 pub(crate) fn refuse_inexact(now: Option<u64>, limits: &[Limit]) -> Result<(), StoreError> {
     let time = now.map_or(REDIS_TIME_BOUND, u128::from);
-    let Some(limit) = limits.iter().find(|limit| time + reach(limit.policy()) >= u128::from(EXACT_LIMIT)) else {
+    let beyond = limits
+        .iter()
+        .map(|limit| (limit, reach(limit.policy())))
+        .find(|(_, reach)| time + reach >= u128::from(EXACT_LIMIT));
+    let Some((limit, reach)) = beyond else {
         return Ok(());
     };
-    let reach = reach(limit.policy());
     let message = match now {
         Some(now) => format!(
             "time {now} µs plus the {reach} µs that policy `{}` looks ahead is not below 2^53, \
