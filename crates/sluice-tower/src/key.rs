@@ -8,6 +8,7 @@ mod extension;
 mod forwarded;
 mod header;
 mod ip;
+mod key_buffer;
 mod trusted;
 
 pub use extension::ExtensionKey;
@@ -15,6 +16,8 @@ pub use forwarded::ForwardingHeader;
 pub use header::HeaderKey;
 pub use ip::{ClientIp, DEFAULT_IPV6_PREFIX, PeerIp, peer_addr};
 pub use trusted::TrustedProxies;
+
+pub(crate) use key_buffer::KeyBuffer;
 
 use http::request::Parts;
 use http::{Extensions, HeaderMap};
@@ -78,14 +81,20 @@ impl Extractor {
         Extractor::Other(Arc::new(key))
     }
 
-    /// The key from the request's headers and extensions alone; `None` when the extractor
-    /// needs the whole head ([`extract`](Self::extract) then).
+    /// The key from the request's headers and extensions alone, borrowed from them or
+    /// written into `buffer`; `None` when the extractor needs the whole head
+    /// ([`extract`](Self::extract) then).
     #[inline]
-    pub(crate) fn extract_in(&self, headers: &HeaderMap, extensions: &Extensions) -> Option<Option<RequestKey>> {
+    pub(crate) fn key_in<'a>(
+        &self,
+        headers: &'a HeaderMap,
+        extensions: &Extensions,
+        buffer: &'a mut KeyBuffer,
+    ) -> Option<Option<&'a [u8]>> {
         match self {
-            Extractor::Peer(peer) => Some(peer.extract_in(extensions)),
-            Extractor::Client(client) => Some(client.extract_in(headers, extensions)),
-            Extractor::Header(header) => Some(header.extract_in(headers)),
+            Extractor::Peer(peer) => Some(peer.key_in(extensions, buffer)),
+            Extractor::Client(client) => Some(client.key_in(headers, extensions, buffer)),
+            Extractor::Header(header) => Some(header.key_in(headers)),
             Extractor::Other(_) => None,
         }
     }

@@ -2,7 +2,7 @@
 
 use crate::future::{ResponseFuture, with_fields};
 use crate::judge::{Judgement, forward, judge, missing_key, or_shared_key, request_key};
-use crate::key::RequestKey;
+use crate::key::{KeyBuffer, RequestKey};
 use crate::response::LayerBody;
 use crate::shared::Shared;
 use http::request::Parts;
@@ -80,9 +80,10 @@ where
         // or the answers that read the head), and no verdict is built for the store's
         // decision.
         let shared = &*self.shared;
+        let mut buffer = KeyBuffer::new();
         if let Some((memory, limit)) = shared.memory_one()
-            && let Some(Some(key)) = shared.key.extract_in(request.headers(), request.extensions())
-            && let Ok(store_key) = Key::new(key.as_bytes())
+            && let Some(Some(key)) = shared.key.key_in(request.headers(), request.extensions(), &mut buffer)
+            && let Ok(store_key) = Key::new(key)
         {
             let decision = memory.check_one(store_key, limit, shared.limiter.clock().now(), 1);
             if decision.allowed && decision.delay.is_zero() {
@@ -128,8 +129,8 @@ impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
         ResBody: LayerBody,
     {
         let shared = &self.shared;
-        let key = match shared.key.extract_in(request.headers(), request.extensions()) {
-            Some(key) if shared.cost.is_none() => key,
+        let key = match shared.key.key_in(request.headers(), request.extensions(), &mut KeyBuffer::new()) {
+            Some(key) if shared.cost.is_none() => key.map(RequestKey::from),
             _ => return self.call_with_head(request),
         };
         let Some(key) = or_shared_key(shared, key) else {

@@ -31,14 +31,15 @@ impl HeaderKey {
 
 impl HeaderKey {
     /// [`extract`](KeyExtractor::extract) from the request's headers alone.
-    pub(crate) fn extract_in(&self, headers: &HeaderMap) -> Option<RequestKey> {
+    #[inline]
+    pub(crate) fn key_in<'a>(&self, headers: &'a HeaderMap) -> Option<&'a [u8]> {
         let value = headers.get(&self.name)?.as_bytes();
-        (!value.is_empty()).then(|| RequestKey::from(value))
+        (!value.is_empty()).then_some(value)
     }
 }
 
 impl KeyExtractor for HeaderKey {
     fn extract(&self, parts: &Parts) -> Option<RequestKey> {
-        self.extract_in(&parts.headers)
+        self.key_in(&parts.headers).map(RequestKey::from)
     }
 }

@@ -1,12 +1,12 @@
 //! Keys from the client's IP address.
 
 use super::forwarded::{ForwardingHeader, chain};
+use super::key_buffer::KeyBuffer;
 use super::{KeyExtractor, RequestKey, TrustedProxies};
 use axum::extract::ConnectInfo;
 use http::request::Parts;
 use http::{Extensions, HeaderMap};
-use smallvec::SmallVec;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 
 /// The prefix IPv6 clients are keyed by unless told otherwise: a /64 is what one
 /// subscriber usually gets, so a client cannot escape its limit by changing addresses.
@@ -57,15 +57,18 @@ impl Default for PeerIp {
 }
 
 impl PeerIp {
-    /// [`extract`](KeyExtractor::extract) from the request's extensions alone.
-    pub(crate) fn extract_in(&self, extensions: &Extensions) -> Option<RequestKey> {
-        peer_addr_in(extensions).map(|peer| ip_key(peer.ip(), self.ipv6_prefix))
+    /// [`extract`](KeyExtractor::extract) from the request's extensions alone, written
+    /// into `buffer`.
+    #[inline]
+    pub(crate) fn key_in<'a>(&self, extensions: &Extensions, buffer: &'a mut KeyBuffer) -> Option<&'a [u8]> {
+        let peer = peer_addr_in(extensions)?;
+        Some(buffer.ip(peer.ip(), self.ipv6_prefix))
     }
 }
 
 impl KeyExtractor for PeerIp {
     fn extract(&self, parts: &Parts) -> Option<RequestKey> {
-        self.extract_in(&parts.extensions)
+        self.key_in(&parts.extensions, &mut KeyBuffer::new()).map(RequestKey::from)
     }
 }
 
@@ -139,109 +142,21 @@ impl ClientIp {
         self.proxies.client(peer, &chain(headers, self.header))
     }
 
-    /// [`extract`](KeyExtractor::extract) from the request's headers and extensions alone.
-    pub(crate) fn extract_in(&self, headers: &HeaderMap, extensions: &Extensions) -> Option<RequestKey> {
+    /// [`extract`](KeyExtractor::extract) from the request's headers and extensions alone,
+    /// written into `buffer`.
+    pub(crate) fn key_in<'a>(
+        &self,
+        headers: &HeaderMap,
+        extensions: &Extensions,
+        buffer: &'a mut KeyBuffer,
+    ) -> Option<&'a [u8]> {
         let peer = peer_addr_in(extensions)?.ip();
-        Some(ip_key(self.client_in(headers, peer), self.ipv6_prefix))
+        Some(buffer.ip(self.client_in(headers, peer), self.ipv6_prefix))
     }
 }
 
 impl KeyExtractor for ClientIp {
     fn extract(&self, parts: &Parts) -> Option<RequestKey> {
-        self.extract_in(&parts.headers, &parts.extensions)
-    }
-}
-
-/// The key of `address`: IPv4 as dotted text, IPv6 as its first `prefix` bits in full
-/// hexadecimal followed by `/prefix` (IPv4-mapped IPv6 addresses count as IPv4).
-pub(crate) fn ip_key(address: IpAddr, prefix: u8) -> RequestKey {
-    match address.to_canonical() {
-        IpAddr::V4(v4) => ipv4_key(v4),
-        IpAddr::V6(v6) => ipv6_key(v6, prefix),
-    }
-}
-
-fn ipv4_key(address: Ipv4Addr) -> RequestKey {
-    // Put together in a register, four bytes per octet from a table (the digits and a dot;
-    // the next octet overwrites what is past its digits), and stored once straight into the
-    // key's inline buffer: this runs on every request.
-    let mut text = 0_u128;
-    let mut len = 0;
-    for octet in address.octets() {
-        let (digits, count) = OCTETS[usize::from(octet)];
-        text |= u128::from(u32::from_le_bytes(digits)) << (8 * len);
-        len += count;
-    }
-    let mut buffer = [0_u8; 48];
-    buffer[..16].copy_from_slice(&text.to_le_bytes());
-    RequestKey(SmallVec::from_buf_and_len(buffer, len - 1))
-}
-
-/// Each octet's decimal digits followed by a dot, and how many bytes of that to keep.
-const OCTETS: [([u8; 4], usize); 256] = {
-    let mut table = [([0_u8; 4], 0); 256];
-    let mut octet = 0;
-    while octet < 256 {
-        let (hundreds, tens, ones) = ((octet / 100) as u8, (octet / 10 % 10) as u8, (octet % 10) as u8);
-        table[octet] = match octet {
-            0..10 => ([b'0' + ones, b'.', 0, 0], 2),
-            10..100 => ([b'0' + tens, b'0' + ones, b'.', 0], 3),
-            _ => ([b'0' + hundreds, b'0' + tens, b'0' + ones, b'.'], 4),
-        };
-        octet += 1;
-    }
-    table
-};
-
-fn ipv6_key(address: Ipv6Addr, prefix: u8) -> RequestKey {
-    let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
-    let network = Ipv6Addr::from(u128::from(address) & mask);
-    let mut key = RequestKey::default();
-    for (index, segment) in network.segments().into_iter().enumerate() {
-        if index > 0 {
-            key.0.push(b':');
-        }
-        key.0.extend_from_slice(format_hex(segment).as_slice());
-    }
-    key.0.push(b'/');
-    key.0.extend_from_slice(itoa::Buffer::new().format(prefix).as_bytes());
-    key
-}
-
-fn format_hex(segment: u16) -> smallvec::SmallVec<[u8; 4]> {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let nibbles = [segment >> 12, (segment >> 8) & 0xf, (segment >> 4) & 0xf, segment & 0xf];
-    let first = nibbles.iter().position(|nibble| *nibble != 0).unwrap_or(3);
-    nibbles[first..].iter().map(|nibble| DIGITS[usize::from(*nibble)]).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(text: &str, prefix: u8) -> String {
-        String::from_utf8(ip_key(text.parse().unwrap(), prefix).as_bytes().to_vec()).unwrap()
-    }
-
-    #[test]
-    fn ipv4_keys_are_dotted_text_and_mapped_addresses_count_as_ipv4() {
-        assert_eq!(key("203.0.113.9", 64), "203.0.113.9");
-        assert_eq!(key("10.0.100.255", 64), "10.0.100.255");
-        assert_eq!(key("0.0.0.0", 64), "0.0.0.0");
-        assert_eq!(key("255.255.255.255", 64), "255.255.255.255");
-        assert_eq!(key("1.22.100.7", 64), "1.22.100.7");
-        for octet in 0..=255_u8 {
-            let address = std::net::Ipv4Addr::new(octet, 9, octet, octet);
-            assert_eq!(key(&address.to_string(), 64), address.to_string());
-        }
-        assert_eq!(key("::ffff:203.0.113.9", 64), "203.0.113.9");
-    }
-
-    #[test]
-    fn ipv6_keys_keep_only_the_prefix() {
-        assert_eq!(key("2001:db8:1:2:aaaa::1", 64), "2001:db8:1:2:0:0:0:0/64");
-        assert_eq!(key("2001:db8:1:2:aaaa::1", 48), "2001:db8:1:0:0:0:0:0/48");
-        assert_eq!(key("2001:db8::1", 128), "2001:db8:0:0:0:0:0:1/128");
-        assert_eq!(key("2001:db8::1", 0), "0:0:0:0:0:0:0:0/0");
+        self.key_in(&parts.headers, &parts.extensions, &mut KeyBuffer::new()).map(RequestKey::from)
     }
 }
