@@ -4,7 +4,7 @@ use crate::future::{ResponseFuture, with_fields};
 use crate::judge::{Judgement, forward, judge, missing_key, or_shared_key, request_key};
 use crate::key::{KeyBuffer, RequestKey};
 use crate::response::LayerBody;
-use crate::shared::Shared;
+use crate::shared::{AtOnce, Shared};
 use http::request::Parts;
 use http::{Request, Response};
 use sluice::{Clock, Decision, Key, Source, Store, StoreError, Verdict};
@@ -74,25 +74,16 @@ where
 
     #[inline]
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        // The usual case on the shortest path: a ready extractor, no cost function, one
-        // limit on the memory store, and a request that proceeds at once. The request is
-        // taken apart only when it has to be (for the cost function, a closure extractor,
-        // or the answers that read the head), and no verdict is built for the store's
-        // decision.
-        let shared = &*self.shared;
-        let mut buffer = KeyBuffer::new();
-        if let Some((memory, limit)) = shared.memory_one()
-            && let Some(Some(key)) = shared.key.key_in(request.headers(), request.extensions(), &mut buffer)
-            && let Ok(store_key) = Key::new(key)
-        {
-            let decision = memory.check_one(store_key, limit, shared.limiter.clock().now(), 1);
-            if decision.allowed && decision.delay.is_zero() {
-                let fields = shared.policy_fields[0].render(&decision);
-                return ResponseFuture::inner(self.inner.call(request), fields);
-            }
-            return self.refuse(request, decision);
+        // The usual case on the shortest path: decided by the memory store from the head
+        // in place, with no verdict built; the request is taken apart only when it has to
+        // be (for the cost function, a closure extractor, or the answers that read the
+        // head). Deciding out of line keeps this function small enough to be inlined
+        // into its caller, which then builds the inner future in place.
+        match self.shared.decide_at_once(request.headers(), request.extensions()) {
+            AtOnce::Allowed(fields) => ResponseFuture::inner(self.inner.call(request), fields),
+            AtOnce::Refused(decision) => self.refuse(request, decision),
+            AtOnce::Elsewhere => self.call_with_key(request),
         }
-        self.call_with_key(request)
     }
 }
 

@@ -1,11 +1,12 @@
 //! What a layer and all its services share: the policies, the store, the clock and the
 //! rules for keys, costs and answers.
 
-use crate::headers::{Fields, PolicyFields};
-use crate::key::{Extractor, MissingKey};
+use crate::headers::{AllowedFields, Fields, PolicyFields};
+use crate::key::{Extractor, KeyBuffer, MissingKey};
 use crate::response::{Rejection, RejectionBody};
 use http::request::Parts;
-use sluice::{Limit, MemoryStore, RateLimiter, Store};
+use http::{Extensions, HeaderMap};
+use sluice::{Clock, Decision, Key, Limit, MemoryStore, RateLimiter, Store};
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
@@ -61,6 +62,36 @@ impl<S: Store, C> Shared<S, C> {
         match self.limiter.limits() {
             [limit] => Some((memory, limit)),
             _ => None,
+        }
+    }
+}
+
+/// What the memory store decided for a request at once, from its head alone.
+pub(crate) enum AtOnce {
+    /// The request proceeds now, with these fields.
+    Allowed(Option<AllowedFields>),
+    /// The request waits (shaping) or is rejected.
+    Refused(Decision),
+    /// The layer's shortest path does not apply: several limits, a cost function, an
+    /// extractor that needs the whole head, a key that is missing or invalid, or a store
+    /// that must be awaited.
+    Elsewhere,
+}
+
+impl<S: Store, C: Clock> Shared<S, C> {
+    /// Decides a request on the layer's shortest path: one limit on the memory store, no
+    /// cost function, a ready extractor and a valid key.
+    #[inline(never)]
+    pub(crate) fn decide_at_once(&self, headers: &HeaderMap, extensions: &Extensions) -> AtOnce {
+        let mut buffer = KeyBuffer::new();
+        let Some((memory, limit)) = self.memory_one() else { return AtOnce::Elsewhere };
+        let Some(Some(key)) = self.key.key_in(headers, extensions, &mut buffer) else { return AtOnce::Elsewhere };
+        let Ok(key) = Key::new(key) else { return AtOnce::Elsewhere };
+        let decision = memory.check_one(key, limit, self.limiter.clock().now(), 1);
+        if decision.allowed && decision.delay.is_zero() {
+            AtOnce::Allowed(self.policy_fields[0].render(&decision))
+        } else {
+            AtOnce::Refused(decision)
         }
     }
 }
