@@ -163,12 +163,17 @@ impl PolicyFields {
 
     fn render_fields(&self, decision: &Decision) -> Option<AllowedFields> {
         let reset = whole_seconds(decision.reset_after);
-        let mut value = SmallVec::<[u8; 64]>::new();
+        let (mut remaining_digits, mut reset_digits) = (itoa::Buffer::new(), itoa::Buffer::new());
+        let remaining_text = remaining_digits.format(decision.remaining).as_bytes();
+        let reset_text = reset_digits.format(reset).as_bytes();
+        // Written once into an allocation of exactly its length, which the value then
+        // owns (no second copy, no shared header for `Bytes`).
+        let mut value = Vec::with_capacity(self.ratelimit_prefix.len() + remaining_text.len() + 3 + reset_text.len());
         value.extend_from_slice(&self.ratelimit_prefix);
-        value.extend_from_slice(itoa::Buffer::new().format(decision.remaining).as_bytes());
+        value.extend_from_slice(remaining_text);
         value.extend_from_slice(b";t=");
-        value.extend_from_slice(itoa::Buffer::new().format(reset).as_bytes());
-        let ratelimit = HeaderValue::from_bytes(&value).ok()?;
+        value.extend_from_slice(reset_text);
+        let ratelimit = HeaderValue::from_maybe_shared(Bytes::from(value)).ok()?;
         let legacy = self
             .legacy_limit
             .as_ref()
