@@ -309,16 +309,21 @@ mod tests {
     fn policy_fields_match_the_buffer_rendering() {
         use sluice::{Limit, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp};
         let policy = SlidingLog::new(3, Duration::from_millis(1500), SlidingLogVariant::Accepted).unwrap();
-        let limit = Limit::new(r#"we"ird"#, policy);
-        let store = MemoryStore::new();
-        let key = sluice::Key::new(b"k").unwrap();
-        let decision =
-            store.check_now(key, std::slice::from_ref(&limit), Timestamp::from_micros(7), 1).unwrap().decision;
-        for fields in [Fields::Ietf, Fields::IetfAndLegacy] {
-            let (mut cached, mut rendered) = (HeaderMap::new(), HeaderMap::new());
-            PolicyFields::new(limit.name(), limit.policy(), fields).insert_allowed(&mut cached, &decision);
-            insert_rate_limit_headers(&mut rendered, limit.name(), limit.policy(), &decision, fields);
-            assert_eq!(cached, rendered);
+        // A short name with a quote to escape, and one longer than any inline buffer.
+        for name in [r#"we"ird"#.to_owned(), "long-".repeat(30)] {
+            let limit = Limit::new(name.as_str(), policy.clone());
+            let store = MemoryStore::new();
+            let key = sluice::Key::new(b"k").unwrap();
+            let decision =
+                store.check_now(key, std::slice::from_ref(&limit), Timestamp::from_micros(7), 1).unwrap().decision;
+            for fields in [Fields::Ietf, Fields::IetfAndLegacy] {
+                let (mut cached, mut rendered) = (HeaderMap::new(), HeaderMap::new());
+                PolicyFields::new(limit.name(), limit.policy(), fields).insert_allowed(&mut cached, &decision);
+                insert_rate_limit_headers(&mut rendered, limit.name(), limit.policy(), &decision, fields);
+                assert_eq!(cached, rendered);
+                let expected = format!("\"{}\";r=2;t=2", name.replace('"', "\\\""));
+                assert_eq!(cached[RATELIMIT], expected.as_str());
+            }
         }
     }
 

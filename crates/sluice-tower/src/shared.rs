@@ -83,8 +83,8 @@ impl<S: Store, C: Clock> Shared<S, C> {
     /// cost function, a ready extractor and a valid key.
     #[inline(never)]
     pub(crate) fn decide_at_once(&self, headers: &HeaderMap, extensions: &Extensions) -> AtOnce {
-        let mut buffer = KeyBuffer::new();
         let Some((memory, limit)) = self.memory_one() else { return AtOnce::Elsewhere };
+        let mut buffer = KeyBuffer::new();
         let Some(Some(key)) = self.key.key_in(headers, extensions, &mut buffer) else { return AtOnce::Elsewhere };
         let Ok(key) = Key::new(key) else { return AtOnce::Elsewhere };
         let decision = memory.check_one(key, limit, self.limiter.clock().now(), 1);

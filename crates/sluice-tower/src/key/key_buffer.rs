@@ -20,9 +20,9 @@ impl KeyBuffer {
         KeyBuffer { bytes: [0; CAPACITY] }
     }
 
-    /// The key of `address`: IPv4 as dotted text, IPv6 as its first `prefix` bits (at
-    /// most 128) in full hexadecimal followed by `/prefix`; IPv4-mapped IPv6 addresses
-    /// count as IPv4.
+    /// The key of `address`: IPv4 as dotted text, IPv6 as its first `prefix` bits (a
+    /// larger prefix counts as 128) in full hexadecimal followed by `/prefix`; IPv4-mapped
+    /// IPv6 addresses count as IPv4.
     #[inline]
     pub(crate) fn ip(&mut self, address: IpAddr, prefix: u8) -> &[u8] {
         match address.to_canonical() {
@@ -124,6 +124,20 @@ mod tests {
         assert_eq!(key("2001:db8::1", 128), "2001:db8:0:0:0:0:0:1/128");
         assert_eq!(key("2001:db8::1", 0), "0:0:0:0:0:0:0:0/0");
         assert_eq!(key("2001:db8::1", 200), "2001:db8:0:0:0:0:0:1/128");
+    }
+
+    /// Every prefix length, against a plain formatter: groups cut in the middle included.
+    #[test]
+    fn ipv6_keys_match_a_plain_rendering_at_every_prefix() {
+        for text in ["2001:db8:85a3:8d3:1319:8a2e:370:7348", "ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", "::1"] {
+            let address: Ipv6Addr = text.parse().unwrap();
+            for prefix in 0..=128_u8 {
+                let mask = if prefix == 0 { 0 } else { u128::MAX << (128 - u32::from(prefix)) };
+                let groups = Ipv6Addr::from(u128::from(address) & mask).segments();
+                let plain = groups.iter().map(|group| format!("{group:x}")).collect::<Vec<_>>().join(":");
+                assert_eq!(key(text, prefix), format!("{plain}/{prefix}"), "{text}/{prefix}");
+            }
+        }
     }
 
     #[test]
