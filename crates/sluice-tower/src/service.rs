@@ -78,7 +78,8 @@ where
         // in place, with no verdict built; the request is taken apart only when it has to
         // be (for the cost function, a closure extractor, or the answers that read the
         // head). Deciding out of line keeps this function small enough to be inlined
-        // into its caller, which then builds the inner future in place.
+        // into its caller, which then builds this response future in its own frame
+        // rather than receiving a copy of it.
         match self.shared.decide_at_once(request.headers(), request.extensions()) {
             AtOnce::Allowed(fields) => ResponseFuture::inner(self.inner.call(request), fields),
             AtOnce::Refused(decision) => self.refuse(request, decision),
