@@ -238,8 +238,8 @@ impl RedisStore {
             TimeSource::Redis => exact_time::refuse_inexact(None, limits).map(|()| -1),
             TimeSource::Application { .. } => {
                 exact_time::refuse_inexact(Some(now.as_micros()), limits)?;
-                // Below 2^53 by the check above.
-                i64::try_from(now.as_micros()).map_err(|_| StoreError::Refused(format!("time {now:?} out of range")))
+                // Below 2^53 by the check above, so the cast is exact.
+                Ok(now.as_micros() as i64)
             }
         }
     }

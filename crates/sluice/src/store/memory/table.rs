@@ -49,18 +49,10 @@ impl Table {
             Policy::LeakyBucket(algorithm) => Table::LeakyBucket(Keyed::new(algorithm.clone())),
         }
     }
-}
 
-impl Table {
     /// The policy the table's states follow.
     pub(crate) fn policy(&self) -> Policy {
-        match self {
-            Table::SlidingLog(keyed) => keyed.algorithm().clone().into(),
-            Table::FixedWindow(keyed) => keyed.algorithm().clone().into(),
-            Table::SlidingWindow(keyed) => keyed.algorithm().clone().into(),
-            Table::TokenBucket(keyed) => keyed.algorithm().clone().into(),
-            Table::LeakyBucket(keyed) => keyed.algorithm().clone().into(),
-        }
+        with_keyed!(self, keyed => keyed.algorithm().clone().into())
     }
 }
 
