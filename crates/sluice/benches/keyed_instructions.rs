@@ -107,7 +107,11 @@ fn policy(algorithm: &str, per_second: u64) -> Policy {
         })
         .map(Policy::from),
         "fixed_window" => FixedWindow::new(per_second, second, Alignment::Aligned, Duration::ZERO).map(Policy::from),
-        "leaky_bucket" => LeakyBucket::new(second / per_second as u32, per_second, LeakMode::NoDelay).map(Policy::from),
+        // The interval in whole microseconds (a policy's resolution), at least one.
+        "leaky_bucket" => {
+            LeakyBucket::new(Duration::from_micros((1_000_000 / per_second).max(1)), per_second, LeakMode::NoDelay)
+                .map(Policy::from)
+        }
         _ => SlidingLog::new(per_second, second, SlidingLogVariant::Accepted).map(Policy::from),
     };
     policy.expect("valid policy")
