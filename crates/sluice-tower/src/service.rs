@@ -79,9 +79,14 @@ where
         // be (for the cost function, a closure extractor, or the answers that read the
         // head). Deciding out of line keeps this function small enough to be inlined
         // into its caller, which then builds this response future in its own frame
-        // rather than receiving a copy of it.
+        // rather than receiving a copy of it. An allowed request's fields are rendered
+        // after the inner call, from the decision (plain data), so that nothing that must
+        // be dropped is alive across that call.
         match self.shared.decide_at_once(request.headers(), request.extensions()) {
-            AtOnce::Allowed(fields) => ResponseFuture::inner(self.inner.call(request), fields),
+            AtOnce::Allowed(decision) => {
+                let future = self.inner.call(request);
+                ResponseFuture::inner(future, self.shared.allowed_fields(&decision))
+            }
             AtOnce::Refused(decision) => self.refuse(request, decision),
             AtOnce::Elsewhere => self.call_with_key(request),
         }

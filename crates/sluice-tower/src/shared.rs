@@ -68,8 +68,8 @@ impl<S: Store, C> Shared<S, C> {
 
 /// What the memory store decided for a request at once, from its head alone.
 pub(crate) enum AtOnce {
-    /// The request proceeds now, with these fields.
-    Allowed(Option<AllowedFields>),
+    /// The request proceeds now; its fields are rendered from this decision.
+    Allowed(Decision),
     /// The request waits (shaping) or is rejected.
     Refused(Decision),
     /// The layer's shortest path does not apply: several limits, a cost function, an
@@ -88,11 +88,15 @@ impl<S: Store, C: Clock> Shared<S, C> {
         let Some(Some(key)) = self.key.key_in(headers, extensions, &mut buffer) else { return AtOnce::Elsewhere };
         let Ok(key) = Key::new(key) else { return AtOnce::Elsewhere };
         let decision = memory.check_one(key, limit, self.limiter.clock().now(), 1);
-        if decision.allowed && decision.delay.is_zero() {
-            AtOnce::Allowed(self.policy_fields[0].render(&decision))
-        } else {
-            AtOnce::Refused(decision)
-        }
+        if decision.allowed && decision.delay.is_zero() { AtOnce::Allowed(decision) } else { AtOnce::Refused(decision) }
+    }
+}
+
+impl<S, C> Shared<S, C> {
+    /// The fields of an allowed decision of the layer's one limit.
+    #[inline]
+    pub(crate) fn allowed_fields(&self, decision: &Decision) -> Option<AllowedFields> {
+        self.policy_fields[0].render(decision)
     }
 }
 
