@@ -7,7 +7,8 @@
 //! ```
 //!
 //! The variant is the first argument: `no_limiter`, `sluice_tower`, `sluice_tower_no_fields`,
-//! `tower_governor` or `tower_governor_headers`. `ADDR` sets the address (127.0.0.1:3000).
+//! `tower_governor`, `tower_governor_headers` or `pass_through`. `ADDR` sets the address
+//! (127.0.0.1:3000).
 
 #[allow(dead_code)] // the request builder is for the in-process benches
 #[path = "../benches/support/apps.rs"]

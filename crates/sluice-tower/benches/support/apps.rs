@@ -1,8 +1,10 @@
-//! The apps both overhead benches drive: one axum route, bare or behind a limiter.
+//! The apps both overhead benches drive: one axum route, bare, behind a limiter, or behind
+//! a layer that does nothing.
 
 use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;
+use axum::response::Response;
 use axum::routing::get;
 use http::Request;
 use sluice::{LeakMode, LeakyBucket, Limit};
@@ -12,6 +14,7 @@ use sluice_tower::key::PeerIp;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
+use tower::util::MapResponseLayer;
 use tower_governor::GovernorLayer;
 use tower_governor::governor::GovernorConfigBuilder;
 
@@ -45,13 +48,21 @@ pub(crate) fn governor_app(headers: bool) -> Router {
     }
 }
 
+/// A layer that only wraps the route's future (`MapResponse` with the identity): what any
+/// layer costs on this route before it does anything, axum applying it to every request
+/// included.
+pub(crate) fn pass_through_app() -> Router {
+    route().layer(MapResponseLayer::new(|response: Response| response))
+}
+
 /// Every variant, by name.
-pub(crate) fn apps() -> [(&'static str, Router); 5] {
+pub(crate) fn apps() -> [(&'static str, Router); 6] {
     [
         ("no_limiter", route()),
         ("sluice_tower", sluice_app(Fields::Ietf)),
         ("sluice_tower_no_fields", sluice_app(Fields::OnRejectionsOnly)),
         ("tower_governor", governor_app(false)),
         ("tower_governor_headers", governor_app(true)),
+        ("pass_through", pass_through_app()),
     ]
 }
