@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# End-to-end load test of the tower layer (docs/benchmarks.md, "Tower layer: over a real
-# socket"): the overhead benches' five apps (crates/sluice-tower/examples/overhead_server.rs)
+# End-to-end load test of the tower layer (docs/benchmarks.md, "Over a real socket"): five
+# of the overhead benches' apps (crates/sluice-tower/examples/overhead_server.rs)
 # served one at a time on one core (`taskset -c 0`, a current-thread runtime) and driven by
 # `wrk` from the other core (`taskset -c 1`) over loopback keep-alive connections.
 #
@@ -21,7 +21,7 @@ CONNECTIONS=${CONNECTIONS:-32}
 LIFETIME=${LIFETIME:-120}
 VARIANTS=(no_limiter sluice_tower_no_fields tower_governor sluice_tower tower_governor_headers)
 
-fail() { echo "tower_loadtest.sh: $*" >&2; exit 1; }
+fail() { echo "tower_loadtest.sh: $*" >&2; exit 1; }  # the EXIT trap stops a running server
 need() { command -v "$1" >/dev/null 2>&1; }
 
 need taskset || fail "taskset is missing (util-linux)"
@@ -47,7 +47,9 @@ free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1
 cpu_ticks() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
 TICKS_PER_SECOND=$(getconf CLK_TCK)
 
-# One run of VARIANT: prints "VARIANT requests/s µs-of-server-CPU-per-request".
+# One run of VARIANT: appends "VARIANT requests/s µs-of-server-CPU-per-request" to runs.txt.
+# Called in this shell, not in a pipeline, so that a failure reaches the EXIT trap with the
+# server's PID.
 run() {
   local variant=$1 port
   port=$(free_port)
@@ -72,12 +74,13 @@ run() {
   non2xx=$(awk '/Non-2xx/ {print $NF}' "$WORK/wrk.txt")
   [ -z "$non2xx" ] || fail "$variant answered $non2xx requests with an error status"
   awk -v v="$variant" -v n="$requests" -v d="$DURATION" -v t=$((after - before)) -v hz="$TICKS_PER_SECOND" \
-    'BEGIN { printf "%s %.0f %.3f\n", v, n / d, t / hz / n * 1e6 }'
+    'BEGIN { printf "%s %.0f %.3f\n", v, n / d, t / hz / n * 1e6 }' >>"$WORK/runs.txt"
 }
 
 for round in $(seq "$ROUNDS"); do
   for variant in "${VARIANTS[@]}"; do
-    run "$variant" | tee -a "$WORK/runs.txt"
+    run "$variant"
+    tail -1 "$WORK/runs.txt"
   done
   echo "-- round $round of $ROUNDS done" >&2
 done
