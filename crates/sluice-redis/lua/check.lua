@@ -4,7 +4,8 @@
 -- common.lua and every algorithm file; single.lua is the lean driver for one limit.
 -- returns  '<d' × (1 + 7 L): now_us, then per limit: allowed (0|1), limit, remaining,
 --          reset_after_us, retry_after_us (-1 none, -2 never), delay_us, judged_at_us
---          (integers, as doubles; judged_at is later than now_us when the state's time was later)
+--          (integers, as doubles; judged_at is later than now_us when the state's time was later),
+--          then Redis TIME (µs); an empty string when the deadline had passed (common.lua)
 
 -- By algorithm id: script.rs's `algorithm_id` numbers them in this order.
 local ALGORITHMS = {
@@ -46,4 +47,5 @@ for i, limit in ipairs(limits) do
   end
   reply[i + 1] = struct.pack('<ddddddd', unpack(limit.decided, 1, 7))
 end
+reply[#reply + 1] = struct.pack('<d', clock)
 return table.concat(reply)

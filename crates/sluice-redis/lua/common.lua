@@ -2,6 +2,9 @@
 -- check shares and the one TTL formula. Then come idiv.lua when an algorithm divides, the
 -- algorithm files, and a driver (single.lua for one limit, check.lua for several).
 -- KEYS[i]  the state key of limit i (several limits share one hash tag: one Cluster slot)
+-- ARGV[2]  optional: the deadline, one little-endian double: Redis TIME (µs) past which the
+--          check writes nothing and replies with an empty string (store/deadline.rs: the
+--          caller stopped waiting, and answered by its failure mode)
 -- ARGV[1]  one layout for every script: little-endian doubles ('<d', integers) now_us (-1:
 --          read Redis TIME), cost, extra_ms (added to every TTL: the clock skew allowed),
 --          min_ttl_ms, then per limit i, from byte 33 + 40 (i − 1): algorithm id (check.lua's
@@ -12,9 +15,15 @@
 -- Redis runs a script's whole body on every call, so nothing here builds a table.
 
 local now, cost, extra_ms, min_ttl_ms = struct.unpack('<dddd', ARGV[1])
+-- Redis's clock, read on every check: it decides when now_us is -1, it is compared with the
+-- deadline, and the reply ends with it (the caller learns Redis's clock from it).
+local time = redis.call('TIME')
+local clock = tonumber(time[1]) * 1000000 + tonumber(time[2])
 if now < 0 then
-  local time = redis.call('TIME')
-  now = tonumber(time[1]) * 1000000 + tonumber(time[2])
+  now = clock
+end
+if ARGV[2] and clock > struct.unpack('<d', ARGV[2]) then
+  return ''
 end
 
 -- The TTL (ms) of a state that returns to fresh in `expires_in` µs (the memory store's

@@ -18,6 +18,17 @@ pub enum FailureMode {
     Fallback,
 }
 
+impl std::fmt::Display for FailureMode {
+    /// The mode's name in configuration: `open`, `closed` or `fallback`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            FailureMode::Open => "open",
+            FailureMode::Closed => "closed",
+            FailureMode::Fallback => "fallback",
+        })
+    }
+}
+
 /// How long a request rejected by the `closed` mode is told to wait.
 const CLOSED_RETRY: Duration = Duration::from_secs(1);
 

@@ -9,13 +9,16 @@
 //! bounded by the limit.
 
 mod blocked;
+mod deadline;
 mod exact_time;
 mod failure;
+mod health;
 mod keys;
 mod script;
 mod settings;
 mod store;
 
 pub use failure::FailureMode;
+pub use health::{Cause, RedisHealth};
 pub use settings::{RedisSettings, TimeSource};
 pub use store::RedisStore;

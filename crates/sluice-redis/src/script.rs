@@ -60,13 +60,16 @@ impl Default for Scripts {
 
 impl Scripts {
     /// The invocation of a check of `limits` (not empty) on the state `keys` (one per limit)
-    /// at `now` (-1: Redis `TIME`): the lean script for one limit, the generic one for several.
+    /// at `now` (-1: Redis `TIME`), which Redis runs only until `deadline` (Redis `TIME`,
+    /// µs; `None`: whenever it arrives): the lean script for one limit, the generic one for
+    /// several.
     pub(crate) fn invocation(
         &self,
         keys: Vec<Vec<u8>>,
         limits: &[Limit],
         now: i64,
         cost: u64,
+        deadline: Option<u64>,
         settings: &RedisSettings,
     ) -> redis::ScriptInvocation<'_> {
         let script = match limits {
@@ -78,6 +81,10 @@ impl Scripts {
             invocation.key(key);
         }
         invocation.arg(arguments(limits, now, cost, settings));
+        if let Some(deadline) = deadline {
+            // Below 2^53 for any time before the year 2255, so the double is exact.
+            invocation.arg((deadline as f64).to_le_bytes().as_slice());
+        }
         invocation
     }
 }
@@ -141,21 +148,26 @@ pub(crate) struct Reply {
     pub(crate) decisions: Vec<Decision>,
     /// True when every limit decided at `now` itself: no state's time was later.
     pub(crate) unclamped: bool,
+    /// Redis `TIME` (µs) when the script ran, whatever `now` was.
+    pub(crate) clock: u64,
 }
 
-/// Decodes the script's reply, little-endian doubles holding integers: the time, then
-/// seven per limit.
+/// Decodes the script's reply, little-endian doubles holding integers: the time, seven
+/// per limit, then Redis's clock.
 pub(crate) fn decode(reply: &[u8], limits: usize) -> Result<Reply, StoreError> {
     let reply = integers(reply)?;
-    let reply = reply.as_slice();
-    if reply.len() != 1 + 7 * limits {
-        let message = format!("expected {} integers for {limits} limits, got {}", 1 + 7 * limits, reply.len());
+    let expected = 2 + 7 * limits;
+    let [time, fields @ .., clock] = reply.as_slice() else {
+        return Err(StoreError::Malformed(format!("expected {expected} integers for {limits} limits, got none")));
+    };
+    if reply.len() != expected {
+        let message = format!("expected {expected} integers for {limits} limits, got {}", reply.len());
         return Err(StoreError::Malformed(message));
     }
-    let now = u64::try_from(reply[0]).map_err(|_| StoreError::Malformed(format!("bad time {}", reply[0])))?;
-    let decisions = reply[1..].chunks_exact(7).map(decode_one).collect::<Result<_, _>>()?;
-    let unclamped = reply[1..].chunks_exact(7).all(|fields| fields[6] == reply[0]);
-    Ok(Reply { now, decisions, unclamped })
+    let time_of = |value: i64| u64::try_from(value).map_err(|_| StoreError::Malformed(format!("bad time {value}")));
+    let decisions = fields.chunks_exact(7).map(decode_one).collect::<Result<_, _>>()?;
+    let unclamped = fields.chunks_exact(7).all(|fields| fields[6] == *time);
+    Ok(Reply { now: time_of(*time)?, decisions, unclamped, clock: time_of(*clock)? })
 }
 
 /// The integers a packed reply holds.

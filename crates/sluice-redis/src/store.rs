@@ -1,20 +1,22 @@
 //! `RedisStore`: every decision is one script call on Redis or Redis Cluster.
 
+mod channel;
 mod reset;
 mod standalone;
 
 use crate::blocked::{BlockedCache, Now, Remembered};
+use crate::deadline::{ClockLead, wall_clock};
 use crate::exact_time;
+use crate::health::{Outages, RedisHealth};
 use crate::keys::state_key;
 use crate::script::{Reply, Scripts, decode};
 use crate::settings::{RedisSettings, TimeSource};
-use redis::aio::{ConnectionLike, ConnectionManager};
+use channel::{Channel, Request};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
-use redis::cluster_async::ClusterConnection;
 use sluice::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
-use standalone::Standalone;
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// A store on Redis (standalone or Cluster). Cheap to clone: clones share connections.
@@ -22,29 +24,35 @@ use std::time::Duration;
 /// Connections are multiplexed (many concurrent checks share one connection) and
 /// reconnect on their own; a standalone one is also replaced when the node it reached
 /// answers `READONLY` (a failover that moved the address). Each check is one `EVALSHA`
-/// (reloaded on `NOSCRIPT`), bounded by [`RedisSettings::timeout`]; when Redis cannot
-/// answer, the [`failure_mode`](RedisSettings::failure_mode) decides, and the verdict's
-/// `source` says so.
+/// (reloaded on `NOSCRIPT`), bounded by [`RedisSettings::timeout`], and carries a deadline
+/// past which Redis writes nothing (`deadline` module), so a check answered without Redis
+/// never consumes quota later. When Redis cannot answer, the
+/// [`failure_mode`](RedisSettings::failure_mode) decides, and the verdict's `source` says
+/// so; from that failure until a background probe finds Redis answering again (every
+/// 100 ms), checks are answered by the failure mode at once, without waiting for Redis.
+/// [`RedisStore::health`] tells whether Redis answers and counts the outages.
 #[derive(Clone)]
 pub struct RedisStore {
-    connection: Connection,
-    /// Where the connection came from, to open others ([`RedisStore::connect_again`]).
-    /// Shared: cloning a client copies its URL's strings, and stores are cloned per call.
-    origin: Arc<Origin>,
-    scripts: Arc<Scripts>,
-    settings: Arc<RedisSettings>,
-    blocked: Arc<BlockedCache>,
+    channel: Arc<Channel>,
+}
+
+/// What every connection of one store shares.
+pub(crate) struct Common {
+    /// Where connections are made.
+    origin: Origin,
+    scripts: Scripts,
+    /// The probe script (`channel` module).
+    probe: redis::Script,
+    settings: RedisSettings,
+    blocked: BlockedCache,
     /// This process's states while Redis is down, under [`FailureMode::Fallback`](crate::FailureMode).
     fallback: MemoryStore,
+    outages: Outages,
+    /// Redis's clock's lead over this process's, for deadlines.
+    lead: ClockLead,
 }
 
 #[derive(Clone)]
-enum Connection {
-    /// Replaced after a failover: see [`standalone`].
-    Standalone(Arc<Standalone>),
-    Cluster(ClusterConnection),
-}
-
 enum Origin {
     Standalone(redis::Client),
     Cluster(Box<ClusterClient>),
@@ -56,10 +64,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long data sent to Redis may stay unacknowledged before the connection is given up
 /// (`TCP_USER_TIMEOUT`, Linux): a Redis host that died or was cut off sends no reset, and
 /// without it the kernel retransmits for as long as its default allows (`tcp_retries2` =
-/// 15: about 15 minutes), every check meanwhile decided by the failure mode, before the
-/// connection breaks and is made again. A Redis that is only slow still acknowledges at
-/// the TCP level; one stalled over 10 s with its receive buffer full is cut off, and the
-/// connection made again.
+/// 15: about 15 minutes) before the connection breaks and is made again. A Redis that is
+/// only slow still acknowledges at the TCP level; one stalled over 10 s with its receive
+/// buffer full is cut off, and the connection made again.
 #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 const UNACKNOWLEDGED_LIMIT: Duration = Duration::from_secs(10);
 
@@ -75,85 +82,162 @@ fn tcp_settings() -> redis::io::tcp::TcpSettings {
 
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = match self.connection {
-            Connection::Standalone(_) => "standalone",
-            Connection::Cluster(_) => "cluster",
+        let kind = match self.common().origin {
+            Origin::Standalone(_) => "standalone",
+            Origin::Cluster(_) => "cluster",
         };
-        f.debug_struct("RedisStore").field("kind", &kind).field("settings", &self.settings).finish_non_exhaustive()
+        f.debug_struct("RedisStore").field("kind", &kind).field("settings", &self.settings()).finish_non_exhaustive()
     }
 }
 
 impl Origin {
-    async fn connect(&self) -> Result<Connection, StoreError> {
-        match self {
-            Origin::Standalone(_) => {
-                Ok(Connection::Standalone(Arc::new(Standalone::new(self.connect_standalone().await?))))
-            }
-            Origin::Cluster(client) => {
-                Ok(Connection::Cluster(within(CONNECT_TIMEOUT, client.get_async_connection()).await?))
-            }
+    /// A standalone connection made on its first command, reconnecting on its own, whose
+    /// loss `channel` hears of at once (RESP3's disconnection notice), so that a restarted
+    /// Redis is found again by a probe before the next check needs it.
+    fn lazy_standalone(&self, channel: Weak<Channel>) -> Result<ConnectionManager, StoreError> {
+        let Origin::Standalone(client) = self else {
+            return Err(StoreError::Refused("a Redis Cluster has no standalone connection".to_owned()));
+        };
+        let mut config = ConnectionManagerConfig::new()
+            .set_connection_timeout(Some(CONNECT_TIMEOUT))
+            // One attempt per reconnection: the channel's probe retries, every 100 ms.
+            .set_number_of_retries(0);
+        if client.get_connection_info().redis_settings().protocol().supports_resp3() {
+            config = config.set_push_sender(move |push: redis::PushInfo| {
+                if push.kind == redis::PushKind::Disconnection
+                    && let Some(channel) = channel.upgrade()
+                {
+                    channel.start_probe();
+                }
+                Ok::<(), std::convert::Infallible>(())
+            });
         }
+        ConnectionManager::new_lazy_with_config(client.clone(), config).map_err(unavailable)
     }
 
-    /// A new connection to a standalone Redis (an error for a Cluster's origin).
-    async fn connect_standalone(&self) -> Result<ConnectionManager, StoreError> {
-        match self {
-            Origin::Standalone(client) => within(CONNECT_TIMEOUT, ConnectionManager::new(client.clone())).await,
-            Origin::Cluster(_) => Err(StoreError::Refused("a Redis Cluster has no standalone connection".to_owned())),
-        }
+    /// A new standalone connection, made now (an error for a Cluster's origin).
+    async fn connect_standalone(&self, channel: Weak<Channel>) -> Result<ConnectionManager, StoreError> {
+        let connection = self.lazy_standalone(channel)?;
+        within(CONNECT_TIMEOUT, redis::cmd("PING").query_async::<()>(&mut connection.clone())).await?;
+        Ok(connection)
     }
 }
 
 impl RedisStore {
-    /// Connects to a standalone Redis at `url` (`redis://host:port/db`).
+    /// Opens a store on a standalone Redis at `url` (`redis://host:port/db`, or
+    /// `rediss://` for TLS), without waiting for Redis: when it cannot be reached now, the
+    /// store starts in an outage (checks answered by the failure mode) and a probe finds
+    /// Redis as soon as it answers. What a server uses, so that it starts during an outage.
+    ///
+    /// The connection speaks RESP3 (Redis 6 or newer) unless the URL asks for
+    /// `?protocol=resp2`: RESP3 tells the store at once when a connection closes.
     ///
     /// # Errors
     ///
-    /// When the URL is invalid or Redis cannot be reached within two seconds.
-    pub async fn connect(url: &str, settings: RedisSettings) -> Result<Self, StoreError> {
+    /// When the URL is invalid.
+    pub async fn open(url: &str, settings: RedisSettings) -> Result<Self, StoreError> {
         let info = redis::IntoConnectionInfo::into_connection_info(url).map_err(unavailable)?;
-        let client = redis::Client::open(info.set_tcp_settings(tcp_settings())).map_err(unavailable)?;
-        let origin = Arc::new(Origin::Standalone(client));
-        Ok(RedisStore::with(origin.connect().await?, origin, settings))
+        let redis = info.redis_settings().clone();
+        let redis = if url.contains("protocol=") { redis } else { redis.set_protocol(redis::ProtocolVersion::RESP3) };
+        let info = info.set_tcp_settings(tcp_settings()).set_redis_settings(redis);
+        let client = redis::Client::open(info).map_err(unavailable)?;
+        RedisStore::with(Origin::Standalone(client), without_password(url), settings)
     }
 
-    /// Connects to a Redis Cluster through any of its nodes' URLs.
+    /// Opens a store on a Redis Cluster through any of its nodes' URLs, without waiting
+    /// for it (as [`RedisStore::open`]).
     ///
     /// # Errors
     ///
-    /// When a URL is invalid or the cluster cannot be reached within two seconds.
-    pub async fn connect_cluster(urls: &[String], settings: RedisSettings) -> Result<Self, StoreError> {
+    /// When a URL is invalid.
+    pub async fn open_cluster(urls: &[String], settings: RedisSettings) -> Result<Self, StoreError> {
         let client = ClusterClient::builder(urls.to_vec()).tcp_settings(tcp_settings()).build().map_err(unavailable)?;
-        let origin = Arc::new(Origin::Cluster(Box::new(client)));
-        Ok(RedisStore::with(origin.connect().await?, origin, settings))
+        let target = urls.iter().map(|url| without_password(url)).collect::<Vec<_>>().join(",");
+        RedisStore::with(Origin::Cluster(Box::new(client)), target, settings)
+    }
+
+    /// Connects to a standalone Redis at `url` (`redis://host:port/db`): [`RedisStore::open`],
+    /// then waits until Redis answers.
+    ///
+    /// # Errors
+    ///
+    /// When the URL is invalid or Redis does not answer within two seconds.
+    pub async fn connect(url: &str, settings: RedisSettings) -> Result<Self, StoreError> {
+        RedisStore::open(url, settings).await?.answering().await
+    }
+
+    /// Connects to a Redis Cluster through any of its nodes' URLs, and waits until it
+    /// answers.
+    ///
+    /// # Errors
+    ///
+    /// When a URL is invalid or the cluster does not answer within two seconds.
+    pub async fn connect_cluster(urls: &[String], settings: RedisSettings) -> Result<Self, StoreError> {
+        RedisStore::open_cluster(urls, settings).await?.answering().await
     }
 
     /// Another connection to the same Redis, sharing this store's settings, script cache,
-    /// blocked-key cache and fallback states. Its I/O is driven by the tokio runtime this
-    /// is called from: a server with a runtime per thread gives each thread its own, so a
-    /// check never waits for another thread to be scheduled.
+    /// blocked-key cache, fallback states and outages. Its I/O is driven by the tokio
+    /// runtime this is called from: a server with a runtime per thread gives each thread
+    /// its own, so a check never waits for another thread to be scheduled. Made without
+    /// waiting for Redis, as [`RedisStore::open`].
     ///
     /// # Errors
     ///
-    /// When Redis cannot be reached within two seconds.
+    /// Never for a store that was opened; kept for stores that may need to connect.
     pub async fn connect_again(&self) -> Result<Self, StoreError> {
-        Ok(RedisStore { connection: self.origin.connect().await?, ..self.clone() })
+        Ok(RedisStore { channel: Channel::open(Arc::clone(&self.channel.common))? })
     }
 
-    fn with(connection: Connection, origin: Arc<Origin>, settings: RedisSettings) -> Self {
-        RedisStore {
-            connection,
+    fn with(origin: Origin, target: String, settings: RedisSettings) -> Result<Self, StoreError> {
+        let common = Common {
             origin,
-            scripts: Arc::default(),
-            blocked: Arc::default(),
+            scripts: Scripts::default(),
+            probe: redis::Script::new(channel::PROBE),
+            blocked: BlockedCache::default(),
             fallback: MemoryStore::builder().max_keys(settings.fallback_max_keys).build(),
-            settings: Arc::new(settings),
-        }
+            outages: Outages::new(target, settings.failure_mode),
+            lead: ClockLead::default(),
+            settings,
+        };
+        Ok(RedisStore { channel: Channel::open(Arc::new(common))? })
+    }
+
+    /// This store once Redis answered a probe (within two seconds).
+    async fn answering(self) -> Result<Self, StoreError> {
+        self.channel.probe_once(CONNECT_TIMEOUT).await?;
+        Ok(self)
+    }
+
+    fn common(&self) -> &Common {
+        &self.channel.common
     }
 
     /// The settings.
     pub fn settings(&self) -> &RedisSettings {
-        &self.settings
+        &self.common().settings
+    }
+
+    /// Whether Redis answers, and the outages and errors seen so far (shared by every
+    /// connection of this store).
+    pub fn health(&self) -> RedisHealth {
+        self.common().outages.health()
+    }
+
+    /// Asks Redis now, on this store's connection, with a write (bounded by the timeout):
+    /// true when it answered. A failure starts an outage, as a failed check does. While an
+    /// outage is under way, answers false at once (the background probe asks meanwhile).
+    pub async fn probe(&self) -> bool {
+        if self.channel.link.is_down() {
+            return false;
+        }
+        match self.channel.probe_once(self.settings().timeout).await {
+            Ok(()) => true,
+            Err(error) => {
+                self.channel.fail(&error);
+                false
+            }
+        }
     }
 
     async fn check_limits(
@@ -166,14 +250,21 @@ impl RedisStore {
         if limits.is_empty() {
             return Err(StoreError::NoLimits);
         }
+        let common = self.common();
         let script_now = self.script_now(now, limits)?;
-        let keys: Vec<Vec<u8>> = limits.iter().map(|limit| state_key(&self.settings.key_prefix, key, limit)).collect();
-        let cache_id = self.settings.blocked_cache.then(|| keys.join(&0u8));
+        let keys: Vec<Vec<u8>> =
+            limits.iter().map(|limit| state_key(&common.settings.key_prefix, key, limit)).collect();
+        let cache_id = common.settings.blocked_cache.then(|| keys.join(&0u8));
         let cached_now = if script_now < 0 { Now::Redis } else { Now::Caller(now.as_micros()) };
-        if let Some(verdict) = cache_id.as_deref().and_then(|id| self.blocked.lookup(id, cached_now, cost)) {
+        if let Some(verdict) = cache_id.as_deref().and_then(|id| common.blocked.lookup(id, cached_now, cost)) {
             return Ok(verdict);
         }
-        let asked = self.blocked.generation();
+        if self.channel.link.is_down() {
+            // The probe is running; started again in case its task was dropped.
+            self.channel.start_probe();
+            return self.without_redis(key, limits, now, cost, StoreError::Unavailable(Box::new(InOutage)));
+        }
+        let asked = common.blocked.generation();
         match self.evaluate(keys, limits, script_now, cost).await {
             Ok((reply, verdict)) => {
                 if let Some(id) = cache_id {
@@ -181,16 +272,33 @@ impl RedisStore {
                     // answer does not age with `now`, so it is not cached.
                     let verdict = reply.unclamped.then_some(verdict);
                     let remembered = Remembered { limits, verdict, decided_at: reply.now, cost };
-                    self.blocked.remember(id, asked, remembered);
+                    common.blocked.remember(id, asked, remembered);
                 }
                 Ok(verdict)
             }
             Err(error) if error.is_transient() => {
-                let degraded = self.settings.failure_mode.decide(&self.fallback, key, limits, now, cost);
-                degraded.ok_or(error)
+                self.channel.fail(&error);
+                self.without_redis(key, limits, now, cost, error)
             }
             Err(error) => Err(error),
         }
+    }
+
+    /// The failure mode's verdict (counted), or `error` when it has none.
+    fn without_redis(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+        error: StoreError,
+    ) -> Result<Verdict, StoreError> {
+        let common = self.common();
+        let degraded = common.settings.failure_mode.decide(&common.fallback, key, limits, now, cost);
+        if degraded.is_some() {
+            common.outages.count_answered();
+        }
+        degraded.ok_or(error)
     }
 
     /// Runs the script: the time Redis decided at, and the combined verdict.
@@ -201,40 +309,29 @@ impl RedisStore {
         now: i64,
         cost: u64,
     ) -> Result<(Reply, Verdict), StoreError> {
-        let invocation = self.scripts.invocation(keys, limits, now, cost, &self.settings);
-        let reply = match &self.connection {
-            Connection::Standalone(connection) => {
-                let used = connection.current();
-                let reply = self.run(&invocation, ConnectionManager::clone(&used)).await;
-                self.replace_if_demoted(connection, &used, reply)?
+        let common = self.common();
+        let deadline = common.lead.deadline(wall_clock(), common.settings.timeout);
+        let invocation = common.scripts.invocation(keys, limits, now, cost, deadline, &common.settings);
+        let reply = self.channel.send::<Vec<u8>>(common.settings.timeout, Request::Script(&invocation)).await;
+        let reply = reply.map_err(|error| match error {
+            StoreError::Unavailable(cause) if is_script_error(cause.as_ref()) => {
+                StoreError::Malformed(cause.to_string())
             }
-            Connection::Cluster(connection) => self.run(&invocation, connection.clone()).await?,
-        };
+            other => other,
+        })?;
+        if reply.is_empty() {
+            return Err(StoreError::Unavailable(Box::new(Expired)));
+        }
         let reply = decode(&reply, limits.len())?;
+        common.lead.observe(reply.clock, wall_clock());
         let verdict = Verdict::combine(&reply.decisions).ok_or(StoreError::NoLimits)?;
         Ok((reply, verdict))
-    }
-
-    /// `result` of a command sent on `used`, having started to replace that connection
-    /// when Redis refused the command as a replica.
-    fn replace_if_demoted<T>(
-        &self,
-        connection: &Arc<Standalone>,
-        used: &Arc<ConnectionManager>,
-        result: Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
-        if let Err(StoreError::Unavailable(cause)) = &result
-            && cause.downcast_ref::<redis::RedisError>().is_some_and(standalone::is_demoted)
-        {
-            connection.replace(used, &self.origin);
-        }
-        result
     }
 
     /// The `now` the script gets (-1 to read Redis `TIME`), when the scripts of `limits`
     /// compute exactly at that time.
     fn script_now(&self, now: Timestamp, limits: &[Limit]) -> Result<i64, StoreError> {
-        match self.settings.time {
+        match self.settings().time {
             TimeSource::Redis => exact_time::refuse_inexact(None, limits).map(|()| -1),
             TimeSource::Application { .. } => {
                 exact_time::refuse_inexact(Some(now.as_micros()), limits)?;
@@ -243,20 +340,38 @@ impl RedisStore {
             }
         }
     }
+}
 
-    async fn run<C: ConnectionLike + Send>(
-        &self,
-        invocation: &redis::ScriptInvocation<'_>,
-        mut connection: C,
-    ) -> Result<Vec<u8>, StoreError> {
-        let reply = within(self.settings.timeout, invocation.invoke_async::<Vec<u8>>(&mut connection)).await;
-        reply.map_err(|error| match error {
-            StoreError::Unavailable(cause) if is_script_error(cause.as_ref()) => {
-                StoreError::Malformed(cause.to_string())
-            }
-            other => other,
-        })
+/// A check answered without asking Redis: an outage is under way.
+#[derive(Debug)]
+struct InOutage;
+
+impl std::fmt::Display for InOutage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Redis is unavailable (an outage is under way)")
     }
+}
+
+impl std::error::Error for InOutage {}
+
+/// Redis ran a check after its deadline, and wrote nothing (`deadline` module).
+#[derive(Debug)]
+pub(crate) struct Expired;
+
+impl std::fmt::Display for Expired {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Redis ran the check after its deadline, and wrote nothing")
+    }
+}
+
+impl std::error::Error for Expired {}
+
+/// `redis://user:secret@host:6379` → `redis://user:***@host:6379`, for log lines.
+fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let Some((userinfo, host)) = rest.rsplit_once('@') else { return url.to_owned() };
+    let user = userinfo.split_once(':').map_or("", |(user, _)| user);
+    if userinfo.contains(':') { format!("{scheme}://{user}:***@{host}") } else { format!("{scheme}://***@{host}") }
 }
 
 /// Awaits `future` for at most `limit`; a timeout or a Redis error makes Redis unavailable.

@@ -341,7 +341,7 @@ fn a_store_connected_again_on_another_runtime_shares_state_and_blocked_cache() {
 #[tokio::test]
 async fn ttls_are_rounded_up_to_whole_milliseconds_plus_the_skew() {
     let server = RedisServer::start();
-    let script = concat!(include_str!("../lua/common.lua"), "return ttl_ms(tonumber(ARGV[2]))\n",);
+    let script = concat!(include_str!("../lua/common.lua"), "return ttl_ms(tonumber(ARGV[3]))\n",);
     // (µs until the state is fresh, skew ms, floor ms) → TTL ms
     let cases: [((u64, u32, u32), i64); 13] = [
         ((1, 0, 1), 1),
@@ -370,6 +370,8 @@ async fn ttls_are_rounded_up_to_whole_milliseconds_plus_the_skew() {
             .arg(script)
             .arg(0)
             .arg(packed)
+            // ARGV[2], the deadline: far ahead, so the script goes on.
+            .arg(f64::MAX.to_le_bytes().as_slice())
             .arg(expires_in.to_string())
             .query_async(&mut connection)
             .await

@@ -1,8 +1,8 @@
 //! `RedisStore::reset`: an admin forgets a key's state, in Redis and in every local copy.
 
-use super::{Connection, RedisStore, within};
+use super::RedisStore;
+use super::channel::Request;
 use crate::keys::state_key;
-use redis::aio::ConnectionManager;
 use sluice::{Key, Limit, StoreError};
 
 impl RedisStore {
@@ -15,24 +15,16 @@ impl RedisStore {
         if limits.is_empty() {
             return Ok(());
         }
-        let keys: Vec<Vec<u8>> = limits.iter().map(|limit| state_key(&self.settings.key_prefix, key, limit)).collect();
-        self.fallback.reset_now(key, limits);
+        let common = self.common();
+        let keys: Vec<Vec<u8>> =
+            limits.iter().map(|limit| state_key(&common.settings.key_prefix, key, limit)).collect();
+        common.fallback.reset_now(key, limits);
         let mut command = redis::cmd("DEL");
         command.arg(&keys);
-        let deleted = match &self.connection {
-            Connection::Standalone(connection) => {
-                let used = connection.current();
-                let mut handle = ConnectionManager::clone(&used);
-                let deleted = within(self.settings.timeout, command.query_async::<()>(&mut handle)).await;
-                self.replace_if_demoted(connection, &used, deleted)
-            }
-            Connection::Cluster(connection) => {
-                within(self.settings.timeout, command.query_async::<()>(&mut connection.clone())).await
-            }
-        };
+        let deleted = self.channel.send::<()>(common.settings.timeout, Request::Command(&command)).await;
         // Forgotten after the DEL, so that a rejection cached by a check running meanwhile
         // goes too; also when the DEL failed, which only costs the next check a round trip.
-        self.blocked.forget(&keys);
+        common.blocked.forget(&keys);
         deleted
     }
 }

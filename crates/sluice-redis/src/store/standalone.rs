@@ -9,10 +9,11 @@
 //! takes the old one's place; the checks meanwhile follow the failure mode.
 
 use super::Origin;
-use arc_swap::ArcSwap;
+use super::channel::Channel;
+use arc_swap::ArcSwapOption;
 use redis::aio::ConnectionManager;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// How long after a replacement another may start: a failover that has not moved the
@@ -21,20 +22,23 @@ use std::time::Duration;
 const REPLACEMENT_INTERVAL: Duration = Duration::from_millis(250);
 
 /// The connection to a standalone Redis, shared by a store's clones.
+#[derive(Default)]
 pub(super) struct Standalone {
-    current: ArcSwap<ConnectionManager>,
+    /// Set once the channel that owns it exists (its connection reports to it).
+    current: ArcSwapOption<ConnectionManager>,
     /// Set while a replacement is being made (and for [`REPLACEMENT_INTERVAL`] after it).
     replacing: AtomicBool,
 }
 
 impl Standalone {
-    pub(super) fn new(connection: ConnectionManager) -> Self {
-        Standalone { current: ArcSwap::from_pointee(connection), replacing: AtomicBool::new(false) }
+    /// Puts `connection` in use.
+    pub(super) fn set(&self, connection: ConnectionManager) {
+        self.current.store(Some(Arc::new(connection)));
     }
 
     /// The connection to send a command on: clone the handle inside (cheap) to use it,
     /// and keep this `Arc` to name it to [`replace`](Self::replace).
-    pub(super) fn current(&self) -> Arc<ConnectionManager> {
+    pub(super) fn current(&self) -> Option<Arc<ConnectionManager>> {
         self.current.load_full()
     }
 
@@ -42,17 +46,23 @@ impl Standalone {
     /// `origin`'s address, in the background; unless it was replaced already (a late
     /// answer on the old connection must not throw away the new one) or a replacement is
     /// under way. Needs a Tokio runtime, as every call of the store does.
-    pub(super) fn replace(self: &Arc<Self>, refused: &Arc<ConnectionManager>, origin: &Arc<Origin>) {
-        if !Arc::ptr_eq(&self.current.load(), refused) || self.replacing.swap(true, Ordering::AcqRel) {
+    pub(super) fn replace(&self, refused: &Arc<ConnectionManager>, origin: &Origin, channel: Weak<Channel>) {
+        let is_current = self.current.load().as_ref().is_some_and(|current| Arc::ptr_eq(current, refused));
+        if !is_current || self.replacing.swap(true, Ordering::AcqRel) {
             return;
         }
-        let (this, refused, origin) = (Arc::clone(self), Arc::clone(refused), Arc::clone(origin));
+        let (refused, origin) = (Arc::clone(refused), origin.clone());
         tokio::spawn(async move {
+            let Some(owner) = channel.upgrade() else { return };
+            let standalone = owner.standalone();
             // Cleared however the task ends, also when its runtime drops it half-way.
-            let _replacing = Replacing(Arc::clone(&this));
-            match origin.connect_standalone().await {
+            let _replacing = standalone.map(|standalone| Replacing(&standalone.replacing));
+            match origin.connect_standalone(Arc::downgrade(&owner)).await {
                 Ok(connection) => {
-                    this.current.compare_and_swap(&refused, Arc::new(connection));
+                    if let Some(standalone) = standalone {
+                        let fresh = Some(Arc::new(connection));
+                        standalone.current.compare_and_swap(&Some(refused), fresh);
+                    }
                     tracing::warn!("Redis answered READONLY (a failover?): connected again");
                 }
                 Err(error) => tracing::warn!(%error, "Redis answered READONLY; connecting again failed"),
@@ -62,12 +72,12 @@ impl Standalone {
     }
 }
 
-/// Clears [`Standalone::replacing`] when dropped.
-struct Replacing(Arc<Standalone>);
+/// Clears a replacement's flag when dropped.
+struct Replacing<'a>(&'a AtomicBool);
 
-impl Drop for Replacing {
+impl Drop for Replacing<'_> {
     fn drop(&mut self) {
-        self.0.replacing.store(false, Ordering::Release);
+        self.0.store(false, Ordering::Release);
     }
 }
 

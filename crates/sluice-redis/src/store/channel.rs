@@ -1,0 +1,206 @@
+//! One connection to Redis and its health: what a store's clones share, and what a probe
+//! watches while Redis does not answer.
+
+use super::{CONNECT_TIMEOUT, Common, Origin, within};
+use crate::deadline::wall_clock;
+use crate::health::{Cause, Link};
+use crate::store::standalone::{Standalone, is_demoted};
+use arc_swap::ArcSwapOption;
+use redis::FromRedisValue;
+use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::cluster_async::ClusterConnection;
+use sluice::StoreError;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// How often a probe asks Redis while a connection is down.
+pub(crate) const PROBE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How long a probe waits for Redis. Longer than a check's timeout: a probe sent to a
+/// stalled Redis is answered the moment it resumes, which ends the outage at once.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The probe: a write (so that a Redis refusing writes, out of memory or a replica, is
+/// not taken as up), then Redis `TIME` in µs, which samples its clock for deadlines.
+pub(super) const PROBE: &str = "redis.call('SET', KEYS[1], '1', 'PX', 60000)\n\
+                     local t = redis.call('TIME')\n\
+                     return tonumber(t[1]) * 1000000 + tonumber(t[2])";
+
+/// A connection, its health, and what every connection of the store shares.
+pub(crate) struct Channel {
+    pub(super) connection: Connection,
+    pub(super) link: Link,
+    pub(super) common: Arc<Common>,
+}
+
+/// The connection itself; either may not be made yet (a store opened while Redis was down).
+pub(super) enum Connection {
+    /// Replaced after a failover: see [`standalone`](super::standalone).
+    Standalone(Standalone),
+    Cluster(ArcSwapOption<ClusterConnection>),
+}
+
+/// What to send on a connection.
+#[derive(Clone, Copy)]
+pub(super) enum Request<'a> {
+    Script(&'a redis::ScriptInvocation<'a>),
+    Command(&'a redis::Cmd),
+}
+
+impl Request<'_> {
+    async fn run<T: FromRedisValue, C: ConnectionLike + Send>(self, mut connection: C) -> redis::RedisResult<T> {
+        match self {
+            Request::Script(invocation) => invocation.invoke_async(&mut connection).await,
+            Request::Command(command) => command.query_async(&mut connection).await,
+        }
+    }
+}
+
+/// Why there is no connection to send on: the store was opened while Redis could not be
+/// reached, and no probe has connected yet.
+#[derive(Debug)]
+pub(crate) struct NotConnected;
+
+impl std::fmt::Display for NotConnected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("not connected to Redis yet")
+    }
+}
+
+impl std::error::Error for NotConnected {}
+
+impl Channel {
+    /// A channel to `common`'s Redis: a standalone connection is made lazily (its first
+    /// command connects), a Cluster's by the first probe. A probe starts at once: it
+    /// samples Redis's clock, and finds out whether Redis answers. While the store is in
+    /// an outage, the channel starts down.
+    pub(super) fn open(common: Arc<Common>) -> Result<Arc<Channel>, StoreError> {
+        let connection = match common.origin {
+            Origin::Standalone(_) => Connection::Standalone(Standalone::default()),
+            Origin::Cluster(_) => Connection::Cluster(ArcSwapOption::empty()),
+        };
+        let channel = Arc::new(Channel { connection, link: Link::default(), common });
+        if let Connection::Standalone(standalone) = &channel.connection {
+            standalone.set(channel.common.origin.lazy_standalone(Arc::downgrade(&channel))?);
+        }
+        if !channel.common.outages.health().is_available() {
+            channel.link.fail(&channel.common.outages, "an outage is under way");
+        }
+        channel.start_probe();
+        Ok(channel)
+    }
+
+    /// The standalone connection, if this is one.
+    pub(super) fn standalone(&self) -> Option<&Standalone> {
+        match &self.connection {
+            Connection::Standalone(standalone) => Some(standalone),
+            Connection::Cluster(_) => None,
+        }
+    }
+
+    /// Sends `request` (bounded by `limit`), replacing a standalone connection that
+    /// answered `READONLY`.
+    pub(super) async fn send<T: FromRedisValue>(
+        self: &Arc<Self>,
+        limit: Duration,
+        request: Request<'_>,
+    ) -> Result<T, StoreError> {
+        let not_connected = || StoreError::Unavailable(Box::new(NotConnected));
+        match &self.connection {
+            Connection::Standalone(standalone) => {
+                let used = standalone.current().ok_or_else(not_connected)?;
+                let result = within(limit, request.run(ConnectionManager::clone(&used))).await;
+                if let Err(StoreError::Unavailable(cause)) = &result
+                    && cause.downcast_ref::<redis::RedisError>().is_some_and(is_demoted)
+                {
+                    standalone.replace(&used, &self.common.origin, Arc::downgrade(self));
+                }
+                result
+            }
+            Connection::Cluster(current) => {
+                let connection = current.load_full().ok_or_else(not_connected)?;
+                within(limit, request.run(ClusterConnection::clone(&connection))).await
+            }
+        }
+    }
+
+    /// Records that Redis failed this connection: counted by cause, the link down, a probe
+    /// started.
+    pub(super) fn fail(self: &Arc<Self>, error: &StoreError) {
+        let outages = &self.common.outages;
+        outages.count_error(cause_of(error));
+        self.link.fail(outages, &describe(error));
+        self.start_probe();
+    }
+
+    /// Starts a probe, unless one runs.
+    pub(super) fn start_probe(self: &Arc<Self>) {
+        if self.link.claim_probe() {
+            tokio::spawn(probe(Arc::downgrade(self)));
+        }
+    }
+
+    /// Asks Redis once (bounded by `limit`): up when it answers, down when it fails.
+    pub(super) async fn probe_once(self: &Arc<Self>, limit: Duration) -> Result<(), StoreError> {
+        self.connect_cluster().await?;
+        let key = format!("{}probe", self.common.settings.key_prefix);
+        let script = &self.common.probe;
+        let invocation = script.key(&key);
+        let redis_time: u64 = self.send(limit, Request::Script(&invocation)).await?;
+        self.common.lead.observe(redis_time, wall_clock());
+        Ok(())
+    }
+
+    /// Connects a Cluster's connection, if none was made yet.
+    async fn connect_cluster(&self) -> Result<(), StoreError> {
+        let (Connection::Cluster(current), Origin::Cluster(client)) = (&self.connection, &self.common.origin) else {
+            return Ok(());
+        };
+        if current.load().is_none() {
+            current.store(Some(Arc::new(within(CONNECT_TIMEOUT, client.get_async_connection()).await?)));
+        }
+        Ok(())
+    }
+}
+
+/// Probes `channel` until Redis answers it (then marks it up) or the store is dropped.
+/// The first probe goes at once: a check that failed by chance costs one round trip.
+async fn probe(channel: Weak<Channel>) {
+    loop {
+        let Some(owner) = channel.upgrade() else { return };
+        match owner.probe_once(PROBE_TIMEOUT).await {
+            Ok(()) => {
+                // Released first: a check failing in between starts a new probe.
+                owner.link.release_probe();
+                owner.link.recover(&owner.common.outages);
+                return;
+            }
+            Err(error) => {
+                owner.common.outages.count_error(cause_of(&error));
+                owner.link.fail(&owner.common.outages, &describe(&error));
+            }
+        }
+        drop(owner);
+        tokio::time::sleep(PROBE_INTERVAL).await;
+    }
+}
+
+/// Why Redis failed, for counting.
+pub(crate) fn cause_of(error: &StoreError) -> Cause {
+    let StoreError::Unavailable(source) = error else { return Cause::Server };
+    if source.is::<tokio::time::error::Elapsed>() || source.is::<super::Expired>() {
+        Cause::Timeout
+    } else if source.downcast_ref::<redis::RedisError>().is_some_and(|error| error.code().is_some()) {
+        Cause::Server
+    } else {
+        Cause::Connection
+    }
+}
+
+/// The error with its source, for the log line that starts an outage.
+fn describe(error: &StoreError) -> String {
+    match error {
+        StoreError::Unavailable(source) => format!("{}: {source}", cause_of(error)),
+        other => other.to_string(),
+    }
+}
