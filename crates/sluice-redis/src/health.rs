@@ -46,8 +46,9 @@ impl fmt::Display for Cause {
     }
 }
 
-/// What a store knows of Redis's health, for metrics and readiness.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// What a store knows of Redis's health, for metrics and readiness. The default is a store
+/// that has always answered.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RedisHealth {
     /// How long the current outage has lasted; `None` while every connection is up.
     pub outage: Option<Duration>,

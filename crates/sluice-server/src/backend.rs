@@ -23,7 +23,7 @@ impl Backend {
             fallback_max_keys: settings.max_keys,
             ..RedisSettings::default()
         };
-        match settings.store.connect_redis(redis()).await {
+        match settings.store.open_redis(redis()).await {
             None => Ok(Backend::Memory(MemoryStore::builder().max_keys(settings.max_keys).build())),
             Some(connected) => Ok(Backend::Redis(connected?)),
         }
@@ -57,8 +57,8 @@ impl Backend {
     /// connection of its own, driven by the thread's runtime. Without it, every Redis call
     /// of a worker would wait for the main runtime's thread to run the shared connection:
     /// with both on one core, that cost two context switches per call. The embedded store
-    /// is shared as it is. When Redis cannot be reached now (connecting is bounded by the
-    /// Redis client's connect timeout), the thread keeps using the shared connection.
+    /// is shared as it is. The connection is made without waiting for Redis: during an
+    /// outage, the thread's checks follow the failure mode until a probe finds Redis.
     pub(crate) async fn for_this_thread(&self) -> Backend {
         let Backend::Redis(store) = self else { return self.clone() };
         match store.connect_again().await {
@@ -68,6 +68,19 @@ impl Backend {
                 self.clone()
             }
         }
+    }
+
+    /// The Redis store, if that is the one in use.
+    pub(crate) fn redis(&self) -> Option<&RedisStore> {
+        match self {
+            Backend::Memory(_) => None,
+            Backend::Redis(store) => Some(store),
+        }
+    }
+
+    /// Redis's health, if Redis is the store.
+    pub(crate) fn redis_health(&self) -> Option<sluice_redis::RedisHealth> {
+        self.redis().map(RedisStore::health)
     }
 
     /// The embedded store, if that is the one in use.

@@ -14,9 +14,12 @@ use std::time::Duration;
 
 mod hot_keys;
 mod latency;
+mod redis_health;
 
 pub(crate) use hot_keys::{HotKey, HotKeys, SAMPLE_EVERY};
 use latency::LatencyHistogram;
+use redis_health::RedisHealthMetrics;
+use sluice_redis::RedisHealth;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CheckLabels {
@@ -53,6 +56,7 @@ pub(crate) struct Metrics {
     keys: Gauge,
     snapshot_age: Gauge<f64, AtomicU64>,
     hot_keys: HotKeys,
+    redis: RedisHealthMetrics,
 }
 
 /// The counters of one policy, resolved once per configuration.
@@ -95,6 +99,7 @@ impl Metrics {
             snapshots: Family::default(),
             keys: Gauge::default(),
             snapshot_age: Gauge::default(),
+            redis: RedisHealthMetrics::default(),
             hot_keys: HotKeys::default(),
         };
         metrics.register()
@@ -137,6 +142,7 @@ impl Metrics {
         for kind in ["unavailable", "malformed", "refused"] {
             let _ = self.store_errors.get_or_create(&KindLabels { kind });
         }
+        self.redis.register(registry);
         self
     }
 
@@ -150,7 +156,8 @@ impl Metrics {
         }
     }
 
-    /// Counts a decision by its source, when the store did not make it.
+    /// Counts a decision by its source, when the store did not make it: the failure mode
+    /// answered, so the store was unavailable for it (also counted in `store_errors`).
     pub(crate) fn count_source(&self, source: Source) {
         let name = match source {
             Source::FailedOpen => "failed_open",
@@ -159,6 +166,7 @@ impl Metrics {
             Source::Store | Source::Cache => return,
         };
         self.without_store.get_or_create(&SourceLabels { source: name }).inc();
+        self.store_errors.get_or_create(&KindLabels { kind: "unavailable" }).inc();
     }
 
     /// Decisions made without the store so far, in [`WITHOUT_STORE`] order.
@@ -197,9 +205,16 @@ impl Metrics {
         self.snapshots.get_or_create(&ResultLabels { result: if ok { "ok" } else { "failed" } }).inc();
     }
 
-    /// Renders every metric, with the gauges read now.
-    pub(crate) fn render(&self, keys: Option<usize>, snapshot_age: Option<Duration>) -> String {
+    /// Renders every metric, with the gauges read now: `keys` of the embedded store, or
+    /// `redis`'s health.
+    pub(crate) fn render(
+        &self,
+        keys: Option<usize>,
+        redis: Option<RedisHealth>,
+        snapshot_age: Option<Duration>,
+    ) -> String {
         self.keys.set(keys.map_or(0, |keys| i64::try_from(keys).unwrap_or(i64::MAX)));
+        self.redis.update(&redis.unwrap_or_default());
         self.snapshot_age.set(snapshot_age.map_or(f64::NAN, |age| age.as_secs_f64()));
         let mut text = String::new();
         // Writing to a String cannot fail.

@@ -36,7 +36,20 @@ impl StoreChoice {
         }
     }
 
-    /// Connects to the Redis store this choice names; `None` for the embedded store.
+    /// Opens the Redis store this choice names without waiting for Redis (a server starts
+    /// during an outage, its checks following the failure mode); `None` for the embedded
+    /// store.
+    pub(crate) async fn open_redis(&self, settings: RedisSettings) -> Option<anyhow::Result<RedisStore>> {
+        let opened = match self {
+            StoreChoice::Memory => return None,
+            StoreChoice::Redis(url) => RedisStore::open(url, settings).await,
+            StoreChoice::Cluster(urls) => RedisStore::open_cluster(urls, settings).await,
+        };
+        Some(opened.map_err(|error| anyhow::anyhow!("cannot open the store {self}: {error:#}")))
+    }
+
+    /// Connects to the Redis store this choice names, waiting until it answers; `None` for
+    /// the embedded store.
     pub(crate) async fn connect_redis(&self, settings: RedisSettings) -> Option<anyhow::Result<RedisStore>> {
         let connected = match self {
             StoreChoice::Memory => return None,

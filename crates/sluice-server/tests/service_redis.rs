@@ -84,18 +84,19 @@ async fn closed_mode_answers_503_and_unavailable_while_redis_is_down() {
     );
     assert_eq!(reqwest::get(server.url("/readyz")).await.unwrap().status(), StatusCode::SERVICE_UNAVAILABLE);
     let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
-    assert!(metrics.contains("sluice_decisions_without_store_total{source=\"failed_closed\"} 2"), "{metrics}");
-    redis.restart();
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let (status, body) = check(&server, "u").await;
-        if status == StatusCode::OK {
-            assert_eq!(body["source"], "store");
-            break;
-        }
-        assert!(Instant::now() < deadline, "checks never went back to Redis: {status} {body}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
+    for line in [
+        "sluice_decisions_without_store_total{source=\"failed_closed\"} 2",
+        "sluice_store_errors_total{kind=\"unavailable\"} 2",
+        "sluice_store_available 0",
+        "sluice_store_outages_total 1",
+    ] {
+        assert!(metrics.lines().any(|metric| metric == line), "{line} in\n{metrics}");
     }
+    server.wait_for_log("Redis unavailable (", Duration::from_secs(5));
+    redis.restart();
+    server.wait_for_log("checks were answered by the failure mode meanwhile", Duration::from_secs(10));
+    let (status, body) = check(&server, "u").await;
+    assert_eq!((status, body["source"].as_str()), (StatusCode::OK, Some("store")), "{body}");
     assert_eq!(reqwest::get(server.url("/readyz")).await.unwrap().status(), StatusCode::OK);
 }
 
@@ -111,15 +112,33 @@ async fn open_mode_allows_and_says_so_while_redis_is_down() {
     assert!(metrics.contains("sluice_decisions_without_store_total{source=\"failed_open\"} 2"), "{metrics}");
 }
 
+/// A server started while Redis cannot be reached starts anyway (no crash loop during an
+/// outage), says so in its log, answers by its failure mode at once, and is ready as that
+/// mode means: `open` and `fallback` serve, `closed` does not.
 #[tokio::test]
-async fn a_store_that_cannot_be_reached_at_start_is_a_clear_error() {
+async fn a_server_starts_during_an_outage_and_follows_its_failure_mode() {
     let closed = redis_support::ClosedPort::bind();
-    let port = closed.port();
-    let dir = support::server::fresh_dir("unreachable");
-    std::fs::write(dir.join("config.yaml"), CONFIG).unwrap();
-    let url = format!("redis://127.0.0.1:{port}");
-    let error = Server::try_start_in(dir, &["--store", &url]).err().unwrap();
-    assert!(error.contains("cannot connect to the store"), "{error}");
+    let url = format!("redis://127.0.0.1:{}", closed.port());
+    for (mode, check_status, ready) in [
+        ("open", StatusCode::OK, StatusCode::OK),
+        ("fallback", StatusCode::OK, StatusCode::OK),
+        ("closed", StatusCode::SERVICE_UNAVAILABLE, StatusCode::SERVICE_UNAVAILABLE),
+    ] {
+        let server = Server::start(CONFIG, &["--store", &url, "--failure-mode", mode, "--redis-timeout", "5s"]);
+        server.wait_for_log("Redis unavailable (connection", Duration::from_secs(5));
+        let started = Instant::now();
+        let (status, body) = check(&server, "u").await;
+        assert!(started.elapsed() < Duration::from_secs(2), "{mode}: the check waited for Redis");
+        assert_eq!(status, check_status, "{mode}: {body}");
+        let readyz = reqwest::get(server.url("/readyz")).await.unwrap();
+        assert_eq!(readyz.status(), ready, "{mode}");
+        let text = readyz.text().await.unwrap();
+        assert!(text.contains(&format!("failure mode `{mode}`")), "{mode}: {text}");
+        let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+        assert!(metrics.contains("sluice_store_available 0"), "{mode}: {metrics}");
+        assert!(metrics.contains("sluice_store_errors_total{kind=\"unavailable\"} 1"), "{mode}: {metrics}");
+        assert!(!metrics.contains("sluice_redis_errors_total{cause=\"connection\"} 0"), "{mode}: {metrics}");
+    }
 }
 
 /// Shadow mode is never enforced, not even by the `closed` failure mode: with Redis down,

@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use sluice::{Key, Source};
+use sluice_redis::FailureMode;
 use std::sync::Arc;
 
 /// The process is up.
@@ -15,42 +15,42 @@ pub(crate) async fn healthz() -> &'static str {
     "ok\n"
 }
 
-/// Ready to decide: every worker has its store connection, the store answers, and
-/// shutdown has not begun.
+/// This instance answers as configured: it has started, shutdown has not begun, and its
+/// store answers, or (on Redis) its failure mode keeps serving while Redis does not:
+/// `open` and `fallback` are ready during an outage (the body says so), `closed` is not,
+/// since it would reject every check.
 #[utoipa::path(
     get,
     path = "/readyz",
-    responses((status = 200, description = "Ready: the store answers", body = String), (status = 503, description = "The store does not answer, or the service is shutting down", body = String)),
+    responses((status = 200, description = "Ready: the store answers, or the failure mode (open, fallback) serves while Redis does not", body = String), (status = 503, description = "Starting, shutting down, or Redis does not answer under the closed failure mode", body = String)),
 )]
 pub(crate) async fn readyz(State(front): State<Arc<Front>>) -> Response {
     if !front.service.is_ready() {
-        (StatusCode::SERVICE_UNAVAILABLE, "not ready: starting or shutting down\n").into_response()
-    } else if store_answers(&front).await {
-        (StatusCode::OK, "ready\n").into_response()
-    } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "store unavailable\n").into_response()
+        return (StatusCode::SERVICE_UNAVAILABLE, "not ready: starting or shutting down\n").into_response();
     }
-}
-
-/// Peeks (cost 0, nothing written) at a probe key through this worker's own store
-/// connection: only the store itself counts as an answer.
-async fn store_answers(front: &Front) -> bool {
-    let Some(limit) = front.engine.loaded().config.limits().next().cloned() else {
-        return true;
+    let Some(redis) = front.engine.backend().redis() else {
+        return (StatusCode::OK, "ready\n").into_response();
     };
-    let Ok(key) = Key::new(b"sluice:readiness-probe") else { return false };
-    let now = sluice::Clock::now(&sluice::SystemClock::new());
-    let verdict = front.engine.backend().check(key, std::slice::from_ref(&limit), now, 0).await;
-    matches!(verdict, Ok(verdict) if verdict.source == Source::Store || verdict.source == Source::Cache)
+    if redis.probe().await {
+        return (StatusCode::OK, "ready\n").into_response();
+    }
+    let mode = redis.settings().failure_mode;
+    let lasted = redis.health().outage.unwrap_or_default().as_secs_f64();
+    let message = format!("Redis unavailable for {lasted:.1} s: checks are answered by the failure mode `{mode}`");
+    match mode {
+        FailureMode::Closed => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {message}\n")).into_response(),
+        FailureMode::Open | FailureMode::Fallback => (StatusCode::OK, format!("ready: {message}\n")).into_response(),
+    }
 }
 
 /// Prometheus metrics, text format.
 #[utoipa::path(get, path = "/metrics", responses((status = 200, description = "Prometheus text exposition", body = String)))]
 pub(crate) async fn metrics(State(front): State<Arc<Front>>) -> Response {
     let service = &front.service;
-    let keys = service.engine.backend().memory().map(sluice::MemoryStore::len);
+    let backend = service.engine.backend();
+    let keys = backend.memory().map(sluice::MemoryStore::len);
     let age = service.last_snapshot.lock().map(|at| at.elapsed());
-    let text = service.engine.metrics().render(keys, age);
+    let text = service.engine.metrics().render(keys, backend.redis_health(), age);
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response()
 }
 

@@ -1,0 +1,68 @@
+//! Redis's health as the store sees it: whether it answers, its outages, and its errors by
+//! cause, read from [`RedisStore::health`](sluice_redis::RedisStore::health) when the
+//! metrics are rendered.
+
+use parking_lot::Mutex;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use sluice_redis::{Cause, RedisHealth};
+use std::sync::atomic::AtomicU64;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CauseLabels {
+    cause: &'static str,
+}
+
+/// The metrics of Redis's health.
+#[derive(Debug, Default)]
+pub(crate) struct RedisHealthMetrics {
+    available: Gauge,
+    outage_seconds: Gauge<f64, AtomicU64>,
+    outages: Counter,
+    errors: Family<CauseLabels, Counter>,
+    /// Serialises [`update`](Self::update): each counter is raised to the store's total.
+    updating: Mutex<()>,
+}
+
+impl RedisHealthMetrics {
+    /// Registers every metric in `registry`, the counters at 0.
+    pub(crate) fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "store_available",
+            "1 while the store answers (Redis: on every connection), 0 during an outage",
+            self.available.clone(),
+        );
+        registry.register(
+            "store_outage_seconds",
+            "How long the current Redis outage has lasted (0: none)",
+            self.outage_seconds.clone(),
+        );
+        registry.register("store_outages", "Redis outages seen", self.outages.clone());
+        registry.register("redis_errors", "Checks and probes Redis failed, by cause", self.errors.clone());
+        for cause in Cause::ALL {
+            let _ = self.errors.get_or_create(&CauseLabels { cause: cause.name() });
+        }
+    }
+
+    /// Sets the metrics to `health`.
+    pub(crate) fn update(&self, health: &RedisHealth) {
+        let _one_at_a_time = self.updating.lock();
+        self.available.set(i64::from(health.is_available()));
+        self.outage_seconds.set(health.outage.map_or(0.0, |outage| outage.as_secs_f64()));
+        raise(&self.outages, health.outages);
+        for (cause, total) in Cause::ALL.into_iter().zip(health.errors) {
+            raise(&self.errors.get_or_create(&CauseLabels { cause: cause.name() }), total);
+        }
+    }
+}
+
+/// Raises `counter` to `total`, a count kept elsewhere.
+fn raise(counter: &Counter, total: u64) {
+    let current = counter.get();
+    if total > current {
+        counter.inc_by(total - current);
+    }
+}
