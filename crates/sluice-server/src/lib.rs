@@ -2,6 +2,7 @@
 //!
 //! Only [`run`] and the Envoy rule matching are public; everything else is the binary's own.
 
+mod admin_token;
 mod backend;
 mod check_config;
 mod cli;

@@ -1,5 +1,6 @@
 //! The service's settings, merged from flags, environment and file, in that order.
 
+use crate::admin_token::AdminToken;
 use crate::cli_serve::ServeArgs;
 pub(crate) use crate::store_choice::StoreChoice;
 use serde::Deserialize;
@@ -43,7 +44,7 @@ pub(crate) struct Settings {
     pub(crate) snapshot: Option<PathBuf>,
     pub(crate) snapshot_interval: Duration,
     pub(crate) discard_bad_snapshot: bool,
-    pub(crate) admin_token: Option<String>,
+    pub(crate) admin_token: Option<AdminToken>,
     pub(crate) shadow_mode: bool,
     pub(crate) failure_mode: FailureMode,
     pub(crate) redis_timeout: Duration,
@@ -135,7 +136,12 @@ impl Settings {
                 snapshot: snapshot_path(&pick(&args.snapshot, &file.snapshot, "sluice.snapshot")),
                 snapshot_interval: snapshot_interval?,
                 discard_bad_snapshot: flag(args.discard_bad_snapshot, file.discard_bad_snapshot),
-                admin_token: args.admin_token.clone().or_else(|| file.admin_token.clone()).filter(|t| !t.is_empty()),
+                admin_token: args
+                    .admin_token
+                    .as_ref()
+                    .or(file.admin_token.as_ref())
+                    .filter(|token| !token.is_empty())
+                    .map(|token| AdminToken::new(token)),
                 shadow_mode: flag(args.shadow_mode, file.shadow_mode),
                 failure_mode: failure_mode?,
                 redis_timeout: redis_timeout?,

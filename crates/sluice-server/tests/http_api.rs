@@ -431,6 +431,26 @@ async fn reset_forgets_a_key_and_is_admin_only() {
     assert_eq!(status, StatusCode::OK, "the key starts fresh");
 }
 
+/// RFC 9110: the scheme of `Authorization` is case-insensitive, and one or more blanks
+/// may stand between it and the token.
+#[tokio::test]
+async fn the_admin_token_is_read_with_the_bearer_scheme_in_any_case() {
+    let server = Server::start(CONFIG, &["--admin-token", "s3cret"]);
+    let client = reqwest::Client::new();
+    let reset = |authorization: &'static str| {
+        let request = client.post(server.url("/v1/reset")).header("authorization", authorization);
+        async move { request.json(&json!({"key": "k"})).send().await.unwrap().status() }
+    };
+    for accepted in ["Bearer s3cret", "bearer s3cret", "BEARER s3cret", "Bearer   s3cret", "bEaReR \t s3cret"] {
+        assert_eq!(reset(accepted).await, StatusCode::NO_CONTENT, "{accepted:?}");
+    }
+    for refused in ["Basic s3cret", "Bearers3cret", "Bearer s3cre", "Bearer s3cret0", "Bearer S3CRET", "s3cret"] {
+        assert_eq!(reset(refused).await, StatusCode::UNAUTHORIZED, "{refused:?}");
+    }
+    let reload = client.post(server.url("/v1/reload")).header("authorization", "BEARER s3cret").send().await.unwrap();
+    assert_eq!(reload.status(), StatusCode::NO_CONTENT);
+}
+
 #[tokio::test]
 async fn without_a_token_admin_answers_loopback() {
     let server = Server::start(CONFIG, &[]);

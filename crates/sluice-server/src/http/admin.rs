@@ -1,7 +1,9 @@
 //! Admin endpoints: `POST /v1/reset` and `POST /v1/reload`.
 //!
-//! With an admin token configured they require `Authorization: Bearer <token>`; without
-//! one they answer loopback clients only.
+//! With an admin token configured they require `Authorization: Bearer <token>` (the scheme
+//! in any case; the token is checked in constant time, see
+//! [`AdminToken`](crate::admin_token::AdminToken)); without one they answer loopback
+//! clients only.
 
 use crate::front::Front;
 use crate::handoff::Client;
@@ -75,14 +77,41 @@ fn authorize(service: &Service, peer: &Client, headers: &HeaderMap) -> Result<()
         ));
     };
     let given = headers.get(header::AUTHORIZATION).and_then(|value| value.to_str().ok());
-    match given.and_then(|value| value.strip_prefix("Bearer ")) {
-        Some(given) if same(given.as_bytes(), token.as_bytes()) => Ok(()),
+    match given.and_then(bearer_token) {
+        Some(given) if token.matches(given) => Ok(()),
         Some(_) => Err(ApiError::unauthorized("wrong admin token")),
         None => Err(ApiError::unauthorized("admin endpoints need `Authorization: Bearer <admin token>`")),
     }
 }
 
-/// Compares in time independent of where the inputs differ.
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+/// The token of an `Authorization` value of the `Bearer` scheme (RFC 6750): the scheme in
+/// any case, as RFC 9110 makes auth schemes case-insensitive, then one or more spaces or
+/// tabs, then the token.
+fn bearer_token(authorization: &str) -> Option<&str> {
+    let (scheme, rest) = authorization.split_once([' ', '\t'])?;
+    let token = rest.trim_start_matches([' ', '\t']);
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer_token;
+
+    #[test]
+    fn the_bearer_scheme_is_read_in_any_case_with_any_blank_run() {
+        for header in
+            ["Bearer s3cret", "bearer s3cret", "BEARER s3cret", "BeArEr   s3cret", "Bearer\ts3cret", "Bearer \t s3cret"]
+        {
+            assert_eq!(bearer_token(header), Some("s3cret"), "{header:?}");
+        }
+    }
+
+    #[test]
+    fn other_schemes_and_empty_tokens_are_not_bearer_tokens() {
+        for header in
+            ["Basic czNjcmV0", "Bearers3cret", "Bearer", "Bearer ", "Bearer \t", "", " Bearer s3cret", "Token s3cret"]
+        {
+            assert_eq!(bearer_token(header), None, "{header:?}");
+        }
+    }
 }
