@@ -1,24 +1,31 @@
 //! The in-memory store's snapshot file: loaded at start, written periodically and at
 //! shutdown, always atomically (temporary file, fsync, rename, fsync of the folder), so a
 //! crash at any moment leaves either the old snapshot or the new one, never a torn file.
+//! What a crash mid-save leaves behind is removed at the next start ([`temporary`]); a
+//! file that cannot be loaded may be set aside ([`aside`]).
+
+mod aside;
+mod temporary;
 
 use crate::envoy::OVERRIDE_NAME;
 use crate::service::Service;
 use anyhow::Context;
 use sluice::{Limit, MemoryStore};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Instant, SystemTime};
 
 /// Loads `path` into `store`, keeping the states of `limits` and of Envoy's
 /// per-descriptor overrides (limits made per request, which no configuration lists: they
 /// are read back from the snapshot's definitions).
 ///
 /// A missing file means a first start. A file that cannot be loaded stops the start,
-/// unless `discard_bad` is set: then it is renamed aside (`<path>.bad`) and the store
-/// starts empty.
+/// unless `discard_bad` is set: then it is renamed aside (`<path>.bad-<unix seconds>`, see
+/// [`aside`]) and the store starts empty. Temporary files that interrupted saves left
+/// are removed first ([`temporary`]).
 pub(crate) fn load(path: &Path, store: &MemoryStore, limits: &[Limit], discard_bad: bool) -> anyhow::Result<()> {
+    temporary::remove_stale(path);
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
@@ -43,9 +50,14 @@ fn refuse(path: &Path, discard_bad: bool, error: anyhow::Error) -> anyhow::Resul
             path.display()
         )));
     }
-    let aside = with_suffix(path, ".bad");
-    let moved = std::fs::rename(path, &aside);
-    tracing::warn!(path = %path.display(), aside = %aside.display(), moved = moved.is_ok(), "snapshot refused, starting empty: {error:#}");
+    match aside::set_aside(path, SystemTime::now()) {
+        Ok(aside) => {
+            tracing::warn!(path = %path.display(), aside = %aside.display(), "snapshot refused and set aside, starting empty: {error:#}");
+        }
+        Err(moving) => {
+            tracing::warn!(path = %path.display(), "snapshot refused, starting empty; it cannot be set aside ({moving}): {error:#}");
+        }
+    }
     Ok(())
 }
 
@@ -57,7 +69,7 @@ static SAVING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 pub(crate) fn save(path: &Path, store: &MemoryStore) -> anyhow::Result<()> {
     let _one_at_a_time = SAVING.lock();
     let bytes = store.snapshot();
-    let temporary = with_suffix(path, &format!(".tmp-{}", std::process::id()));
+    let temporary = temporary::path_for(path, std::process::id());
     let written = write_synced(&temporary, &bytes).and_then(|()| {
         std::fs::rename(&temporary, path).with_context(|| format!("cannot rename it to {}", path.display()))
     });
@@ -78,16 +90,14 @@ fn write_synced(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
 
 /// Makes the rename durable. Best effort: some file systems refuse to sync a folder.
 fn sync_folder(path: &Path) {
-    let folder = path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if let Ok(folder) = std::fs::File::open(folder) {
+    if let Ok(folder) = std::fs::File::open(folder_of(path)) {
         let _ = folder.sync_all();
     }
 }
 
-fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_owned();
-    name.push(suffix);
-    PathBuf::from(name)
+/// The folder `path` is in (`.` for a bare file name).
+fn folder_of(path: &Path) -> &Path {
+    path.parent().filter(|parent| !parent.as_os_str().is_empty()).unwrap_or(Path::new("."))
 }
 
 /// Writes a snapshot now, on a blocking thread, recording the result.

@@ -7,6 +7,7 @@ mod support;
 
 use reqwest::StatusCode;
 use serde_json::json;
+use std::path::Path;
 use std::time::{Duration, Instant};
 use support::server::{Server, fresh_dir};
 
@@ -88,7 +89,47 @@ async fn a_corrupt_snapshot_is_refused_unless_told_to_start_empty() {
 
     let server = Server::start_in(dir.clone(), &["--discard-bad-snapshot"]);
     assert_eq!(check(&server, "p").await, StatusCode::OK);
-    assert_eq!(std::fs::read(dir.join("sluice.snapshot.bad")).unwrap(), b"definitely not a snapshot", "kept aside");
+    assert_eq!(set_aside(&dir), [b"definitely not a snapshot".to_vec()], "kept aside");
+}
+
+/// The contents of the snapshots set aside in `dir` (`sluice.snapshot.bad-*`), sorted.
+fn set_aside(dir: &Path) -> Vec<Vec<u8>> {
+    let entries = std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap());
+    let aside = entries.filter(|entry| entry.file_name().to_str().unwrap().starts_with("sluice.snapshot.bad-"));
+    let mut contents: Vec<Vec<u8>> = aside.map(|entry| std::fs::read(entry.path()).unwrap()).collect();
+    contents.sort();
+    contents
+}
+
+#[tokio::test]
+async fn a_second_bad_snapshot_does_not_overwrite_the_first() {
+    let dir = fresh_dir("corrupt-twice");
+    std::fs::write(dir.join("config.yaml"), CONFIG).unwrap();
+    std::fs::write(dir.join("sluice.snapshot"), b"first bad snapshot").unwrap();
+    // Killed at once: no snapshot of its own replaces the one set aside.
+    drop(Server::start_in(dir.clone(), &["--discard-bad-snapshot", "--snapshot-interval", "1h"]));
+    std::fs::write(dir.join("sluice.snapshot"), b"second bad snapshot").unwrap();
+    let server = Server::start_in(dir.clone(), &["--discard-bad-snapshot", "--snapshot-interval", "1h"]);
+    assert_eq!(check(&server, "p").await, StatusCode::OK, "started empty");
+    assert_eq!(set_aside(&dir), [b"first bad snapshot".to_vec(), b"second bad snapshot".to_vec()]);
+}
+
+/// A save interrupted by `kill -9` leaves its temporary file (`<path>.tmp-<pid>`): the next
+/// start removes it when its process is gone, and leaves a running process's file alone.
+#[tokio::test]
+async fn a_start_removes_temporary_snapshots_of_ended_processes() {
+    let dir = fresh_dir("leftovers");
+    std::fs::write(dir.join("config.yaml"), CONFIG).unwrap();
+    let mut ended = std::process::Command::new("true").spawn().unwrap();
+    ended.wait().unwrap();
+    let ended = dir.join(format!("sluice.snapshot.tmp-{}", ended.id()));
+    let running = dir.join(format!("sluice.snapshot.tmp-{}", std::process::id()));
+    std::fs::write(&ended, b"half a snapshot").unwrap();
+    std::fs::write(&running, b"a snapshot being written").unwrap();
+    let server = Server::start_in(dir.clone(), &["--snapshot-interval", "1h"]);
+    server.wait_for_log("removed a temporary snapshot", Duration::from_secs(5));
+    assert!(!ended.exists(), "log:\n{}", server.log());
+    assert!(running.exists(), "the file of a running process is left alone");
 }
 
 #[tokio::test]
