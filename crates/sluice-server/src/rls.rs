@@ -7,7 +7,7 @@
 //! Cluster slots); a policy list on one key is, through the HTTP API.
 
 use crate::engine::{CheckError, Loaded, Outcome};
-use crate::envoy::{Resolution, Rule, StateKey, Unit};
+use crate::envoy::{Quota, Resolution, Rule, StateKey, Unit};
 use crate::front::Front;
 use crate::http::headers::{quota_window, structured_item, whole_seconds};
 use envoy_types::pb::envoy::config::core::v3::HeaderValue;
@@ -99,31 +99,44 @@ impl RateLimitGrpc {
             Resolution::NoRule => Ok((status(Code::Ok, None, 0, None), None)),
             Resolution::Unlimited(rule) => Ok((status(Code::Ok, Some(rule), u32::MAX, None), None)),
             Resolution::Blocked(rule) => {
-                let shadow = engine.refuse_rule(loaded, rule, rule.shadow_mode());
+                let shadow = engine.refuse_rule(loaded, rule, rule.shadow_mode(), hits);
                 let code = if shadow { Code::Ok } else { Code::OverLimit };
-                Ok((status(code, Some(rule), 0, None), None))
+                let reset = rule.unit().map(|unit| proto_duration(engine.until_window_ends(unit)));
+                Ok((status(code, Some(rule), 0, reset), None))
             }
             Resolution::KeyTooLong { len, .. } => Err(key_too_long(len)),
             Resolution::Overridden { limit, requests_per_unit, unit, key } => {
                 let current = RateLimit { name: String::new(), requests_per_unit, unit: proto_unit(unit) as i32 };
                 let Some(limit) = limit else {
-                    let code = if engine.refuse_override(loaded) { Code::Ok } else { Code::OverLimit };
-                    return Ok((descriptor_status(code, Some(current), 0, None), None));
+                    let code = if engine.refuse_override(loaded, hits) { Code::Ok } else { Code::OverLimit };
+                    let reset = proto_duration(engine.until_window_ends(unit));
+                    return Ok((descriptor_status(code, Some(current), 0, Some(reset)), None));
                 };
-                let key = state_key(&key)?;
-                let outcome = engine.check_override(loaded, key, &limit, hits).await.map_err(grpc_error)?;
+                let checked = engine.check_override(loaded, state_key(&key)?, &limit, hits).await;
+                let outcome = as_envoy_reports(checked.map_err(grpc_error)?);
                 let (code, remaining, reset) = answer(&outcome)?;
                 Ok((descriptor_status(code, Some(current), remaining, Some(reset)), Some(outcome)))
             }
             Resolution::Limited { rule, limit, key } => {
                 let key = state_key(&key)?;
                 let checked = engine.check_rule(loaded, key, rule, limit, rule.shadow_mode(), hits).await;
-                let outcome = checked.map_err(grpc_error)?;
+                let outcome = as_envoy_reports(checked.map_err(grpc_error)?);
                 let (code, remaining, reset) = answer(&outcome)?;
                 Ok((status(code, Some(rule), remaining, Some(reset)), Some(outcome)))
             }
         }
     }
+}
+
+/// `outcome` as envoyproxy/ratelimit reports a descriptor over its limit, in shadow mode
+/// too: nothing remaining, whatever quota is left (here a rejected request consumes
+/// nothing, so a smaller one may still fit). Headers then show 0 as well, and this
+/// descriptor is the tightest.
+fn as_envoy_reports(mut outcome: Outcome) -> Outcome {
+    if !outcome.decision.allowed || outcome.shadow_rejected {
+        outcome.decision.remaining = 0;
+    }
+    outcome
 }
 
 /// A descriptor's state key as the store takes it.
@@ -186,10 +199,14 @@ fn key_too_long(len: usize) -> Status {
     ))
 }
 
-/// `hits_addend` of the descriptor, else of the request; 0 means 1.
+/// The hits a descriptor adds: its own `hits_addend` when set, where 0 only looks (checks
+/// without counting); else the request's, where 0 (the field left unset) means 1. As
+/// envoyproxy/ratelimit reads them.
 fn hits_of(descriptor: &RateLimitDescriptor, request_hits: u32) -> u64 {
-    let hits = descriptor.hits_addend.as_ref().map_or(u64::from(request_hits), |hits| hits.value);
-    hits.max(1)
+    match &descriptor.hits_addend {
+        Some(own) => own.value,
+        None => u64::from(request_hits.max(1)),
+    }
 }
 
 fn status(code: Code, rule: Option<&Rule>, remaining: u32, reset: Option<ProtoDuration>) -> DescriptorStatus {
@@ -211,15 +228,19 @@ fn descriptor_status(
     }
 }
 
-/// The rule's limit as Envoy understands it: requests per unit. A rule backed by a Sluice
-/// policy has no unit, and is reported with `UNKNOWN`.
+/// The rule's limit as Envoy understands it: requests per unit, 0 for a rule that blocks
+/// (reported as envoyproxy/ratelimit does); none for an unlimited rule. A rule backed by a
+/// Sluice policy has no unit, and is reported with `UNKNOWN`.
 fn current_limit(rule: &Rule) -> Option<RateLimit> {
-    let limit = rule.limit()?;
+    let requests_per_unit = match rule.quota() {
+        Quota::Limit(limit) => u32::try_from(limit.policy().limit()).unwrap_or(u32::MAX),
+        Quota::Blocked => 0,
+        Quota::Unlimited => return None,
+    };
     let unit = match rule.unit() {
         Some(unit) => proto_unit(unit),
         None => ProtoUnit::Unknown,
     };
-    let requests_per_unit = u32::try_from(limit.policy().limit()).unwrap_or(u32::MAX);
     Some(RateLimit { name: rule.name().to_owned(), requests_per_unit, unit: unit as i32 })
 }
 

@@ -357,3 +357,109 @@ async fn a_grpc_peer_that_stops_answering_pings_is_disconnected() {
     let response = ask(&mut client, "edge", vec![descriptor(&[("database", "users")])], 1).await;
     assert_eq!(response.overall_code, Code::Ok as i32);
 }
+
+/// Rules for the cases compared with envoyproxy/ratelimit (the reference): its fixed window
+/// cache (`src/redis/fixed_cache_impl.go`) adds a request's hits to the window's counter and
+/// `src/limiter/base_limiter.go` (`GetResponseDescriptorStatus`) answers from the counter.
+const REFERENCE_CASES: &str = r#"
+domain: edge
+descriptors:
+  - key: user
+    rate_limit: {unit: hour, requests_per_unit: 5}
+  - key: blocked
+    rate_limit: {unit: hour, requests_per_unit: 0, name: nobody}
+  - key: watched
+    shadow_mode: true
+    rate_limit: {unit: hour, requests_per_unit: 2}
+"#;
+
+fn with_hits(entries: &[(&str, &str)], hits: u64) -> RateLimitDescriptor {
+    RateLimitDescriptor { hits_addend: Some(UInt64Value { value: hits }), ..descriptor(entries) }
+}
+
+fn header<'a>(response: &'a RateLimitResponse, name: &str) -> Option<&'a str> {
+    response.response_headers_to_add.iter().find(|header| header.key == name).map(|header| header.value.as_str())
+}
+
+/// The reference answers a descriptor over its limit with `limit_remaining` 0, also in shadow
+/// mode; so does Sluice, though the rejected hits are not counted here (the fixed window
+/// rejects without consuming, docs/semantics.md), so a smaller request may still fit.
+#[tokio::test]
+async fn over_the_limit_nothing_remains_as_the_reference_reports() {
+    let server = Server::start(REFERENCE_CASES, &["--envoy-headers"]);
+    let mut client = client(&server).await;
+    in_one_window(AN_HOUR).await;
+    let used = ask(&mut client, "edge", vec![descriptor(&[("user", "ann")])], 3).await;
+    assert_eq!((code(&used.statuses[0]), used.statuses[0].limit_remaining), (Code::Ok, 2));
+    let over = ask(&mut client, "edge", vec![descriptor(&[("user", "ann")])], 4).await;
+    assert_eq!((code(&over.statuses[0]), over.statuses[0].limit_remaining), (Code::OverLimit, 0));
+    assert_eq!(header(&over, "x-ratelimit-remaining"), Some("0"));
+    let fits = ask(&mut client, "edge", vec![descriptor(&[("user", "ann")])], 2).await;
+    assert_eq!(
+        (code(&fits.statuses[0]), fits.statuses[0].limit_remaining),
+        (Code::Ok, 0),
+        "Sluice did not count the rejected 4 (the reference did, and refuses until the window ends)"
+    );
+    let shadow = ask(&mut client, "edge", vec![descriptor(&[("watched", "ann")])], 3).await;
+    assert_eq!((code(&shadow.statuses[0]), shadow.statuses[0].limit_remaining), (Code::Ok, 0));
+    // 6 can never fit in 5: rejected with all 5 left, reported as 0 left, and so the tightest.
+    let pair = vec![with_hits(&[("user", "bob")], 1), with_hits(&[("user", "dan")], 6)];
+    let tightest = ask(&mut client, "edge", pair, 0).await;
+    assert_eq!(Code::try_from(tightest.overall_code).unwrap(), Code::OverLimit);
+    assert_eq!(header(&tightest, "x-ratelimit-remaining"), Some("0"), "the descriptor over its limit is the tightest");
+}
+
+/// The reference counts a `requests_per_unit: 0` rule like any other, so its status carries
+/// the limit (0 per unit) and the time to the window's end.
+#[tokio::test]
+async fn a_rule_of_zero_reports_its_limit_and_reset_as_the_reference_does() {
+    use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::RateLimitOverride;
+    const HOUR: i32 = 3;
+    let server = Server::start(REFERENCE_CASES, &[]);
+    let mut client = client(&server).await;
+    let blocked = ask(&mut client, "edge", vec![descriptor(&[("blocked", "eve")])], 0).await;
+    let status = &blocked.statuses[0];
+    assert_eq!((code(status), status.limit_remaining), (Code::OverLimit, 0));
+    let limit = status.current_limit.as_ref().unwrap();
+    assert_eq!(
+        (limit.name.as_str(), limit.requests_per_unit, Unit::try_from(limit.unit).unwrap()),
+        ("nobody", 0, Unit::Hour)
+    );
+    let reset = status.duration_until_reset.as_ref().unwrap();
+    assert!((0..=3600).contains(&reset.seconds) && (reset.seconds, reset.nanos) != (0, 0), "{reset:?}");
+    let mut zero = descriptor(&[("user", "eve")]);
+    zero.limit = Some(RateLimitOverride { requests_per_unit: 0, unit: HOUR });
+    let overridden = ask(&mut client, "edge", vec![zero], 0).await;
+    let status = &overridden.statuses[0];
+    assert_eq!((code(status), status.current_limit.as_ref().unwrap().requests_per_unit), (Code::OverLimit, 0));
+    assert!(status.duration_until_reset.as_ref().is_some_and(|reset| reset.seconds <= 3600));
+}
+
+/// A descriptor's own `hits_addend: 0` checks without counting in the reference
+/// (`utils.GetHitsAddends`); the request's 0 is the field left unset, and means 1.
+#[tokio::test]
+async fn a_descriptors_hits_addend_of_zero_checks_without_counting() {
+    let server = Server::start(REFERENCE_CASES, &[]);
+    let mut client = client(&server).await;
+    in_one_window(AN_HOUR).await;
+    for _ in 0..3 {
+        let look = ask(&mut client, "edge", vec![with_hits(&[("user", "cy")], 0)], 7).await;
+        assert_eq!((code(&look.statuses[0]), look.statuses[0].limit_remaining), (Code::Ok, 5), "nothing counted");
+    }
+    let counted = ask(&mut client, "edge", vec![descriptor(&[("user", "cy")])], 0).await;
+    assert_eq!(counted.statuses[0].limit_remaining, 4, "the request's 0 means 1");
+    ask(&mut client, "edge", vec![with_hits(&[("user", "cy")], 4)], 0).await;
+    // Nothing left: Sluice answers over the limit (the reference answers OK until its
+    // counter goes past the limit, which Sluice's never does: docs/service.md).
+    let exhausted = ask(&mut client, "edge", vec![with_hits(&[("user", "cy")], 0)], 0).await;
+    assert_eq!((code(&exhausted.statuses[0]), exhausted.statuses[0].limit_remaining), (Code::OverLimit, 0));
+    let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+    let counted =
+        |outcome: &str, n: u32| format!("sluice_checks_total{{policy=\"edge.user\",outcome=\"{outcome}\"}} {n}");
+    for line in [counted("allowed", 2), counted("rejected", 0)] {
+        assert!(
+            metrics.lines().any(|metric| metric == line),
+            "only the requests that add hits count: {line}\n{metrics}"
+        );
+    }
+}

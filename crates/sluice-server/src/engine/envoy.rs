@@ -1,10 +1,14 @@
 //! The engine's side of the Envoy rate limit service: a descriptor's rule is checked, or
 //! refused without a check, and counted under the rule's name, all here, so that the
 //! gRPC front end counts nothing itself (as the HTTP one does not).
+//!
+//! A descriptor that adds no hits (`hits_addend: 0`) only looks, as a peek does through the
+//! HTTP API: it is answered but not counted, in the checks or the hot keys.
 
 use crate::engine::{CheckError, Engine, Loaded, Outcome};
-use crate::envoy::Rule;
-use sluice::{Key, Limit};
+use crate::envoy::{Rule, Unit};
+use sluice::{Clock, Key, Limit};
+use std::time::Duration;
 
 impl Engine {
     /// Checks `key` against a rule's `limit` (`rule_shadow`: the rule is in shadow mode),
@@ -19,8 +23,11 @@ impl Engine {
         cost: u64,
     ) -> Result<Outcome, CheckError> {
         let verdict = self.decide(key, std::slice::from_ref(limit), cost).await?;
-        self.metrics().hot_keys().record(key.as_bytes(), !verdict.decision.allowed);
-        Ok(self.report(verdict, limit, loaded.rule_counters(rule), rule_shadow || self.shadow_all()))
+        if cost > 0 {
+            self.metrics().hot_keys().record(key.as_bytes(), !verdict.decision.allowed);
+        }
+        let counters = loaded.rule_counters(rule).filter(|_| cost > 0);
+        Ok(self.report(verdict, limit, counters, rule_shadow || self.shadow_all()))
     }
 
     /// Checks `key` against a descriptor's own limit override, counted under the
@@ -33,26 +40,35 @@ impl Engine {
         cost: u64,
     ) -> Result<Outcome, CheckError> {
         let verdict = self.decide(key, std::slice::from_ref(limit), cost).await?;
-        Ok(self.report(verdict, limit, loaded.override_counters(), self.shadow_all()))
+        let counters = loaded.override_counters().filter(|_| cost > 0);
+        Ok(self.report(verdict, limit, counters, self.shadow_all()))
     }
 
-    /// Counts a rule that rejects without a check (a limit of 0); whether the rejection is
-    /// only a shadow one, to be answered as allowed.
-    pub(crate) fn refuse_rule(&self, loaded: &Loaded, rule: &Rule, rule_shadow: bool) -> bool {
+    /// Counts a rule that rejects without a check (a limit of 0) when `cost` adds hits;
+    /// whether the rejection is only a shadow one, to be answered as allowed.
+    pub(crate) fn refuse_rule(&self, loaded: &Loaded, rule: &Rule, rule_shadow: bool, cost: u64) -> bool {
         let shadow = rule_shadow || self.shadow_all();
-        if let Some(counters) = loaded.rule_counters(rule) {
+        if let Some(counters) = loaded.rule_counters(rule).filter(|_| cost > 0) {
             counters.count(false, shadow);
         }
         shadow
     }
 
-    /// Counts a limit override that can allow nothing (0 requests per unit); whether the
-    /// rejection is only a shadow one.
-    pub(crate) fn refuse_override(&self, loaded: &Loaded) -> bool {
+    /// Counts a limit override that can allow nothing (0 requests per unit) when `cost`
+    /// adds hits; whether the rejection is only a shadow one.
+    pub(crate) fn refuse_override(&self, loaded: &Loaded, cost: u64) -> bool {
         let shadow = self.shadow_all();
-        if let Some(counters) = loaded.override_counters() {
+        if let Some(counters) = loaded.override_counters().filter(|_| cost > 0) {
             counters.count(false, shadow);
         }
         shadow
+    }
+
+    /// How long until the current window of `unit` ends: windows are aligned to the Unix
+    /// epoch, as the fixed windows of `rate_limit` rules and overrides are.
+    pub(crate) fn until_window_ends(&self, unit: Unit) -> Duration {
+        let window = u64::try_from(unit.duration().as_micros()).unwrap_or(u64::MAX);
+        let into = self.clock.now().as_micros() % window;
+        Duration::from_micros(window - into)
     }
 }

@@ -22,7 +22,7 @@ pub enum Resolution<'a> {
     /// The rule is `unlimited`: allow without counting.
     Unlimited(&'a Rule),
     /// The rule has `requests_per_unit: 0`: the request is over the limit (unless the rule is
-    /// in shadow mode, or it adds no hits).
+    /// in shadow mode).
     Blocked(&'a Rule),
     /// Check `limit` at `key`.
     Limited {
