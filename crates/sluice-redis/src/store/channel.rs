@@ -168,7 +168,13 @@ impl Channel {
 async fn probe(channel: Weak<Channel>) {
     loop {
         let Some(owner) = channel.upgrade() else { return };
-        match owner.probe_once(PROBE_TIMEOUT).await {
+        let mut probed = owner.probe_once(PROBE_TIMEOUT).await;
+        if probed.as_ref().is_err_and(|error| cause_of(error) == Cause::Connection) {
+            // A broken connection is made again by the command that finds it broken, which
+            // fails itself: the next command rides the new connection, without waiting.
+            probed = owner.probe_once(PROBE_TIMEOUT).await;
+        }
+        match probed {
             Ok(()) => {
                 // Released first: a check failing in between starts a new probe.
                 owner.link.release_probe();
