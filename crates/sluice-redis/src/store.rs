@@ -161,7 +161,8 @@ impl RedisStore {
     ///
     /// # Errors
     ///
-    /// When the URL is invalid or Redis does not answer within two seconds.
+    /// When the URL is invalid or Redis cannot be reached within two seconds (the
+    /// error's source names the cause: refused, timeout, authentication…).
     pub async fn connect(url: &str, settings: RedisSettings) -> Result<Self, StoreError> {
         RedisStore::open(url, settings).await?.answering().await
     }
@@ -203,10 +204,14 @@ impl RedisStore {
         Ok(RedisStore { channel: Channel::open(Arc::new(common))? })
     }
 
-    /// This store once Redis answered a probe (within two seconds).
+    /// This store once Redis answered a probe (within two seconds), even with an error
+    /// (out of memory, a replica): it is reachable, and the failure mode decides until it
+    /// serves again.
     async fn answering(self) -> Result<Self, StoreError> {
-        self.channel.probe_once(CONNECT_TIMEOUT).await?;
-        Ok(self)
+        match self.channel.probe_once(CONNECT_TIMEOUT).await {
+            Err(error) if channel::cause_of(&error) != crate::Cause::Server => Err(error),
+            _ => Ok(self),
+        }
     }
 
     fn common(&self) -> &Common {

@@ -45,7 +45,7 @@ impl StoreChoice {
             StoreChoice::Redis(url) => RedisStore::open(url, settings).await,
             StoreChoice::Cluster(urls) => RedisStore::open_cluster(urls, settings).await,
         };
-        Some(opened.map_err(|error| anyhow::anyhow!("cannot open the store {self}: {error:#}")))
+        Some(opened.map_err(|error| anyhow::anyhow!("cannot open the store {self}: {}", with_causes(&error))))
     }
 
     /// Connects to the Redis store this choice names, waiting until it answers; `None` for
@@ -56,7 +56,7 @@ impl StoreChoice {
             StoreChoice::Redis(url) => RedisStore::connect(url, settings).await,
             StoreChoice::Cluster(urls) => RedisStore::connect_cluster(urls, settings).await,
         };
-        Some(connected.map_err(|error| anyhow::anyhow!("cannot connect to the store {self}: {error:#}")))
+        Some(connected.map_err(|error| anyhow::anyhow!("cannot connect to the store {self}: {}", with_causes(&error))))
     }
 }
 
@@ -72,6 +72,23 @@ impl fmt::Display for StoreChoice {
             }
         }
     }
+}
+
+/// `error` and each of its sources, joined by ": " (a store error's own text says only
+/// what failed; its sources say why).
+fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        // Some errors print their source in their own text already.
+        let cause_text = cause.to_string();
+        if !text.ends_with(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// `redis://user:secret@host:6379` → `redis://user:***@host:6379`.
