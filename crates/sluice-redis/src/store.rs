@@ -204,12 +204,15 @@ impl RedisStore {
         Ok(RedisStore { channel: Channel::open(Arc::new(common))? })
     }
 
-    /// This store once Redis answered a probe (within two seconds), even with an error
-    /// (out of memory, a replica): it is reachable, and the failure mode decides until it
-    /// serves again.
+    /// This store once Redis answered a probe (within two seconds), even with an error that
+    /// says it cannot serve for now (out of memory, a replica, loading): it is reachable,
+    /// and the failure mode decides until it serves again. Any other error (refused,
+    /// timeout, wrong password, a command the ACL denies) is returned.
     async fn answering(self) -> Result<Self, StoreError> {
         match self.channel.probe_once(CONNECT_TIMEOUT).await {
-            Err(error) if channel::cause_of(&error) != crate::Cause::Server => Err(error),
+            Err(StoreError::Unavailable(cause)) if !is_unavailable_for_now(cause.as_ref()) => {
+                Err(StoreError::Unavailable(cause))
+            }
             _ => Ok(self),
         }
     }
@@ -397,6 +400,13 @@ fn unavailable(error: impl std::error::Error + Send + Sync + 'static) -> StoreEr
 /// replication that is down, a failing save that stops writes.
 const UNAVAILABLE_CODES: [&str; 9] =
     ["OOM", "READONLY", "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS", "MISCONF"];
+
+/// Whether `error` is Redis answering that it cannot serve for now (one of
+/// [`UNAVAILABLE_CODES`]), rather than refusing this client (authentication, permissions).
+fn is_unavailable_for_now(error: &(dyn std::error::Error + 'static)) -> bool {
+    let code = error.downcast_ref::<redis::RedisError>().and_then(redis::RedisError::code);
+    code.is_some_and(|code| UNAVAILABLE_CODES.contains(&code))
+}
 
 /// An error raised by the script itself (a bug, or a foreign value at a Sluice key), not
 /// by the connection nor by a Redis that cannot serve for now: retrying or failing open
