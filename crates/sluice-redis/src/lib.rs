@@ -17,8 +17,10 @@ mod keys;
 mod script;
 mod settings;
 mod store;
+mod tls;
 
 pub use failure::FailureMode;
 pub use health::{Cause, RedisHealth};
 pub use settings::{RedisSettings, TimeSource};
 pub use store::RedisStore;
+pub use tls::TlsFiles;

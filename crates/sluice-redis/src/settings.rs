@@ -1,6 +1,6 @@
 //! How a Redis store reads time, waits and names its keys.
 
-use crate::FailureMode;
+use crate::{FailureMode, TlsFiles};
 use std::time::Duration;
 
 /// Where a check's `now` comes from.
@@ -41,6 +41,9 @@ pub struct RedisSettings {
     /// (default [`sluice::store::memory::DEFAULT_MAX_KEYS`]), dropped as the memory store
     /// drops them when full: the states that would become fresh soonest.
     pub fallback_max_keys: usize,
+    /// Certificates for `rediss://` connections (default: the system's trusted roots, no
+    /// client certificate).
+    pub tls: TlsFiles,
 }
 
 impl Default for RedisSettings {
@@ -53,6 +56,7 @@ impl Default for RedisSettings {
             failure_mode: FailureMode::Open,
             blocked_cache: true,
             fallback_max_keys: sluice::store::memory::DEFAULT_MAX_KEYS,
+            tls: TlsFiles::default(),
         }
     }
 }

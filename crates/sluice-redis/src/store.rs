@@ -54,7 +54,7 @@ pub(crate) struct Common {
 
 #[derive(Clone)]
 enum Origin {
-    Standalone(redis::Client),
+    Standalone(Box<redis::Client>),
     Cluster(Box<ClusterClient>),
 }
 
@@ -112,7 +112,7 @@ impl Origin {
                 Ok::<(), std::convert::Infallible>(())
             });
         }
-        ConnectionManager::new_lazy_with_config(client.clone(), config).map_err(unavailable)
+        ConnectionManager::new_lazy_with_config(redis::Client::clone(client), config).map_err(unavailable)
     }
 
     /// A new standalone connection, made now (an error for a Cluster's origin).
@@ -134,14 +134,19 @@ impl RedisStore {
     ///
     /// # Errors
     ///
-    /// When the URL is invalid.
+    /// When the URL is invalid, or a TLS file of the settings cannot be read.
     pub async fn open(url: &str, settings: RedisSettings) -> Result<Self, StoreError> {
         let info = redis::IntoConnectionInfo::into_connection_info(url).map_err(unavailable)?;
         let redis = info.redis_settings().clone();
         let redis = if url.contains("protocol=") { redis } else { redis.set_protocol(redis::ProtocolVersion::RESP3) };
         let info = info.set_tcp_settings(tcp_settings()).set_redis_settings(redis);
-        let client = redis::Client::open(info).map_err(unavailable)?;
-        RedisStore::with(Origin::Standalone(client), without_password(url), settings)
+        let client = if settings.tls.is_empty() {
+            redis::Client::open(info)
+        } else {
+            redis::Client::build_with_tls(info, settings.tls.read()?)
+        };
+        let client = client.map_err(unavailable)?;
+        RedisStore::with(Origin::Standalone(Box::new(client)), without_password(url), settings)
     }
 
     /// Opens a store on a Redis Cluster through any of its nodes' URLs, without waiting
@@ -151,7 +156,11 @@ impl RedisStore {
     ///
     /// When a URL is invalid.
     pub async fn open_cluster(urls: &[String], settings: RedisSettings) -> Result<Self, StoreError> {
-        let client = ClusterClient::builder(urls.to_vec()).tcp_settings(tcp_settings()).build().map_err(unavailable)?;
+        let mut builder = ClusterClient::builder(urls.to_vec()).tcp_settings(tcp_settings());
+        if !settings.tls.is_empty() {
+            builder = builder.certs(settings.tls.read()?);
+        }
+        let client = builder.build().map_err(unavailable)?;
         let target = urls.iter().map(|url| without_password(url)).collect::<Vec<_>>().join(",");
         RedisStore::with(Origin::Cluster(Box::new(client)), target, settings)
     }

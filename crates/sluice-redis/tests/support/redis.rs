@@ -73,6 +73,34 @@ impl RedisServer {
         Self::start_with(|_| Vec::new())
     }
 
+    /// Starts a standalone server that also accepts TLS on a second free port
+    /// ([`tls_port`](Self::tls_port)), with `cert.pem` and `key.pem` as its certificate and
+    /// `ca.pem` as the CA its clients' certificates must chain to, all in `certs`;
+    /// `verify_clients` is Redis's `tls-auth-clients` (`yes`, `no`, `optional`).
+    pub fn start_tls(certs: &Path, verify_clients: &str) -> RedisServer {
+        let file = |name: &str| certs.join(name).display().to_string();
+        Self::start_with(|_| {
+            vec![
+                "--tls-port".into(),
+                free_port().to_string(),
+                "--tls-cert-file".into(),
+                file("cert.pem"),
+                "--tls-key-file".into(),
+                file("key.pem"),
+                "--tls-ca-cert-file".into(),
+                file("ca.pem"),
+                "--tls-auth-clients".into(),
+                verify_clients.into(),
+            ]
+        })
+    }
+
+    /// The TLS port of a server started with [`start_tls`](Self::start_tls).
+    pub fn tls_port(&self) -> Option<u16> {
+        let at = self.extra_args.iter().position(|arg| arg == "--tls-port")?;
+        self.extra_args.get(at + 1)?.parse().ok()
+    }
+
     /// Starts a server that will be a node of a cluster: its cluster bus is on a second free
     /// port, its cluster state in `nodes.conf` in its directory.
     fn start_cluster_node() -> RedisServer {

@@ -1,0 +1,120 @@
+//! `rediss://` against a real redis-server on a TLS port, with certificates this test makes
+//! (a CA, Redis's certificate for 127.0.0.1, a client certificate): a CA file, a client
+//! certificate for a Redis that verifies its clients, the `#insecure` fragment, and errors
+//! that name their cause when verification fails.
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
+
+mod support;
+
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use sluice::{Key, Limit, SlidingLog, SlidingLogVariant, Source, Store, Timestamp};
+use sluice_redis::{RedisSettings, RedisStore, TlsFiles};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use support::redis::RedisServer;
+
+/// A directory with `ca.pem`, `cert.pem` and `key.pem` (Redis's, for 127.0.0.1),
+/// `client.pem` and `client-key.pem`, and `other-ca.pem` (a CA that signed none of them).
+struct Certificates {
+    dir: PathBuf,
+}
+
+impl Certificates {
+    fn make() -> Certificates {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        let dir = std::env::temp_dir().join(format!("sluice-tls-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ca = authority("Sluice test CA");
+        write_signed(&dir, "cert.pem", "key.pem", vec!["127.0.0.1".into(), "localhost".into()], &ca);
+        write_signed(&dir, "client.pem", "client-key.pem", vec!["sluice-client".into()], &ca);
+        std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+        std::fs::write(dir.join("other-ca.pem"), authority("Another CA").pem()).unwrap();
+        Certificates { dir }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+}
+
+impl Drop for Certificates {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn authority(name: &str) -> CertifiedIssuer<'static, KeyPair> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name.push(rcgen::DnType::CommonName, name);
+    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
+}
+
+fn write_signed(dir: &Path, cert: &str, key: &str, names: Vec<String>, ca: &CertifiedIssuer<'_, KeyPair>) {
+    let key_pair = KeyPair::generate().unwrap();
+    let certificate = CertificateParams::new(names).unwrap().signed_by(&key_pair, ca).unwrap();
+    std::fs::write(dir.join(cert), certificate.pem()).unwrap();
+    std::fs::write(dir.join(key), key_pair.serialize_pem()).unwrap();
+}
+
+fn settings(tls: TlsFiles) -> RedisSettings {
+    RedisSettings { tls, timeout: Duration::from_secs(2), ..RedisSettings::injected_time() }
+}
+
+fn url(server: &RedisServer, fragment: &str) -> String {
+    format!("rediss://127.0.0.1:{}/{fragment}", server.tls_port().unwrap())
+}
+
+/// A check through `store` is decided by Redis.
+async fn decides(store: &RedisStore) {
+    let limit = Limit::new("tls", SlidingLog::new(3, Duration::from_secs(1), SlidingLogVariant::Accepted).unwrap());
+    let now = Timestamp::from_micros(1_763_700_000_000_000);
+    let verdict = store.check(Key::new(b"alice").unwrap(), std::slice::from_ref(&limit), now, 1).await.unwrap();
+    assert_eq!((verdict.source, verdict.decision.remaining), (Source::Store, 2));
+}
+
+/// The error's sources, joined.
+fn causes(error: &sluice::StoreError) -> String {
+    std::iter::successors(std::error::Error::source(error), |cause| cause.source())
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(": ")
+}
+
+#[tokio::test]
+async fn a_ca_file_verifies_redis_and_a_wrong_one_is_refused_naming_the_cause() {
+    let certs = Certificates::make();
+    let server = RedisServer::start_tls(&certs.dir, "no");
+    let trusted = TlsFiles { ca_file: Some(certs.path("ca.pem")), ..TlsFiles::default() };
+    decides(&RedisStore::connect(&url(&server, ""), settings(trusted)).await.unwrap()).await;
+    let other = TlsFiles { ca_file: Some(certs.path("other-ca.pem")), ..TlsFiles::default() };
+    let error = RedisStore::connect(&url(&server, ""), settings(other)).await.unwrap_err();
+    assert!(causes(&error).contains("certificate"), "{}", causes(&error));
+    let missing = TlsFiles { ca_file: Some(certs.path("missing.pem")), ..TlsFiles::default() };
+    let error = RedisStore::connect(&url(&server, ""), settings(missing)).await.unwrap_err();
+    assert!(error.to_string().contains("cannot read the Redis CA file"), "{error}");
+}
+
+#[tokio::test]
+async fn the_insecure_fragment_skips_verification() {
+    let certs = Certificates::make();
+    let server = RedisServer::start_tls(&certs.dir, "no");
+    decides(&RedisStore::connect(&url(&server, "#insecure"), settings(TlsFiles::default())).await.unwrap()).await;
+}
+
+#[tokio::test]
+async fn a_redis_that_verifies_clients_takes_a_client_certificate() {
+    let certs = Certificates::make();
+    let server = RedisServer::start_tls(&certs.dir, "yes");
+    let without = TlsFiles { ca_file: Some(certs.path("ca.pem")), ..TlsFiles::default() };
+    assert!(RedisStore::connect(&url(&server, ""), settings(without)).await.is_err(), "no client certificate");
+    let with = TlsFiles {
+        ca_file: Some(certs.path("ca.pem")),
+        client_cert: Some(certs.path("client.pem")),
+        client_key: Some(certs.path("client-key.pem")),
+    };
+    decides(&RedisStore::connect(&url(&server, ""), settings(with)).await.unwrap()).await;
+    let half = TlsFiles { client_cert: Some(certs.path("client.pem")), ..TlsFiles::default() };
+    let error = RedisStore::connect(&url(&server, ""), settings(half)).await.unwrap_err();
+    assert!(error.to_string().contains("set both"), "{error}");
+}
