@@ -14,6 +14,7 @@ use crate::settings::{RedisSettings, TimeSource};
 use channel::{Channel, Request};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
+use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use sluice::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
 use std::future::Future;
 use std::sync::{Arc, Weak};
@@ -56,6 +57,8 @@ pub(crate) struct Common {
 enum Origin {
     Standalone(Box<redis::Client>),
     Cluster(Box<ClusterClient>),
+    /// A primary found through Redis Sentinel, asked again after each failure.
+    Sentinel(Arc<tokio::sync::Mutex<SentinelClient>>),
 }
 
 /// How long connecting may take at most, whatever the per-call timeout.
@@ -85,42 +88,57 @@ impl std::fmt::Debug for RedisStore {
         let kind = match self.common().origin {
             Origin::Standalone(_) => "standalone",
             Origin::Cluster(_) => "cluster",
+            Origin::Sentinel(_) => "sentinel",
         };
         f.debug_struct("RedisStore").field("kind", &kind).field("settings", &self.settings()).finish_non_exhaustive()
     }
 }
 
 impl Origin {
-    /// A standalone connection made on its first command, reconnecting on its own, whose
-    /// loss `channel` hears of at once (RESP3's disconnection notice), so that a restarted
-    /// Redis is found again by a probe before the next check needs it.
+    /// The connection to a standalone Redis's fixed address, made on its first command (an
+    /// error for the other origins, whose address is found when connecting).
     fn lazy_standalone(&self, channel: Weak<Channel>) -> Result<ConnectionManager, StoreError> {
         let Origin::Standalone(client) = self else {
-            return Err(StoreError::Refused("a Redis Cluster has no standalone connection".to_owned()));
+            return Err(StoreError::Refused("only a standalone Redis has a fixed address".to_owned()));
         };
-        let mut config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(CONNECT_TIMEOUT))
-            // One attempt per reconnection: the channel's probe retries, every 100 ms.
-            .set_number_of_retries(0);
-        if client.get_connection_info().redis_settings().protocol().supports_resp3() {
-            config = config.set_push_sender(move |push: redis::PushInfo| {
-                if push.kind == redis::PushKind::Disconnection
-                    && let Some(channel) = channel.upgrade()
-                {
-                    channel.start_probe();
-                }
-                Ok::<(), std::convert::Infallible>(())
-            });
-        }
-        ConnectionManager::new_lazy_with_config(redis::Client::clone(client), config).map_err(unavailable)
+        lazy_connection(client, channel)
     }
 
-    /// A new standalone connection, made now (an error for a Cluster's origin).
+    /// A new standalone connection, made now: to the URL's address, or to the primary the
+    /// sentinels name now (an error for a Cluster's origin).
     async fn connect_standalone(&self, channel: Weak<Channel>) -> Result<ConnectionManager, StoreError> {
-        let connection = self.lazy_standalone(channel)?;
+        let connection = match self {
+            Origin::Sentinel(sentinels) => {
+                let primary =
+                    within(CONNECT_TIMEOUT, async { sentinels.lock().await.async_get_client().await }).await?;
+                lazy_connection(&primary, channel)?
+            }
+            _ => self.lazy_standalone(channel)?,
+        };
         within(CONNECT_TIMEOUT, redis::cmd("PING").query_async::<()>(&mut connection.clone())).await?;
         Ok(connection)
     }
+}
+
+/// A connection to `client`'s address, made on its first command, reconnecting on its own,
+/// whose loss `channel` hears of at once (RESP3's disconnection notice), so that a
+/// restarted Redis is found again by a probe before the next check needs it.
+fn lazy_connection(client: &redis::Client, channel: Weak<Channel>) -> Result<ConnectionManager, StoreError> {
+    let mut config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        // One attempt per reconnection: the channel's probe retries, every 100 ms.
+        .set_number_of_retries(0);
+    if client.get_connection_info().redis_settings().protocol().supports_resp3() {
+        config = config.set_push_sender(move |push: redis::PushInfo| {
+            if push.kind == redis::PushKind::Disconnection
+                && let Some(channel) = channel.upgrade()
+            {
+                channel.start_probe();
+            }
+            Ok::<(), std::convert::Infallible>(())
+        });
+    }
+    ConnectionManager::new_lazy_with_config(redis::Client::clone(client), config).map_err(unavailable)
 }
 
 impl RedisStore {
@@ -163,6 +181,34 @@ impl RedisStore {
         let client = builder.build().map_err(unavailable)?;
         let target = urls.iter().map(|url| without_password(url)).collect::<Vec<_>>().join(",");
         RedisStore::with(Origin::Cluster(Box::new(client)), target, settings)
+    }
+
+    /// Opens a store on the primary that Redis Sentinel names for `primary_name`, asking the
+    /// `sentinels` (`redis://host:port` each) at once and again after every failure, so a
+    /// failover is followed (without waiting for Redis, as [`RedisStore::open`]). `redis`
+    /// says how to reach the primary, as a URL whose host is ignored: its user, password,
+    /// database, and `rediss://` for TLS (`redis://user:password@primary/0`).
+    ///
+    /// # Errors
+    ///
+    /// When a URL is invalid, or a TLS file of the settings cannot be read.
+    pub async fn open_sentinel(
+        sentinels: &[String],
+        primary_name: &str,
+        redis: &str,
+        settings: RedisSettings,
+    ) -> Result<Self, StoreError> {
+        let primary = redis::IntoConnectionInfo::into_connection_info(redis).map_err(unavailable)?;
+        let resp3 = primary.redis_settings().clone().set_protocol(redis::ProtocolVersion::RESP3);
+        let mut node =
+            SentinelNodeConnectionInfo::default().set_redis_connection_info(resp3).set_tcp_settings(tcp_settings());
+        if redis.starts_with("rediss://") {
+            node = node.set_tls_mode(redis::TlsMode::Secure);
+        }
+        let client = SentinelClient::build(sentinels.to_vec(), primary_name, Some(node), SentinelServerType::Master)
+            .map_err(unavailable)?;
+        let target = format!("sentinel {} for {primary_name}", sentinels.join(","));
+        RedisStore::with(Origin::Sentinel(Arc::new(tokio::sync::Mutex::new(client))), target, settings)
     }
 
     /// Connects to a standalone Redis at `url` (`redis://host:port/db`): [`RedisStore::open`],
@@ -218,7 +264,7 @@ impl RedisStore {
     /// and the failure mode decides until it serves again. Any other error (refused,
     /// timeout, wrong password, a command the ACL denies) is returned.
     async fn answering(self) -> Result<Self, StoreError> {
-        match self.channel.probe_once(CONNECT_TIMEOUT).await {
+        match self.channel.probe_once(CONNECT_TIMEOUT, false).await {
             Err(StoreError::Unavailable(cause)) if !is_unavailable_for_now(cause.as_ref()) => {
                 Err(StoreError::Unavailable(cause))
             }
@@ -248,7 +294,7 @@ impl RedisStore {
         if self.channel.link.is_down() {
             return false;
         }
-        match self.channel.probe_once(self.settings().timeout).await {
+        match self.channel.probe_once(self.settings().timeout, false).await {
             Ok(()) => true,
             Err(error) => {
                 self.channel.fail(&error);

@@ -52,8 +52,9 @@ pub(crate) struct SimulateArgs {
     #[arg(long = "policy", value_name = "NAME", required = true)]
     pub(crate) policies: Vec<String>,
 
-    /// Where states live: `memory` (the embedded store), `redis://HOST:PORT[/DB]`, or
-    /// `redis+cluster://HOST:PORT[,HOST:PORT…]`. Redis runs use fresh keys under a unique
+    /// Where states live: `memory` (the embedded store), `redis://HOST:PORT[/DB]`,
+    /// `redis+cluster://HOST:PORT[,HOST:PORT…]`, or
+    /// `redis+sentinel://HOST:PORT[,HOST:PORT…]/PRIMARY_NAME`. Redis runs use fresh keys under a unique
     /// prefix, with the trace's times injected; a request Redis does not decide (unreachable,
     /// out of memory, slower than 5 s) stops the run with an error.
     #[arg(long, value_name = "STORE", default_value = "memory")]

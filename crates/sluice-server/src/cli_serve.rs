@@ -23,8 +23,9 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "SLUICE_GRPC", value_name = "ADDR")]
     pub(crate) grpc: Option<String>,
 
-    /// Where states live: `memory`, `redis://HOST:PORT[/DB]` or
-    /// `redis+cluster://HOST:PORT[,HOST:PORT…]` [default: memory].
+    /// Where states live: `memory`, `redis://HOST:PORT[/DB]` (`rediss://` for TLS),
+    /// `redis+cluster://HOST:PORT[,HOST:PORT…]` or
+    /// `redis+sentinel://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…]/PRIMARY_NAME` [default: memory].
     #[arg(long, env = "SLUICE_STORE", value_name = "STORE")]
     pub(crate) store: Option<String>,
 

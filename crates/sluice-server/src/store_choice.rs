@@ -13,16 +13,33 @@ pub(crate) enum StoreChoice {
     Redis(String),
     /// A Redis Cluster, through these node URLs.
     Cluster(Vec<String>),
+    /// The primary Redis Sentinel names.
+    Sentinel {
+        /// The sentinels' URLs.
+        sentinels: Vec<String>,
+        /// The primary's name, as the sentinels know it.
+        primary: String,
+        /// How to reach the primary (user, password), as a URL whose host is ignored.
+        redis: String,
+    },
 }
 
 impl StoreChoice {
-    /// `memory`, `redis://…` / `rediss://…`, or `redis+cluster://HOST:PORT[,HOST:PORT…]`.
+    /// `memory`, `redis://…` / `rediss://…`, `redis+cluster://HOST:PORT[,HOST:PORT…]`, or
+    /// `redis+sentinel://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…]/PRIMARY_NAME` (the user and
+    /// password are the primary's).
     pub(crate) fn parse(text: &str) -> Result<StoreChoice, String> {
         let unknown = || {
-            format!("unknown store `{text}`: use memory, redis://HOST:PORT or redis+cluster://HOST:PORT[,HOST:PORT…]")
+            format!(
+                "unknown store `{}`: use memory, redis://HOST:PORT, redis+cluster://HOST:PORT[,HOST:PORT…] \
+                 or redis+sentinel://HOST:PORT[,HOST:PORT…]/PRIMARY_NAME",
+                without_password(text)
+            )
         };
         if text == "memory" {
             Ok(StoreChoice::Memory)
+        } else if let Some(rest) = text.strip_prefix("redis+sentinel://") {
+            parse_sentinel(rest).map_err(|why| format!("{}: {why}", unknown()))
         } else if let Some(nodes) = text.strip_prefix("redis+cluster://") {
             let nodes: Vec<&str> = nodes.split(',').collect();
             if nodes.iter().any(|node| node.trim().is_empty()) {
@@ -44,6 +61,9 @@ impl StoreChoice {
             StoreChoice::Memory => return None,
             StoreChoice::Redis(url) => RedisStore::open(url, settings).await,
             StoreChoice::Cluster(urls) => RedisStore::open_cluster(urls, settings).await,
+            StoreChoice::Sentinel { sentinels, primary, redis } => {
+                RedisStore::open_sentinel(sentinels, primary, redis, settings).await
+            }
         };
         Some(opened.map_err(|error| anyhow::anyhow!("cannot open the store {self}: {}", with_causes(&error))))
     }
@@ -55,6 +75,9 @@ impl StoreChoice {
             StoreChoice::Memory => return None,
             StoreChoice::Redis(url) => RedisStore::connect(url, settings).await,
             StoreChoice::Cluster(urls) => RedisStore::connect_cluster(urls, settings).await,
+            StoreChoice::Sentinel { sentinels, primary, redis } => {
+                RedisStore::open_sentinel(sentinels, primary, redis, settings).await
+            }
         };
         Some(connected.map_err(|error| anyhow::anyhow!("cannot connect to the store {self}: {}", with_causes(&error))))
     }
@@ -70,8 +93,32 @@ impl fmt::Display for StoreChoice {
                 let shown: Vec<String> = urls.iter().map(|url| without_password(url)).collect();
                 write!(f, "cluster {}", shown.join(","))
             }
+            StoreChoice::Sentinel { sentinels, primary, .. } => {
+                write!(f, "primary {primary} of sentinels {}", sentinels.join(","))
+            }
         }
     }
+}
+
+/// The parts of `[USER:PASSWORD@]HOST:PORT[,HOST:PORT…]/PRIMARY_NAME`.
+fn parse_sentinel(text: &str) -> Result<StoreChoice, &'static str> {
+    let (credentials, rest) = match text.rsplit_once('@') {
+        Some((credentials, rest)) => (Some(credentials), rest),
+        None => (None, text),
+    };
+    let Some((nodes, primary)) = rest.split_once('/') else {
+        return Err("the primary's name is missing (…/PRIMARY_NAME)");
+    };
+    if primary.is_empty() || primary.contains('/') {
+        return Err("the primary's name is missing (…/PRIMARY_NAME)");
+    }
+    let nodes: Vec<&str> = nodes.split(',').map(str::trim).collect();
+    if nodes.iter().any(|node| node.is_empty()) {
+        return Err("a sentinel is empty");
+    }
+    let sentinels = nodes.iter().map(|node| format!("redis://{node}")).collect();
+    let redis = credentials.map_or_else(|| "redis://primary/".to_owned(), |user| format!("redis://{user}@primary/"));
+    Ok(StoreChoice::Sentinel { sentinels, primary: primary.to_owned(), redis })
 }
 
 /// `error` and each of its sources, joined by ": " (a store error's own text says only
@@ -118,6 +165,27 @@ mod tests {
         assert_eq!(StoreChoice::parse("rediss://h:1"), Ok(StoreChoice::Redis("rediss://h:1".to_owned())));
         let cluster = StoreChoice::parse("redis+cluster://a:1, b:2").map(|choice| choice.to_string());
         assert_eq!(cluster, Ok("cluster redis://a:1,redis://b:2".to_owned()));
+        let sentinel = StoreChoice::parse("redis+sentinel://u:pw@a:1,b:2/main");
+        let expected = StoreChoice::Sentinel {
+            sentinels: vec!["redis://a:1".to_owned(), "redis://b:2".to_owned()],
+            primary: "main".to_owned(),
+            redis: "redis://u:pw@primary/".to_owned(),
+        };
+        assert_eq!(sentinel, Ok(expected));
+        assert_eq!(
+            StoreChoice::parse("redis+sentinel://a:1/main").map(|c| c.to_string()),
+            Ok("primary main of sentinels redis://a:1".to_owned())
+        );
+        for bad in [
+            "redis+sentinel://a:1",
+            "redis+sentinel://a:1/",
+            "redis+sentinel://a:1,,b:2/m",
+            "redis+sentinel://:pw@a:1/m/x",
+        ] {
+            let error = StoreChoice::parse(bad).unwrap_err();
+            assert!(error.contains("redis+sentinel://HOST:PORT"), "{bad}: {error}");
+            assert!(!error.contains(":pw@"), "{bad}: the password is shown: {error}");
+        }
         for bad in ["", "mem", "http://h:1", "redis+cluster://", "redis+cluster://a:1,,b:2"] {
             let error = StoreChoice::parse(bad).unwrap_err();
             assert!(error.contains("use memory, redis://HOST:PORT"), "{bad}: {error}");

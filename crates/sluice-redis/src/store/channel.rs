@@ -71,16 +71,18 @@ impl std::error::Error for NotConnected {}
 
 impl Channel {
     /// A channel to `common`'s Redis: a standalone connection is made lazily (its first
-    /// command connects), a Cluster's by the first probe. A probe starts at once: it
+    /// command connects), a Cluster's and a Sentinel primary's by the first probe. A probe starts at once: it
     /// samples Redis's clock, and finds out whether Redis answers. While the store is in
     /// an outage, the channel starts down.
     pub(super) fn open(common: Arc<Common>) -> Result<Arc<Channel>, StoreError> {
         let connection = match common.origin {
-            Origin::Standalone(_) => Connection::Standalone(Standalone::default()),
+            Origin::Standalone(_) | Origin::Sentinel(_) => Connection::Standalone(Standalone::default()),
             Origin::Cluster(_) => Connection::Cluster(ArcSwapOption::empty()),
         };
         let channel = Arc::new(Channel { connection, link: Link::default(), common });
-        if let Connection::Standalone(standalone) = &channel.connection {
+        if let (Connection::Standalone(standalone), Origin::Standalone(_)) =
+            (&channel.connection, &channel.common.origin)
+        {
             standalone.set(channel.common.origin.lazy_standalone(Arc::downgrade(&channel))?);
         }
         if !channel.common.outages.health().is_available() {
@@ -140,9 +142,10 @@ impl Channel {
         }
     }
 
-    /// Asks Redis once (bounded by `limit`): up when it answers, down when it fails.
-    pub(super) async fn probe_once(self: &Arc<Self>, limit: Duration) -> Result<(), StoreError> {
-        self.connect_cluster().await?;
+    /// Asks Redis once (bounded by `limit`): up when it answers, down when it fails. After
+    /// a failure (`after_failure`), a Sentinel's primary is asked for again first.
+    pub(super) async fn probe_once(self: &Arc<Self>, limit: Duration, after_failure: bool) -> Result<(), StoreError> {
+        self.connect_if_needed(after_failure).await?;
         let key = format!("{}probe", self.common.settings.key_prefix);
         let script = &self.common.probe;
         let invocation = script.key(&key);
@@ -151,13 +154,19 @@ impl Channel {
         Ok(())
     }
 
-    /// Connects a Cluster's connection, if none was made yet.
-    async fn connect_cluster(&self) -> Result<(), StoreError> {
-        let (Connection::Cluster(current), Origin::Cluster(client)) = (&self.connection, &self.common.origin) else {
-            return Ok(());
-        };
-        if current.load().is_none() {
-            current.store(Some(Arc::new(within(CONNECT_TIMEOUT, client.get_async_connection()).await?)));
+    /// Connects a Cluster's connection if none was made yet, and a Sentinel primary's if
+    /// none was made or the last probe failed (the primary may have changed).
+    async fn connect_if_needed(self: &Arc<Self>, after_failure: bool) -> Result<(), StoreError> {
+        match (&self.connection, &self.common.origin) {
+            (Connection::Cluster(current), Origin::Cluster(client)) if current.load().is_none() => {
+                current.store(Some(Arc::new(within(CONNECT_TIMEOUT, client.get_async_connection()).await?)));
+            }
+            (Connection::Standalone(standalone), Origin::Sentinel(_))
+                if after_failure || standalone.current().is_none() =>
+            {
+                standalone.set(self.common.origin.connect_standalone(Arc::downgrade(self)).await?);
+            }
+            _ => {}
         }
         Ok(())
     }
@@ -166,14 +175,16 @@ impl Channel {
 /// Probes `channel` until Redis answers it (then marks it up) or the store is dropped.
 /// The first probe goes at once: a check that failed by chance costs one round trip.
 async fn probe(channel: Weak<Channel>) {
+    let mut failed = false;
     loop {
         let Some(owner) = channel.upgrade() else { return };
-        let mut probed = owner.probe_once(PROBE_TIMEOUT).await;
+        let mut probed = owner.probe_once(PROBE_TIMEOUT, failed).await;
         if probed.as_ref().is_err_and(|error| cause_of(error) == Cause::Connection) {
             // A broken connection is made again by the command that finds it broken, which
             // fails itself: the next command rides the new connection, without waiting.
-            probed = owner.probe_once(PROBE_TIMEOUT).await;
+            probed = owner.probe_once(PROBE_TIMEOUT, false).await;
         }
+        failed = probed.is_err();
         match probed {
             Ok(()) => {
                 // Released first: a check failing in between starts a new probe.

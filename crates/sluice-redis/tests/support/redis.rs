@@ -47,6 +47,8 @@ const WATCHDOG_SCRIPT: &str = r#"read -r _line; if [ -n "$1" ]; then kill -KILL 
 #[derive(Debug)]
 pub struct RedisServer {
     port: u16,
+    /// Arguments before the common ones: a sentinel's configuration file and `--sentinel`.
+    leading_args: Vec<String>,
     /// Arguments after the common ones (cluster mode), the same on every restart.
     extra_args: Vec<String>,
     dir: PathBuf,
@@ -70,7 +72,7 @@ impl RedisServer {
     /// If `redis-server` is not installed, or the server does not come up within 10 s (the
     /// panic shows the end of its log).
     pub fn start() -> RedisServer {
-        Self::start_with(|_| Vec::new())
+        Self::start_with(|_| (Vec::new(), Vec::new()))
     }
 
     /// Starts a standalone server that also accepts TLS on a second free port
@@ -80,7 +82,7 @@ impl RedisServer {
     pub fn start_tls(certs: &Path, verify_clients: &str) -> RedisServer {
         let file = |name: &str| certs.join(name).display().to_string();
         Self::start_with(|_| {
-            vec![
+            let args = vec![
                 "--tls-port".into(),
                 free_port().to_string(),
                 "--tls-cert-file".into(),
@@ -91,7 +93,8 @@ impl RedisServer {
                 file("ca.pem"),
                 "--tls-auth-clients".into(),
                 verify_clients.into(),
-            ]
+            ];
+            (Vec::new(), args)
         })
     }
 
@@ -106,25 +109,43 @@ impl RedisServer {
     fn start_cluster_node() -> RedisServer {
         Self::start_with(|dir| {
             let bus_port = free_port();
-            vec![
+            let args = vec![
                 "--cluster-enabled".into(),
                 "yes".into(),
                 "--cluster-config-file".into(),
                 dir.join("nodes.conf").display().to_string(),
                 "--cluster-port".into(),
                 bus_port.to_string(),
-            ]
+            ];
+            (Vec::new(), args)
+        })
+    }
+
+    /// Starts a Redis Sentinel (the same binary, `--sentinel`) that watches the primary on
+    /// `primary_port` under `name`, with a quorum of one, taking a primary as down after
+    /// 500 ms of silence and retrying a failover after 2 s.
+    pub fn start_sentinel(primary_port: u16, name: &str) -> RedisServer {
+        Self::start_with(|dir| {
+            let config = dir.join("sentinel.conf");
+            let text = format!(
+                "sentinel monitor {name} 127.0.0.1 {primary_port} 1\n\
+                 sentinel down-after-milliseconds {name} 500\n\
+                 sentinel failover-timeout {name} 2000\n"
+            );
+            fs::write(&config, text).unwrap_or_else(|e| panic!("cannot write {}: {e}", config.display()));
+            (vec![config.display().to_string(), "--sentinel".into()], Vec::new())
         })
     }
 
     /// Tries fresh ports (and a fresh directory) until a server comes up; `extra_args` gets the
-    /// directory and returns the arguments after the common ones.
-    fn start_with(mut extra_args: impl FnMut(&Path) -> Vec<String>) -> RedisServer {
+    /// directory and returns the arguments before the common ones and those after.
+    fn start_with(mut extra_args: impl FnMut(&Path) -> (Vec<String>, Vec<String>)) -> RedisServer {
         let mut collisions = Vec::new();
         for _ in 0..START_ATTEMPTS {
             let port = free_port();
             let dir = make_dir(port);
-            let mut server = RedisServer { port, extra_args: extra_args(&dir), dir, child: None, watchdog: None };
+            let (leading_args, extra_args) = extra_args(&dir);
+            let mut server = RedisServer { port, leading_args, extra_args, dir, child: None, watchdog: None };
             match server.launch(Instant::now() + READY_TIMEOUT) {
                 Launch::Ready => return server,
                 // Dropping `server` removes its directory.
@@ -220,6 +241,7 @@ impl RedisServer {
             .unwrap_or_else(|e| panic!("cannot open {}: {e}", self.log_path().display()));
         let stderr = log.try_clone().expect("cannot duplicate the log's handle");
         let spawned = Command::new("redis-server")
+            .args(&self.leading_args)
             .arg("--port")
             .arg(self.port.to_string())
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
