@@ -20,9 +20,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let api = Limit::new("api", TokenBucket::new(bucket)?);
     let api_key = HeaderKey::new(HeaderName::from_static("x-api-key"));
 
+    // `route_layer`, not `layer`: only the requests a handler serves are charged (a POST to
+    // /hello is a 405 that uses no quota).
     let app = Router::new()
-        .route("/hello", get(|| async { "Hello!\n" }).layer(RateLimitLayer::new(hello, PeerIp::new())))
-        .route("/api", get(|| async { "{\"ok\":true}\n" }).layer(RateLimitLayer::new(api, api_key)));
+        .route("/hello", get(|| async { "Hello!\n" }).route_layer(RateLimitLayer::new(hello, PeerIp::new())))
+        .route("/api", get(|| async { "{\"ok\":true}\n" }).route_layer(RateLimitLayer::new(api, api_key)));
 
     let addr = std::env::var("ADDR").unwrap_or_else(|_| "127.0.0.1:3000".to_owned());
     let listener = tokio::net::TcpListener::bind(&addr).await?;

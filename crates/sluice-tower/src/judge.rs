@@ -2,12 +2,13 @@
 //! inner service does (after a shaping delay) with rate-limit fields.
 
 use crate::headers::{AllowedFields, insert_rate_limit_headers};
-use crate::key::{MissingKey, RequestKey};
+use crate::key::{MissingKey, RequestKey, peer_addr};
 use crate::response::{Rejection, RejectionBody, unchecked};
 use crate::shared::{OnStoreError, Shared};
 use http::request::Parts;
 use http::{Response, StatusCode};
 use sluice::{Decision, Limit, RetryAfter, Source, StoreError, Verdict};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// What happens to a checked request.
@@ -41,12 +42,29 @@ pub(crate) fn or_shared_key<S, C>(shared: &Shared<S, C>, key: Option<RequestKey>
 /// keyless requests through unlimited nor blame the client).
 pub(crate) fn missing_key<S, C>(shared: &Shared<S, C>, parts: &Parts) -> Response<RejectionBody> {
     match shared.missing_key {
+        MissingKey::Reject(status) if shared.key.reads_peer_address() && peer_addr(parts).is_none() => {
+            warn_no_peer_address();
+            unchecked(parts, status, NO_PEER_ADDRESS)
+        }
         MissingKey::Reject(status) => unchecked(parts, status, "the request has no valid rate-limit key"),
         MissingKey::Shared(_) => unchecked(
             parts,
             StatusCode::INTERNAL_SERVER_ERROR,
             "the rate limiter's shared key for requests without a key is not a valid key (1 to 1024 bytes)",
         ),
+    }
+}
+
+/// Why a request keyed by its peer's address has no key, when the server gave it none.
+const NO_PEER_ADDRESS: &str = "the rate limiter keys requests by the client's IP address, and the server gave this \
+    request none: serve the axum app with `into_make_service_with_connect_info::<SocketAddr>()` (or insert the \
+    peer's `SocketAddr` into the request's extensions)";
+
+/// Logs [`NO_PEER_ADDRESS`] once per process: every request of such a server has no key.
+fn warn_no_peer_address() {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if !WARNED.swap(true, Ordering::Relaxed) {
+        tracing::error!("{NO_PEER_ADDRESS}; until then every request is answered 400");
     }
 }
 

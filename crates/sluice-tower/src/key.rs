@@ -100,6 +100,12 @@ impl Extractor {
     }
 
     /// The key from the request's head.
+    /// Whether the key comes from the connection's peer address (which the server must
+    /// put in the request: see [`peer_addr`]).
+    pub(crate) fn reads_peer_address(&self) -> bool {
+        matches!(self, Extractor::Peer(_) | Extractor::Client(_))
+    }
+
     pub(crate) fn extract(&self, parts: &Parts) -> Option<RequestKey> {
         match self {
             Extractor::Peer(peer) => peer.extract(parts),

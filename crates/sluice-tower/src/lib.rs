@@ -7,9 +7,17 @@
 //! use std::time::Duration;
 //!
 //! let hello = Limit::new("hello", SlidingLog::new(5, Duration::from_secs(10), SlidingLogVariant::Accepted)?);
-//! let app: Router = Router::new().route("/hello", get(|| async { "hi" })).layer(RateLimitLayer::new(hello, PeerIp::new()));
+//! let limited = RateLimitLayer::new(hello, PeerIp::new());
+//! let app: Router = Router::new().route("/hello", get(|| async { "hi" }).route_layer(limited));
 //! # Ok::<(), sluice::PolicyError>(())
 //! ```
+//!
+//! On a route, use `route_layer`: axum's `layer` on a method router also wraps its
+//! fallback, so requests of a method the route does not serve would be charged (and
+//! answered 429 rather than 405 once the quota is gone). Serve the app with
+//! `into_make_service_with_connect_info::<SocketAddr>()` for [`key::PeerIp`] and
+//! [`key::ClientIp`]: without it requests carry no peer address, and each is answered 400
+//! with a detail (and one log line) saying so.
 //!
 //! [`RateLimitLayer::new`] takes one policy, in memory, on the system clock. For several
 //! policies, another clock (a `ManualClock` in tests) or another store (such as a

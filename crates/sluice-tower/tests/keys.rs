@@ -282,5 +282,45 @@ async fn ready_extractors_answer_like_the_same_closure() {
     let by_closure = app(RateLimitLayer::from_limiter(limiter([two_per_minute()], clock()), closure));
     let expected = answers(&by_closure, requests()).await;
     assert_eq!(expected.iter().map(|answer| answer.0).collect::<Vec<_>>(), [200, 200, 429, 200, 400]);
-    assert_eq!(answers(&ready, requests()).await, expected);
+    let mut ready_answers = answers(&ready, requests()).await;
+    // Only the ready extractor knows it reads the peer address: its 400 says how to get one
+    // (`a_server_without_connect_info_is_told_how_to_fix_it`), the closure's cannot.
+    let (keyless, expected_keyless) = (ready_answers.pop(), expected.last());
+    assert_eq!(keyless.map(|answer| answer.0), expected_keyless.map(|answer| answer.0));
+    assert_eq!(ready_answers, expected[..expected.len() - 1]);
+}
+
+/// An app served without `into_make_service_with_connect_info` gives its requests no peer
+/// address: the 400 says what to change, and so does one log line (the first time only).
+#[test]
+fn a_server_without_connect_info_is_told_how_to_fix_it() {
+    let log = support::CapturedLog::default();
+    let subscriber = tracing_subscriber::fmt().with_writer(log.clone()).with_ansi(false).finish();
+    let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");
+    tracing::subscriber::with_default(subscriber, || {
+        runtime.block_on(async {
+            let peer = RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), PeerIp::new());
+            let behind = ClientIp::behind(TrustedProxies::hops(1));
+            let client = RateLimitLayer::from_limiter(limiter([one_per_minute()], clock()), behind);
+            for app in [app(peer), app(client)] {
+                for _ in 0..2 {
+                    let request = Request::builder().uri("/").body(Body::empty()).expect("a request");
+                    let response = send(&app, request).await;
+                    assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+                    let detail = body_json(response).await["detail"].as_str().unwrap_or_default().to_owned();
+                    assert!(detail.contains("into_make_service_with_connect_info::<SocketAddr>()"), "{detail}");
+                }
+            }
+            // A header key has nothing to do with the peer address.
+            let app = app(RateLimitLayer::from_limiter(
+                limiter([one_per_minute()], clock()),
+                HeaderKey::new(HeaderName::from_static("x-api-key")),
+            ));
+            let response = send(&app, Request::builder().uri("/").body(Body::empty()).expect("a request")).await;
+            let detail = body_json(response).await["detail"].as_str().unwrap_or_default().to_owned();
+            assert_eq!(detail, "the request has no valid rate-limit key");
+        });
+    });
+    let logged = log.text();
+    assert_eq!(logged.matches("into_make_service_with_connect_info").count(), 1, "logged once:\n{logged}");
 }
