@@ -98,6 +98,36 @@ pub(crate) struct ReplayArgs {
     #[arg(long, value_name = "FIELD", default_value = "key")]
     pub(crate) key_field: String,
 
+    /// JSON lines: the field holding the request's method (for `--method`).
+    #[arg(long, value_name = "FIELD", default_value = "method")]
+    pub(crate) method_field: String,
+
+    /// JSON lines: the field holding the request's path (for `--path`, `--path-regex`).
+    #[arg(long, value_name = "FIELD", default_value = "path")]
+    pub(crate) path_field: String,
+
+    /// JSON lines: the field holding the response's status (for `--status`).
+    #[arg(long, value_name = "FIELD", default_value = "status")]
+    pub(crate) status_field: String,
+
+    /// Replays only requests whose path (before any `?`) starts with PREFIX; give several
+    /// to take any of them.
+    #[arg(long = "path", value_name = "PREFIX")]
+    pub(crate) paths: Vec<String>,
+
+    /// Replays only requests whose target (path and query) matches REGEX.
+    #[arg(long, value_name = "REGEX")]
+    pub(crate) path_regex: Option<String>,
+
+    /// Replays only requests of METHOD (any case); give several to take any of them.
+    #[arg(long = "method", value_name = "METHOD")]
+    pub(crate) methods: Vec<String>,
+
+    /// Replays only requests answered with STATUS (`401`) or of a class (`4xx`); give
+    /// several to take any of them.
+    #[arg(long = "status", value_name = "STATUS")]
+    pub(crate) statuses: Vec<String>,
+
     /// Prints the summary as one JSON document instead of text.
     #[arg(long)]
     pub(crate) json: bool,

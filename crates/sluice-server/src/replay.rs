@@ -7,6 +7,7 @@
 //! top keys' timelines ([`key_timelines`]).
 
 mod combined;
+mod filter;
 pub(crate) mod format;
 mod input;
 mod json_lines;
@@ -22,6 +23,7 @@ mod timeline;
 
 use crate::cli::ReplayArgs;
 use crate::service_config::ServiceConfig;
+use filter::LineFilter;
 use format::Parser;
 use input::Input;
 use pass::Replayed;
@@ -39,18 +41,26 @@ pub(crate) fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let config = ServiceConfig::load(&args.config)?;
     let limits = crate::simulate::select(&config, &args.policies)?;
     let mut parser = Parser::from_args(args).map_err(anyhow::Error::msg)?;
+    let filter = LineFilter::from_args(args).map_err(anyhow::Error::msg)?;
     let input = Input::from_arg(args.log.as_ref());
-    let replayed = pass::replay(&input, &mut parser, &limits)?;
-    let summary = summarize(args, &input, &parser, &limits, &replayed);
+    let replayed = pass::replay(&input, &mut parser, &filter, &limits)?;
+    let summary = summarize(args, &input, &parser, &filter, &limits, &replayed);
     if let Some(path) = &args.report {
-        write_report(path, &input, args, &limits, &replayed, &summary)?;
+        write_report(path, &input, args, &filter, &limits, &replayed, &summary)?;
     }
     print(&summary, args.json)?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// The results of a replay.
-fn summarize(args: &ReplayArgs, input: &Input, parser: &Parser, limits: &[Limit], replayed: &Replayed) -> Summary {
+fn summarize(
+    args: &ReplayArgs,
+    input: &Input,
+    parser: &Parser,
+    filter: &LineFilter,
+    limits: &[Limit],
+    replayed: &Replayed,
+) -> Summary {
     let span = replayed.timeline.span();
     Summary {
         input: input.name(),
@@ -60,6 +70,8 @@ fn summarize(args: &ReplayArgs, input: &Input, parser: &Parser, limits: &[Limit]
         requests: replayed.requests,
         bad_lines: replayed.bad_lines,
         first_bad_lines: replayed.first_bad_lines.clone(),
+        filter: filter.describe(),
+        filtered_out: replayed.filtered_out,
         late_lines: replayed.timeline.late(),
         first_time: span.map(|(first, _)| time_text::format_rfc3339(first)),
         last_time: span.map(|(_, last)| time_text::format_rfc3339(last)),
@@ -76,6 +88,7 @@ fn write_report(
     path: &std::path::Path,
     input: &Input,
     args: &ReplayArgs,
+    filter: &LineFilter,
     limits: &[Limit],
     replayed: &Replayed,
     summary: &Summary,
@@ -93,7 +106,7 @@ fn write_report(
                 })
                 .collect();
             let mut parser = Parser::from_args(args).map_err(anyhow::Error::msg)?;
-            Some(key_timelines::draw(input, &mut parser, limits, &top, &layouts)?)
+            Some(key_timelines::draw(input, &mut parser, filter, limits, &top, &layouts)?)
         }
     };
     report::write(path, summary, &layouts, timelines.as_ref())

@@ -266,3 +266,69 @@ fn usage_errors_name_the_problem() {
             .contains("cannot open the log /no/such/access.log")
     );
 }
+
+/// Runs `sluice replay ARGS…` from the repository's root, as the README does.
+fn replay_from_root(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .arg("replay")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// The sample log `examples/access.log` through the README's commands: the login policy
+/// on login attempts alone, selected by path and method, with its report.
+#[test]
+fn filters_select_the_requests_a_policy_is_for() {
+    let base = ["--config", "examples/policies.yaml", "--policy", "login", "--json", "examples/access.log"];
+    let all = replay_from_root(&base);
+    assert!(all.status.success(), "{}", stderr(&all));
+    let all: Value = serde_json::from_slice(&all.stdout).unwrap();
+    let logins = replay_from_root(&[&base[..], &["--path", "/login", "--method", "post"]].concat());
+    assert!(logins.status.success(), "{}", stderr(&logins));
+    let logins: Value = serde_json::from_slice(&logins.stdout).unwrap();
+    assert_eq!(logins["filter"], "path starts with /login, method POST");
+    let (every, selected) = (all["requests"].as_u64().unwrap(), logins["requests"].as_u64().unwrap());
+    assert_eq!(selected + logins["filtered_out"].as_u64().unwrap(), every);
+    assert!(selected > 240 && selected < every / 2, "{selected} of {every}");
+    let top = &logins["policies"][0]["top_limited_keys"][0];
+    assert_eq!(top["key"], "192.0.2.66", "the credential stuffer: {top}");
+    // Statuses and a regex narrow further; both kinds must hold.
+    let failed = replay_from_root(&[&base[..], &["--path-regex", "^/log", "--status", "4xx"]].concat());
+    let failed: Value = serde_json::from_slice(&failed.stdout).unwrap();
+    assert!(failed["requests"].as_u64().unwrap() < selected, "{failed}");
+    assert_eq!(failed["filter"], "target matches /^/log/, status 4xx");
+}
+
+#[test]
+fn a_report_of_selected_requests_keeps_its_key_timelines() {
+    let report = temp_path("filtered-report.html");
+    let output = replay_from_root(&[
+        "--config",
+        "examples/policies.yaml",
+        "--policy",
+        "login",
+        "--path",
+        "/login",
+        "--report",
+        report.to_str().unwrap(),
+        "examples/access.log",
+    ]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let html = std::fs::read_to_string(&report).unwrap();
+    let _ = std::fs::remove_file(&report);
+    assert!(html.contains("192.0.2.66"), "the top limited key's timeline is drawn");
+}
+
+#[test]
+fn filters_that_cannot_apply_are_refused_with_the_reason() {
+    let bad_regex = replay(&["--policy", "two_per_second", "--path-regex", "(unclosed"], "");
+    assert!(!bad_regex.status.success());
+    assert!(stderr(&bad_regex).contains("--path-regex `(unclosed`"), "{}", stderr(&bad_regex));
+    let bad_status = replay(&["--policy", "two_per_second", "--status", "20"], "");
+    assert!(stderr(&bad_status).contains("--status `20`"), "{}", stderr(&bad_status));
+    let trace = replay(&["--policy", "two_per_second", "--format", "trace", "--method", "GET"], "1 a\n");
+    assert!(stderr(&trace).contains("a trace line has none of these"), "{}", stderr(&trace));
+}

@@ -77,7 +77,8 @@ impl CombinedParser {
         let time = self.time(&rest[..end])?;
         let fields = &rest[end + 1..];
         let request = nth_quoted(fields, 1).ok_or("expected a quoted request after the time")?;
-        check_status(&fields[request.1..])?;
+        let status = status(&fields[request.1..])?;
+        let (method, target) = method_and_target(request.0);
         let key = match self.key {
             CombinedKey::Ip => ip,
             CombinedKey::User => user,
@@ -86,7 +87,14 @@ impl CombinedParser {
                 nth_quoted(fields, n).ok_or_else(|| format!("the line has no {} field", self.key.name()))?.0
             }
         };
-        Ok(Record { time, key: Cow::Borrowed(key), cost: 1 })
+        Ok(Record {
+            time,
+            key: Cow::Borrowed(key),
+            cost: 1,
+            method: Cow::Borrowed(method),
+            target: Cow::Borrowed(target),
+            status: Some(status),
+        })
     }
 
     /// The time of `text`, from the cache when it is the previous line's.
@@ -134,15 +142,25 @@ fn closing_quote(text: &[u8]) -> Option<(usize, usize)> {
     }
 }
 
-/// Checks that ` <status> ` (three digits) follows the request.
-fn check_status(after_request: &[u8]) -> Result<(), String> {
+/// The status: the three digits of ` <status> ` after the request.
+fn status(after_request: &[u8]) -> Result<u16, String> {
     match after_request {
         [b' ', a, b, c, rest @ ..]
             if [a, b, c].iter().all(|digit| digit.is_ascii_digit()) && matches!(rest.first(), None | Some(b' ')) =>
         {
-            Ok(())
+            Ok([a, b, c].iter().fold(0, |status, &&digit| status * 10 + u16::from(digit - b'0')))
         }
         _ => Err("expected a three-digit status after the request".to_owned()),
+    }
+}
+
+/// The method and target of a request line (`GET /path?q HTTP/1.1`); empty when the
+/// request is not of that shape (nginx logs a bad request's bytes as they came).
+fn method_and_target(request: &[u8]) -> (&[u8], &[u8]) {
+    let mut words = request.split(|&byte| byte == b' ').filter(|word| !word.is_empty());
+    match (words.next(), words.next()) {
+        (Some(method), Some(target)) => (method, target),
+        _ => (b"", b""),
     }
 }
 
@@ -168,6 +186,15 @@ mod tests {
         assert_eq!(key_of("quoted:4", LINE).unwrap(), "key-7");
         assert!(key_of("quoted:5", LINE).unwrap_err().contains("no quoted:5 field"));
         assert!(key_of("quoted:0", LINE).unwrap_err().contains("unknown key"));
+    }
+
+    #[test]
+    fn reads_the_method_target_and_status() {
+        let record = CombinedParser::new(CombinedKey::Ip).parse(LINE).unwrap();
+        assert_eq!((&*record.method, &*record.target, record.status), (&b"GET"[..], &br#"/a\"b"#[..], Some(200)));
+        let odd = br#"1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "\x16\x03" 400 0"#;
+        let record = CombinedParser::new(CombinedKey::Ip).parse(odd).unwrap();
+        assert_eq!((&*record.method, &*record.target, record.status), (&b""[..], &b""[..], Some(400)));
     }
 
     #[test]

@@ -35,6 +35,19 @@ pub(crate) struct Record<'a> {
     pub(crate) time: Timestamp,
     pub(crate) key: Cow<'a, [u8]>,
     pub(crate) cost: u64,
+    /// The request's method (empty when the line has none), for `--method`.
+    pub(crate) method: Cow<'a, [u8]>,
+    /// The request target, path and query (empty when the line has none), for `--path`.
+    pub(crate) target: Cow<'a, [u8]>,
+    /// The response's status, for `--status`.
+    pub(crate) status: Option<u16>,
+}
+
+impl<'a> Record<'a> {
+    /// A request of `cost` for `key` at `time`, with nothing known of its HTTP request.
+    pub(crate) fn keyed(time: Timestamp, key: Cow<'a, [u8]>, cost: u64) -> Self {
+        Record { time, key, cost, method: Cow::Borrowed(b""), target: Cow::Borrowed(b""), status: None }
+    }
 }
 
 /// A parser of the chosen format, with its key choice.
@@ -56,7 +69,13 @@ impl Parser {
             (FormatName::Combined, key) => {
                 Ok(Parser::Combined(CombinedParser::new(CombinedKey::parse(key.as_deref().unwrap_or("ip"))?)))
             }
-            (FormatName::Json, None) => Ok(Parser::Json(JsonParser::new(&args.time_field, &args.key_field))),
+            (FormatName::Json, None) => {
+                Ok(Parser::Json(JsonParser::new(&args.time_field, &args.key_field).with_request_fields(
+                    &args.method_field,
+                    &args.path_field,
+                    &args.status_field,
+                )))
+            }
             (FormatName::Json, Some(_)) => Err("--key is for combined logs; JSON lines take --key-field".to_owned()),
             (FormatName::Trace, None) => Ok(Parser::Trace),
             (FormatName::Trace, Some(_)) => Err("--key is for combined logs; a trace line names its key".to_owned()),
@@ -91,11 +110,8 @@ impl Parser {
 /// A trace line, read by the simulator's own parser.
 fn parse_trace(line: &[u8]) -> Result<Option<Record<'_>>, String> {
     let text = std::str::from_utf8(line).map_err(|_| "a trace line must be UTF-8 text".to_owned())?;
-    Ok(parse_line(text)?.map(|request| Record {
-        time: request.time,
-        key: Cow::Borrowed(request.key.as_bytes()),
-        cost: request.cost,
-    }))
+    Ok(parse_line(text)?
+        .map(|request| Record::keyed(request.time, Cow::Borrowed(request.key.as_bytes()), request.cost)))
 }
 
 #[cfg(test)]
@@ -113,7 +129,7 @@ mod tests {
     #[test]
     fn trace_lines_keep_their_cost() {
         let record = Parser::Trace.parse(b"1500000 alice 3").unwrap().unwrap();
-        assert_eq!(record, Record { time: Timestamp::from_micros(1_500_000), key: Cow::Borrowed(b"alice"), cost: 3 });
+        assert_eq!(record, Record::keyed(Timestamp::from_micros(1_500_000), Cow::Borrowed(b"alice"), 3));
         assert!(Parser::Trace.parse(b"\xff 1").unwrap_err().contains("UTF-8"));
     }
 

@@ -18,12 +18,33 @@ use std::borrow::Cow;
 pub(crate) struct JsonParser {
     time_field: String,
     key_field: String,
+    /// Where the request's method, path and status are, for the line filters (missing
+    /// fields leave them unknown).
+    method_field: String,
+    path_field: String,
+    status_field: String,
 }
 
 impl JsonParser {
     /// A reader taking times from `time_field` and keys from `key_field`.
     pub(crate) fn new(time_field: &str, key_field: &str) -> JsonParser {
-        JsonParser { time_field: time_field.to_owned(), key_field: key_field.to_owned() }
+        JsonParser {
+            time_field: time_field.to_owned(),
+            key_field: key_field.to_owned(),
+            method_field: "method".to_owned(),
+            path_field: "path".to_owned(),
+            status_field: "status".to_owned(),
+        }
+    }
+
+    /// The same reader, taking the request's method, path and status from these fields.
+    pub(crate) fn with_request_fields(self, method: &str, path: &str, status: &str) -> JsonParser {
+        JsonParser {
+            method_field: method.to_owned(),
+            path_field: path.to_owned(),
+            status_field: status.to_owned(),
+            ..self
+        }
     }
 
     /// Reads one non-blank line.
@@ -36,7 +57,23 @@ impl JsonParser {
             Value::String(text) => text.clone().into_bytes(),
             other => other.to_string().into_bytes(),
         };
-        Ok(Record { time, key: Cow::Owned(key), cost: 1 })
+        let text = |name: &str| match field(&object, name) {
+            Ok(Value::String(text)) => text.clone().into_bytes(),
+            _ => Vec::new(),
+        };
+        let status = field(&object, &self.status_field).ok().and_then(|status| match status {
+            Value::Number(number) => number.as_u64(),
+            Value::String(text) => text.parse().ok(),
+            _ => None,
+        });
+        Ok(Record {
+            time,
+            key: Cow::Owned(key),
+            cost: 1,
+            method: Cow::Owned(text(&self.method_field)),
+            target: Cow::Owned(text(&self.path_field)),
+            status: status.and_then(|status| u16::try_from(status).ok()),
+        })
     }
 }
 
@@ -114,6 +151,16 @@ mod tests {
         assert_eq!(parse(r#"{"ts": 971211336000000, "req.user": "ann"}"#), expected);
         assert_eq!(parse(r#"{"ts": "10/Oct/2000:13:55:36 -0700", "req.user": "ann"}"#), expected);
         assert_eq!(parse(r#"{"ts": 971211336.5, "req.user": "ann"}"#).unwrap().0, 971_211_336_500_000);
+    }
+
+    #[test]
+    fn reads_the_request_fields_it_is_told() {
+        let parser = JsonParser::new("t", "k").with_request_fields("m", "http.path", "code");
+        let record =
+            parser.parse(br#"{"t": 1, "k": "a", "m": "POST", "http": {"path": "/login"}, "code": "401"}"#).unwrap();
+        assert_eq!((&*record.method, &*record.target, record.status), (&b"POST"[..], &b"/login"[..], Some(401)));
+        let bare = parser.parse(br#"{"t": 1, "k": "a", "code": 70000}"#).unwrap();
+        assert_eq!((&*bare.method, &*bare.target, bare.status), (&b""[..], &b""[..], None));
     }
 
     #[test]

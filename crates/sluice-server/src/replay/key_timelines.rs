@@ -6,6 +6,7 @@
 //! stores: keys never share state, and the out-of-order rule sees every line again, so
 //! their decisions are the first pass's, now bucketed like the policy's own series.
 
+use super::filter::LineFilter;
 use super::format::Parser;
 use super::input::{Input, for_each_line};
 use super::series::Series;
@@ -24,6 +25,7 @@ pub(crate) type Timelines = Vec<Vec<Series>>;
 pub(crate) fn draw(
     input: &Input,
     parser: &mut Parser,
+    filter: &LineFilter,
     limits: &[Limit],
     top: &[Vec<Box<[u8]>>],
     layouts: &[&Series],
@@ -41,6 +43,9 @@ pub(crate) fn draw(
     let mut reader = input.open("drawing the top keys")?;
     for_each_line(&mut reader, &input.name(), |_, line| {
         let Ok(Some(record)) = parser.parse(line) else { return Ok(()) };
+        if !filter.admits(&record) {
+            return Ok(());
+        }
         let now = timeline.decide_at(record.time);
         for &(policy, slot) in wanted.get(&*record.key).map_or(&[][..], Vec::as_slice) {
             let key = Key::new(&record.key)?;

@@ -1,6 +1,7 @@
 //! The replay itself: every line of the log through every candidate policy, each on its own
 //! embedded store with the log's times injected.
 
+use super::filter::LineFilter;
 use super::format::{Parser, Record};
 use super::input::{Input, for_each_line};
 use super::summary::{BAD_LINES_SHOWN, BadLine};
@@ -16,6 +17,8 @@ pub(crate) struct Replayed {
     pub(crate) requests: u64,
     pub(crate) bad_lines: u64,
     pub(crate) first_bad_lines: Vec<BadLine>,
+    /// Lines whose request the filter did not select.
+    pub(crate) filtered_out: u64,
     pub(crate) timeline: Timeline,
     pub(crate) keys: KeyTable,
     /// One per candidate, in the order given.
@@ -27,13 +30,19 @@ pub(crate) struct Replayed {
 /// # Errors
 ///
 /// When the log cannot be read (bad lines are counted, not errors).
-pub(crate) fn replay(input: &Input, parser: &mut Parser, limits: &[Limit]) -> anyhow::Result<Replayed> {
+pub(crate) fn replay(
+    input: &Input,
+    parser: &mut Parser,
+    filter: &LineFilter,
+    limits: &[Limit],
+) -> anyhow::Result<Replayed> {
     let stores: Vec<MemoryStore> = limits.iter().map(|_| crate::simulate::memory_store()).collect();
     let mut replayed = Replayed {
         lines: 0,
         requests: 0,
         bad_lines: 0,
         first_bad_lines: Vec::new(),
+        filtered_out: 0,
         timeline: Timeline::default(),
         keys: KeyTable::default(),
         tallies: limits.iter().map(|_| PolicyTally::new()).collect(),
@@ -41,6 +50,10 @@ pub(crate) fn replay(input: &Input, parser: &mut Parser, limits: &[Limit]) -> an
     let mut reader = input.open("replaying")?;
     replayed.lines = for_each_line(&mut reader, &input.name(), |number, line| match parser.parse(line) {
         Ok(None) => Ok(()),
+        Ok(Some(record)) if !filter.admits(&record) => {
+            replayed.filtered_out += 1;
+            Ok(())
+        }
         Ok(Some(record)) => replayed.request(number, &record, limits, &stores),
         Err(error) => {
             replayed.bad_line(number, error);

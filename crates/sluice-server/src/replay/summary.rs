@@ -20,11 +20,15 @@ pub(crate) struct Summary {
     pub(crate) key: String,
     /// Lines read, blank ones included.
     pub(crate) lines: u64,
-    /// Requests replayed (lines that were neither blank nor bad).
+    /// Requests replayed (lines that were neither blank nor bad, and selected).
     pub(crate) requests: u64,
     pub(crate) bad_lines: u64,
     /// The first few bad lines.
     pub(crate) first_bad_lines: Vec<BadLine>,
+    /// The line filters in words (`--path`, `--method`…), if any.
+    pub(crate) filter: Option<String>,
+    /// Lines whose request the filters did not select (not replayed).
+    pub(crate) filtered_out: u64,
     /// Lines older than the latest time seen before them, decided at that latest time.
     pub(crate) late_lines: u64,
     pub(crate) first_time: Option<String>,
@@ -134,6 +138,9 @@ impl fmt::Display for Summary {
             "{}: {} lines, {} requests ({}, keyed by {}){span}",
             self.input, self.lines, self.requests, self.format, self.key
         )?;
+        if let Some(filter) = &self.filter {
+            writeln!(f, "selected: {filter} ({} other requests not replayed)", self.filtered_out)?;
+        }
         if self.bad_lines > 0 {
             writeln!(f, "bad lines: {} (skipped)", self.bad_lines)?;
             for bad in &self.first_bad_lines {
