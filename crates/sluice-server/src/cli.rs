@@ -38,7 +38,7 @@ pub(crate) enum Command {
     /// Lines that cannot be read are counted and the first few reported with their line
     /// numbers; they never stop the replay (exit status 0). A line older than the latest
     /// time already seen is decided at that latest time: the store's clock never goes back.
-    Replay(ReplayArgs),
+    Replay(Box<ReplayArgs>),
 }
 
 /// Arguments of `sluice simulate`.
