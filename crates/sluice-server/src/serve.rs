@@ -196,6 +196,13 @@ fn announce(service: &Service, http: &TcpListener, grpc: &TcpListener) -> anyhow
         println!("Envoy rules: {} in domains {}", rules.len(), rules.domains().collect::<Vec<_>>().join(", "));
     }
     println!("store: {}", service.settings.store);
+    if let (Some(path), Some(_)) = (&service.settings.snapshot, service.engine.backend().memory()) {
+        println!(
+            "snapshot: {} (every {} s and at shutdown)",
+            snapshot::absolute(path).display(),
+            service.settings.snapshot_interval.as_secs_f64()
+        );
+    }
     println!("workers: {}", service.settings.workers);
     println!("HTTP listening on http://{}", http.local_addr()?);
     println!("gRPC listening on {}", grpc.local_addr()?);

@@ -29,18 +29,54 @@ pub(crate) fn load(path: &Path, store: &MemoryStore, limits: &[Limit], discard_b
     let bytes = match std::fs::read(path) {
         Ok(bytes) => bytes,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            tracing::info!(path = %path.display(), "no snapshot yet: starting empty");
+            tracing::info!(path = %absolute(path).display(), "no snapshot yet: starting empty");
             return Ok(());
         }
         Err(error) => return refuse(path, discard_bad, anyhow::Error::new(error).context("cannot read it")),
     };
     match store.restore_adopting(&bytes, limits, |limit| limit.name() == OVERRIDE_NAME) {
         Ok(report) => {
-            tracing::info!(path = %path.display(), ?report, "snapshot loaded");
+            tracing::info!(
+                path = %absolute(path).display(),
+                restored = report.restored,
+                fresh = report.fresh,
+                skipped_states = report.skipped_states,
+                "{}",
+                describe(&report)
+            );
             Ok(())
         }
         Err(error) => refuse(path, discard_bad, anyhow::Error::new(error)),
     }
+}
+
+/// What a restore did, in a sentence.
+fn describe(report: &sluice::RestoreReport) -> String {
+    let now = sluice::Clock::now(&sluice::SystemClock::new());
+    let age = now.as_micros().saturating_sub(report.taken_at.as_micros()) / 1_000_000;
+    let mut text = format!("snapshot loaded, taken {age} s ago: {} states restored", report.restored);
+    if report.fresh > 0 {
+        text += &format!(", {} already back to fresh (dropped)", report.fresh);
+    }
+    if report.present > 0 {
+        text += &format!(", {} already held (kept the live ones)", report.present);
+    }
+    if report.evicted > 0 {
+        text += &format!(", {} dropped to stay within max_keys", report.evicted);
+    }
+    if report.skipped_limits > 0 {
+        text += &format!(
+            ", {} states of {} removed or changed policies (those start fresh)",
+            report.skipped_states, report.skipped_limits
+        );
+    }
+    text
+}
+
+/// `path` made absolute against the working directory (as it is when it cannot be), so
+/// the logs and the start-up lines say where the file really is.
+pub(crate) fn absolute(path: &Path) -> std::path::PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }
 
 fn refuse(path: &Path, discard_bad: bool, error: anyhow::Error) -> anyhow::Result<()> {

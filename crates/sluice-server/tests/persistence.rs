@@ -62,6 +62,13 @@ async fn sigterm_writes_a_last_snapshot() {
     assert!(server.dir().join("sluice.snapshot").exists());
     let server = server.restart();
     assert_eq!(check(&server, "p").await, StatusCode::TOO_MANY_REQUESTS);
+    // A readable line, naming the file by its absolute path.
+    server.wait_for_log("snapshot loaded, taken", Duration::from_secs(5));
+    let log = server.log();
+    let line = log.lines().find(|line| line.contains("snapshot loaded")).unwrap_or_default();
+    assert!(line.contains(": 1 states restored"), "{line}");
+    let absolute = server.dir().join("sluice.snapshot").canonicalize().unwrap();
+    assert!(line.contains(&format!("path={}", absolute.display())), "{line}");
 }
 
 #[tokio::test]
