@@ -82,10 +82,38 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "SLUICE_MAX_KEYS", value_name = "COUNT")]
     pub(crate) max_keys: Option<usize>,
 
-    /// Threads serving HTTP and gRPC connections, each with a runtime of its own
+    /// Threads serving HTTP and gRPC connections, each with a runtime of its own, 1 to 256
     /// [default: the cores this process may use].
     #[arg(long, env = "SLUICE_WORKERS", value_name = "COUNT")]
     pub(crate) workers: Option<usize>,
+
+    /// Connections each listener (HTTP, gRPC) serves at once; a connection past it is
+    /// closed as soon as it is accepted [default: 4096].
+    #[arg(long, env = "SLUICE_MAX_CONNECTIONS", value_name = "COUNT")]
+    pub(crate) max_connections: Option<usize>,
+
+    /// The largest request head in bytes, at least 8192: an HTTP/1 head (431 past it) or an
+    /// HTTP/2 header list, on both listeners [default: 16384].
+    #[arg(long, env = "SLUICE_MAX_REQUEST_HEAD", value_name = "BYTES")]
+    pub(crate) max_request_head: Option<usize>,
+
+    /// How long an HTTP/1 request head may take to come in full once it has begun; the
+    /// connection is closed past it (slowloris), such as `5s` [default: 5s].
+    #[arg(long, env = "SLUICE_HEADER_TIMEOUT", value_name = "DURATION")]
+    pub(crate) header_timeout: Option<String>,
+
+    /// Descriptors an Envoy request may carry; more answer INVALID_ARGUMENT [default: 64].
+    #[arg(long, env = "SLUICE_MAX_DESCRIPTORS", value_name = "COUNT")]
+    pub(crate) max_descriptors: Option<usize>,
+
+    /// Entries an Envoy descriptor may have; more answer INVALID_ARGUMENT [default: 32].
+    #[arg(long, env = "SLUICE_MAX_DESCRIPTOR_ENTRIES", value_name = "COUNT")]
+    pub(crate) max_descriptor_entries: Option<usize>,
+
+    /// The largest gRPC message a client may send, in bytes; a larger one answers
+    /// OUT_OF_RANGE [default: 65536].
+    #[arg(long, env = "SLUICE_MAX_GRPC_MESSAGE", value_name = "BYTES")]
+    pub(crate) max_grpc_message: Option<usize>,
 
     /// Add rate-limit headers to Envoy responses [default: false].
     #[arg(long, env = "SLUICE_ENVOY_HEADERS", num_args = 0..=1, default_missing_value = "true")]

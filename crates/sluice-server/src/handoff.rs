@@ -2,59 +2,98 @@
 //!
 //! The main runtime accepts; each worker serves what it is handed. Connections are spread
 //! in turn rather than by the kernel (`SO_REUSEPORT` hashes), so that two connections, as an
-//! Envoy with two workers opens, land on two cores.
+//! Envoy with two workers opens, land on two cores. Each connection holds one of its
+//! listener's slots ([`Slots`]) until it closes.
 
+mod refusals;
+mod slots;
+
+pub(crate) use slots::{Slot, Slots, SlottedStream};
+
+use refusals::{AcceptErrors, Rarely};
 use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 /// A connection accepted on the main runtime, on its way to a worker.
-type Accepted = (std::net::TcpStream, SocketAddr);
+type Accepted = (std::net::TcpStream, SocketAddr, Slot);
 
 /// Hands the connections accepted on one listener to the workers, in turn.
 #[derive(Debug)]
 pub(crate) struct Handoff {
     queues: Vec<mpsc::UnboundedSender<Accepted>>,
     next: AtomicUsize,
+    slots: Slots,
+    /// The listener, as logs name it (`HTTP`, `gRPC`).
+    listener: &'static str,
 }
 
 impl Handoff {
-    /// A handoff to `count` workers, and each worker's queue of connections.
-    pub(crate) fn new(count: usize) -> (Handoff, Vec<Queue>) {
+    /// A handoff to `count` workers of the connections of `listener` (named so in logs),
+    /// at most `max_connections` at once, and each worker's queue of connections.
+    pub(crate) fn new(count: usize, max_connections: usize, listener: &'static str) -> (Handoff, Vec<Queue>) {
         let (senders, queues) = (0..count.max(1))
             .map(|_| {
                 let (sender, receiver) = mpsc::unbounded_channel();
                 (sender, Queue { receiver })
             })
             .unzip();
-        (Handoff { queues: senders, next: AtomicUsize::new(0) }, queues)
+        let slots = Slots::new(max_connections);
+        (Handoff { queues: senders, next: AtomicUsize::new(0), slots, listener }, queues)
     }
 
     /// Accepts connections on `listener` and hands them out until `stop` completes; the
-    /// workers' queues then end.
+    /// workers' queues then end. A connection that finds no free slot is closed at once.
     pub(crate) async fn accept(self, listener: TcpListener, stop: impl Future<Output = ()>) {
         let mut stop = std::pin::pin!(stop);
+        let mut errors = AcceptErrors::new(self.listener);
+        let mut refusals = Rarely::default();
         loop {
             let accepted = tokio::select! {
                 () = &mut stop => return,
                 accepted = listener.accept() => accepted,
             };
-            match accepted {
-                Ok((stream, peer)) => self.hand_out(stream, peer),
-                Err(error) => pause_after(&error).await,
+            let (stream, peer) = match accepted {
+                Ok(accepted) => accepted,
+                Err(error) => {
+                    let pause = errors.failed(&error);
+                    tokio::select! {
+                        () = &mut stop => return,
+                        () = tokio::time::sleep(pause) => continue,
+                    }
+                }
+            };
+            errors.succeeded();
+            match self.slots.take() {
+                Some(slot) => self.hand_out(stream, peer, slot),
+                None => self.refuse(stream, peer, &mut refusals),
             }
         }
     }
 
-    fn hand_out(&self, stream: TcpStream, peer: SocketAddr) {
+    /// Closes a connection that found no free slot, logging it rarely.
+    fn refuse(&self, stream: TcpStream, peer: SocketAddr, refusals: &mut Rarely) {
+        drop(stream);
+        if let Some(refused) = refusals.occurred(Instant::now()) {
+            tracing::warn!(
+                %peer,
+                listener = self.listener,
+                refused,
+                "connection closed: the listener serves `max_connections` connections already"
+            );
+        }
+    }
+
+    fn hand_out(&self, stream: TcpStream, peer: SocketAddr, slot: Slot) {
         // No Nagle: small replies must not wait for the client's ACKs.
         let _ = stream.set_nodelay(true);
         // Moved as a std socket: each worker registers it with its own runtime.
         let mut accepted = match stream.into_std() {
-            Ok(stream) => (stream, peer),
+            Ok(stream) => (stream, peer, slot),
             Err(error) => return tracing::warn!(%error, %peer, "cannot hand a connection to a worker"),
         };
         // A worker that has stopped is skipped, so no connection is handed to nobody.
@@ -69,15 +108,13 @@ impl Handoff {
     }
 }
 
-/// After a failed `accept`: a connection reset before it was accepted is not worth a pause;
-/// running out of file descriptors is, so as not to spin.
-async fn pause_after(error: &io::Error) {
-    use io::ErrorKind::{ConnectionAborted, ConnectionRefused, ConnectionReset};
-    if matches!(error.kind(), ConnectionAborted | ConnectionRefused | ConnectionReset) {
-        return;
-    }
-    tracing::error!(%error, "cannot accept a connection; retrying in 1 s");
-    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+/// A connection handed to a worker, with its listener's slot.
+#[derive(Debug)]
+pub(crate) struct Connection {
+    pub(crate) stream: TcpStream,
+    pub(crate) peer: SocketAddr,
+    /// Given back to the listener when dropped: keep it as long as the connection is open.
+    pub(crate) slot: Slot,
 }
 
 /// One worker's share of the connections accepted on a listener.
@@ -89,21 +126,21 @@ pub(crate) struct Queue {
 impl Queue {
     /// The next connection, registered with the calling worker's runtime; `None` once the
     /// listener has stopped.
-    pub(crate) async fn next(&mut self) -> Option<(TcpStream, SocketAddr)> {
-        while let Some((stream, peer)) = self.receiver.recv().await {
+    pub(crate) async fn next(&mut self) -> Option<Connection> {
+        while let Some((stream, peer, slot)) = self.receiver.recv().await {
             match TcpStream::from_std(stream) {
-                Ok(stream) => return Some((stream, peer)),
+                Ok(stream) => return Some(Connection { stream, peer, slot }),
                 Err(error) => tracing::warn!(%error, %peer, "cannot serve a connection"),
             }
         }
         None
     }
 
-    /// The connections as a stream, as tonic takes them.
-    pub(crate) fn into_stream(self) -> impl futures_util::Stream<Item = io::Result<TcpStream>> {
+    /// The connections as a stream, as tonic takes them, each holding its slot.
+    pub(crate) fn into_stream(self) -> impl futures_util::Stream<Item = io::Result<SlottedStream>> {
         futures_util::stream::unfold(self, |mut queue| async move {
-            let (stream, _) = queue.next().await?;
-            Some((Ok(stream), queue))
+            let connection = queue.next().await?;
+            Some((Ok(SlottedStream::new(connection.stream, connection.slot)), queue))
         })
     }
 }
@@ -141,7 +178,7 @@ mod tests {
     async fn connections_are_handed_to_the_workers_in_turn_until_the_listener_stops() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
-        let (handoff, mut queues) = Handoff::new(3);
+        let (handoff, mut queues) = Handoff::new(3, 100, "test");
         let (stop, stopped) = oneshot::channel::<()>();
         let accepting = tokio::spawn(handoff.accept(listener, async {
             let _ = stopped.await;
@@ -155,10 +192,10 @@ mod tests {
         for queue in &mut queues {
             for _ in 0..2 {
                 let next = tokio::time::timeout(Duration::from_secs(5), queue.next()).await;
-                let (stream, peer) = next.expect("a connection for each worker in turn").unwrap();
-                assert_eq!(stream.peer_addr().unwrap(), peer);
-                assert!(stream.nodelay().unwrap());
-                received.insert(peer);
+                let connection = next.expect("a connection for each worker in turn").unwrap();
+                assert_eq!(connection.stream.peer_addr().unwrap(), connection.peer);
+                assert!(connection.stream.nodelay().unwrap());
+                received.insert(connection.peer);
             }
         }
         assert_eq!(received, sent);
@@ -173,5 +210,24 @@ mod tests {
         for queue in &mut queues {
             assert!(queue.next().await.is_none(), "a queue ends when its listener stops");
         }
+    }
+
+    #[tokio::test]
+    async fn a_connection_past_the_cap_is_closed_until_a_slot_is_free() {
+        use tokio::io::AsyncReadExt;
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        let (handoff, mut queues) = Handoff::new(1, 2, "test");
+        tokio::spawn(handoff.accept(listener, std::future::pending()));
+        let _clients = [TcpStream::connect(address).await.unwrap(), TcpStream::connect(address).await.unwrap()];
+        let first = tokio::time::timeout(Duration::from_secs(5), queues[0].next()).await.unwrap().unwrap();
+        let _second = tokio::time::timeout(Duration::from_secs(5), queues[0].next()).await.unwrap().unwrap();
+        let mut extra = TcpStream::connect(address).await.unwrap();
+        let read = tokio::time::timeout(Duration::from_secs(5), extra.read(&mut [0; 16])).await;
+        assert!(matches!(read, Ok(Ok(0) | Err(_))), "the third connection is closed: {read:?}");
+        drop(first);
+        let _later = TcpStream::connect(address).await.unwrap();
+        let handed = tokio::time::timeout(Duration::from_secs(5), queues[0].next()).await;
+        assert!(handed.expect("a freed slot takes the next connection").is_some());
     }
 }

@@ -4,6 +4,7 @@
 
 mod admin_token;
 mod backend;
+mod bounds;
 mod check_config;
 mod cli;
 mod cli_serve;

@@ -6,6 +6,7 @@
 //! Descriptors are not all-or-nothing (their keys differ, and may live on different Redis
 //! Cluster slots); a policy list on one key is, through the HTTP API.
 
+use crate::bounds::Bounds;
 use crate::engine::{CheckError, Loaded, Outcome};
 use crate::envoy::{Quota, Resolution, Rule, StateKey, Unit};
 use crate::front::Front;
@@ -52,6 +53,7 @@ impl RateLimitService for RateLimitGrpc {
         if request.descriptors.is_empty() {
             return Err(Status::invalid_argument("rate limit descriptor list must not be empty"));
         }
+        within_bounds(&request, &self.front.service.settings.bounds)?;
         let loaded = self.front.engine.loaded();
         // Every descriptor is resolved before any is counted: an invalid request counts nothing.
         let resolutions = resolve_all(&loaded, &request)?;
@@ -154,6 +156,26 @@ fn answer(outcome: &Outcome) -> Result<(Code, u32, ProtoDuration), Status> {
     let code = if outcome.decision.allowed { Code::Ok } else { Code::OverLimit };
     let remaining = u32::try_from(outcome.decision.remaining).unwrap_or(u32::MAX);
     Ok((code, remaining, proto_duration(outcome.decision.reset_after)))
+}
+
+/// `INVALID_ARGUMENT`, naming the bound and its setting, when `request` has more
+/// descriptors, or a descriptor more entries, than `bounds` allow.
+fn within_bounds(request: &RateLimitRequest, bounds: &Bounds) -> Result<(), Status> {
+    let count = request.descriptors.len();
+    if count > bounds.max_descriptors {
+        return Err(Status::invalid_argument(format!(
+            "the request has {count} descriptors, over the {} allowed (setting `max_descriptors`)",
+            bounds.max_descriptors
+        )));
+    }
+    let mut entries = request.descriptors.iter().map(|descriptor| descriptor.entries.len()).enumerate();
+    if let Some((index, count)) = entries.find(|&(_, count)| count > bounds.max_descriptor_entries) {
+        return Err(Status::invalid_argument(format!(
+            "descriptor {index} has {count} entries, over the {} allowed (setting `max_descriptor_entries`)",
+            bounds.max_descriptor_entries
+        )));
+    }
+    Ok(())
 }
 
 /// The rule of each descriptor of `request`; `INVALID_ARGUMENT` when one cannot be checked.

@@ -88,8 +88,9 @@ async fn serve_connections(
     shutdown: &Shutdown,
 ) -> anyhow::Result<()> {
     let count = service.settings.workers;
-    let (http_handoff, http_queues) = Handoff::new(count);
-    let (grpc_handoff, grpc_queues) = Handoff::new(count);
+    let max_connections = service.settings.bounds.max_connections;
+    let (http_handoff, http_queues) = Handoff::new(count, max_connections, "HTTP");
+    let (grpc_handoff, grpc_queues) = Handoff::new(count, max_connections, "gRPC");
     let (workers, ready) = start_workers(service, http_queues.into_iter().zip(grpc_queues), shutdown)?;
     // Nothing is accepted, nor announced, before every worker can serve: a request must
     // never wait for a worker's store connection (`/readyz` and the "listening" lines
@@ -162,12 +163,17 @@ fn worker(service: Arc<Service>, http: Queue, grpc: Queue, shutdown: Shutdown, r
 /// Serves `front` on the HTTP and gRPC connections of `http` and `grpc` until shutdown.
 async fn serve_front(front: Arc<Front>, http: Queue, grpc: Queue, shutdown: Shutdown) -> anyhow::Result<()> {
     let settings = &front.service.settings;
+    let bounds = &settings.bounds;
     let api = MakeApi::new(Arc::clone(&front), http::router(Arc::clone(&front)));
-    let served_http = http::serve(http, api, settings.request_timeout, shutdown.clone());
+    let timeouts = http::Timeouts { idle: settings.request_timeout, head: bounds.header_timeout };
+    let served_http = http::serve(http, api, timeouts, bounds, shutdown.clone());
+    let rls = RateLimitServiceServer::new(RateLimitGrpc::new(Arc::clone(&front)))
+        .max_decoding_message_size(bounds.max_grpc_message);
     let served_grpc = tonic::transport::Server::builder()
         .http2_keepalive_interval(settings.grpc_keepalive)
         .http2_keepalive_timeout(settings.grpc_keepalive_timeout())
-        .add_service(RateLimitServiceServer::new(RateLimitGrpc::new(Arc::clone(&front))))
+        .http2_max_header_list_size(u32::try_from(bounds.max_request_head).unwrap_or(u32::MAX))
+        .add_service(rls)
         .serve_with_incoming_shutdown(grpc.into_stream(), shutdown.wait());
     let ((), served_grpc) = tokio::join!(served_http, served_grpc);
     served_grpc.context("gRPC server")

@@ -1,6 +1,7 @@
 //! The service's settings, merged from flags, environment and file, in that order.
 
 use crate::admin_token::AdminToken;
+use crate::bounds::{Bounds, within};
 use crate::cli_serve::ServeArgs;
 pub(crate) use crate::store_choice::StoreChoice;
 use serde::Deserialize;
@@ -33,6 +34,12 @@ pub(crate) struct ServerSection {
     pub(crate) envoy_headers: Option<bool>,
     pub(crate) log_format: Option<String>,
     pub(crate) ui: Option<String>,
+    pub(crate) max_connections: Option<usize>,
+    pub(crate) max_request_head: Option<usize>,
+    pub(crate) header_timeout: Option<String>,
+    pub(crate) max_descriptors: Option<usize>,
+    pub(crate) max_descriptor_entries: Option<usize>,
+    pub(crate) max_grpc_message: Option<usize>,
 }
 
 /// Every setting of a running service, resolved.
@@ -65,6 +72,8 @@ pub(crate) struct Settings {
     pub(crate) json_logs: bool,
     /// Who may open the dashboard (`/ui`) and its endpoints (`/v1/live`, `/v1/playground`).
     pub(crate) ui: UiAccess,
+    /// Bounds on connections, request heads and Envoy requests.
+    pub(crate) bounds: Bounds,
 }
 
 /// Who may open the dashboard and its endpoints (`docs/service.md`, "The dashboard").
@@ -126,8 +135,9 @@ impl Settings {
         let max_keys = args.max_keys.or(file.max_keys).unwrap_or(sluice::store::memory::DEFAULT_MAX_KEYS);
         let max_keys = problems.take("max_keys", at_least_one(max_keys));
         let workers = args.workers.or(file.workers).unwrap_or_else(crate::workers::default_count);
-        let workers = problems.take("workers", at_least_one(workers));
+        let workers = problems.take("workers", within(workers, 1, crate::workers::MAX_COUNT));
         let ui = problems.take("ui", UiAccess::parse(&pick(&args.ui, &file.ui, "loopback")));
+        let bounds = Bounds::resolve(args, file, &mut problems);
         let settings = (|| {
             Some(Settings {
                 http: http?,
@@ -153,6 +163,7 @@ impl Settings {
                 envoy_headers: flag(args.envoy_headers, file.envoy_headers),
                 json_logs: json_logs?,
                 ui: ui?,
+                bounds: bounds?,
             })
         })();
         let settings = problems.into_result(settings)?;
@@ -173,7 +184,8 @@ fn snapshot_path(text: &str) -> Option<PathBuf> {
     (text != "off" && !text.is_empty()).then(|| PathBuf::from(text))
 }
 
-fn positive(text: &str) -> Result<Duration, String> {
+/// `text` as a duration longer than 0.
+pub(crate) fn positive(text: &str) -> Result<Duration, String> {
     match parse_duration(text)? {
         Duration::ZERO => Err("must be longer than 0".to_owned()),
         duration => Ok(duration),
@@ -256,7 +268,7 @@ mod tests {
             "snapshot_interval:",
             "failure_mode:",
             "request_timeout:",
-            "workers: must be at least 1",
+            "workers: must be between 1 and 256",
             "ui: unknown dashboard access `public`",
         ] {
             assert!(text.contains(name), "{name} missing from {text}");

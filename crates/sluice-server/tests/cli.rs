@@ -79,3 +79,39 @@ fn the_environment_beats_the_file_and_flags_beat_the_environment() {
 fn with_env(dir: &TempDir, vars: &[(&str, &str)], args: &[&str]) -> Server {
     Server::try_start_with_env(dir.clone(), args, vars).unwrap()
 }
+
+/// `sluice serve` with `args` on the built-in configuration: its exit status and standard error.
+fn serve_refused(args: &[&str]) -> (Option<i32>, String) {
+    let dir = fresh_dir("serve-refused");
+    let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(&dir)
+        .args(["serve", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--snapshot", "off"])
+        .args(args)
+        .output()
+        .unwrap();
+    (output.status.code(), String::from_utf8(output.stderr).unwrap())
+}
+
+#[test]
+fn a_worker_count_out_of_range_is_refused_at_start_by_name() {
+    for count in ["0", "100000"] {
+        let (code, err) = serve_refused(&["--workers", count]);
+        assert_eq!(code, Some(2), "--workers {count}: {err}");
+        assert!(err.contains("workers: must be between 1 and 256"), "--workers {count}: {err}");
+    }
+    let (code, err) = serve_refused(&["--max-connections", "0", "--max-request-head", "10"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("max_connections: must be between") && err.contains("max_request_head:"), "{err}");
+}
+
+#[test]
+fn the_bounds_can_be_set_in_the_server_section_and_are_checked_there() {
+    let policy = "policies:\n  a: {algorithm: fixed_window, limit: 1, window: 1s}\n";
+    let valid = "server: {max_connections: 100, max_request_head: 8192, header_timeout: 2s, max_descriptors: 8, max_descriptor_entries: 4, max_grpc_message: 4096, workers: 2}\n";
+    let (code, _, err) = check_config(&format!("{valid}{policy}"));
+    assert_eq!(code, 0, "{err}");
+    let (code, _, err) = check_config(&format!("server: {{max_descriptors: 0, workers: 257}}\n{policy}"));
+    assert_eq!(code, 1);
+    assert!(err.contains("server.max_descriptors: must be between 1"), "{err}");
+    assert!(err.contains("server.workers: must be between 1 and 256"), "{err}");
+}

@@ -25,8 +25,10 @@ mod ops;
 mod playground;
 mod server;
 mod ui;
+mod watched;
 
 pub(crate) use connection::MakeApi;
+pub(crate) use idle::Timeouts;
 pub(crate) use server::serve;
 
 use crate::front::Front;

@@ -1,31 +1,35 @@
 //! A worker's HTTP server: hyper's connections (HTTP/1.1, and HTTP/2 for clients that
-//! open with its preface), each watched by [`close_when_idle`].
+//! open with its preface), each watched by [`close_when_idle`], their request heads
+//! bounded by `max_request_head`.
 
-use crate::handoff::{Client, Queue};
+use crate::bounds::Bounds;
+use crate::handoff::{Client, Connection, Queue};
 use crate::http::MakeApi;
-use crate::http::idle::{Activity, Ending, close_when_idle};
+use crate::http::idle::{Activity, Ending, Timeouts, close_when_idle};
+use crate::http::watched::Watched;
 use crate::shutdown::Shutdown;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// Serves the HTTP connections handed to this worker until shutdown begins or the
 /// listener stops, then waits for them: idle ones close at once, those with a request in
-/// flight once it is answered, the rest after a short grace.
-pub(crate) async fn serve(mut queue: Queue, api: MakeApi, request_timeout: Duration, shutdown: Shutdown) {
-    let builder = auto::Builder::new(TokioExecutor::new());
+/// flight once it is answered, the rest after a short grace. Each connection keeps its
+/// listener's slot until it closes.
+pub(crate) async fn serve(mut queue: Queue, api: MakeApi, timeouts: Timeouts, bounds: &Bounds, shutdown: Shutdown) {
+    let builder = builder(bounds);
     let connections = GracefulShutdown::new();
     loop {
         let next = tokio::select! {
             () = shutdown.clone().wait() => break,
             next = queue.next() => next,
         };
-        let Some((stream, peer)) = next else { break };
+        let Some(Connection { stream, peer, slot }) = next else { break };
         let activity = Arc::new(Activity::default());
         let api = api.for_client(Client(peer), Arc::clone(&activity));
+        let stream = Watched::new(stream, Arc::clone(&activity));
         let connection = builder.serve_connection(TokioIo::new(stream), api).into_owned();
         let connection = connections.watch(connection);
         let mut connection = tokio::spawn(async move {
@@ -35,18 +39,33 @@ pub(crate) async fn serve(mut queue: Queue, api: MakeApi, request_timeout: Durat
         });
         let shutdown = shutdown.clone().wait();
         tokio::spawn(async move {
-            let ending = close_when_idle(&activity, request_timeout, &mut connection, shutdown).await;
-            log_closed(ending, peer, request_timeout);
+            let ending = close_when_idle(&activity, timeouts, &mut connection, shutdown).await;
+            drop(slot);
+            log_closed(ending, peer, timeouts);
         });
     }
     connections.shutdown().await;
 }
 
-fn log_closed(ending: Ending, peer: SocketAddr, request_timeout: Duration) {
+/// hyper's connection builder, with `bounds` on request heads: an HTTP/1 head over
+/// `max_request_head` gets 431, an HTTP/2 header list over it is refused.
+fn builder(bounds: &Bounds) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder.http1().max_buf_size(bounds.max_request_head);
+    builder.http2().max_header_list_size(u32::try_from(bounds.max_request_head).unwrap_or(u32::MAX));
+    builder
+}
+
+fn log_closed(ending: Ending, peer: SocketAddr, timeouts: Timeouts) {
     match ending {
         Ending::ByItself => {}
         Ending::Idle => {
+            let request_timeout = timeouts.idle;
             tracing::debug!(%peer, ?request_timeout, "closed an HTTP connection idle for the request timeout")
+        }
+        Ending::SlowHead => {
+            let header_timeout = timeouts.head;
+            tracing::debug!(%peer, ?header_timeout, "closed an HTTP connection whose request head did not come in time")
         }
         Ending::AtShutdown => tracing::debug!(%peer, "closed an HTTP connection with no request in flight at shutdown"),
     }
