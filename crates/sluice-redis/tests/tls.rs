@@ -6,56 +6,11 @@
 
 mod support;
 
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use sluice::{Key, Limit, SlidingLog, SlidingLogVariant, Source, Store, Timestamp};
 use sluice_redis::{RedisSettings, RedisStore, TlsFiles};
-use std::path::{Path, PathBuf};
 use std::time::Duration;
+use support::certificates::Certificates;
 use support::redis::RedisServer;
-
-/// A directory with `ca.pem`, `cert.pem` and `key.pem` (Redis's, for 127.0.0.1),
-/// `client.pem` and `client-key.pem`, and `other-ca.pem` (a CA that signed none of them).
-struct Certificates {
-    dir: PathBuf,
-}
-
-impl Certificates {
-    fn make() -> Certificates {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-        let dir = std::env::temp_dir().join(format!("sluice-tls-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let ca = authority("Sluice test CA");
-        write_signed(&dir, "cert.pem", "key.pem", vec!["127.0.0.1".into(), "localhost".into()], &ca);
-        write_signed(&dir, "client.pem", "client-key.pem", vec!["sluice-client".into()], &ca);
-        std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
-        std::fs::write(dir.join("other-ca.pem"), authority("Another CA").pem()).unwrap();
-        Certificates { dir }
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
-    }
-}
-
-impl Drop for Certificates {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn authority(name: &str) -> CertifiedIssuer<'static, KeyPair> {
-    let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.distinguished_name.push(rcgen::DnType::CommonName, name);
-    CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap()
-}
-
-fn write_signed(dir: &Path, cert: &str, key: &str, names: Vec<String>, ca: &CertifiedIssuer<'_, KeyPair>) {
-    let key_pair = KeyPair::generate().unwrap();
-    let certificate = CertificateParams::new(names).unwrap().signed_by(&key_pair, ca).unwrap();
-    std::fs::write(dir.join(cert), certificate.pem()).unwrap();
-    std::fs::write(dir.join(key), key_pair.serialize_pem()).unwrap();
-}
 
 fn settings(tls: TlsFiles) -> RedisSettings {
     RedisSettings { tls, timeout: Duration::from_secs(2), ..RedisSettings::injected_time() }

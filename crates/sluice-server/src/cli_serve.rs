@@ -60,6 +60,20 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "SLUICE_REDIS_TIMEOUT", value_name = "DURATION")]
     pub(crate) redis_timeout: Option<String>,
 
+    /// `rediss://` stores: the CA certificate(s) (PEM) Redis's certificate must chain to,
+    /// instead of the system's trusted roots.
+    #[arg(long, env = "SLUICE_REDIS_CA_FILE", value_name = "FILE")]
+    pub(crate) redis_ca_file: Option<PathBuf>,
+
+    /// `rediss://` stores: a client certificate (PEM) for a Redis that verifies its
+    /// clients; with `--redis-client-key`.
+    #[arg(long, env = "SLUICE_REDIS_CLIENT_CERT", value_name = "FILE")]
+    pub(crate) redis_client_cert: Option<PathBuf>,
+
+    /// The client certificate's private key (PEM).
+    #[arg(long, env = "SLUICE_REDIS_CLIENT_KEY", value_name = "FILE")]
+    pub(crate) redis_client_key: Option<PathBuf>,
+
     /// How long an HTTP connection may go without a request in flight or a new one (a slow
     /// head, or an idle keep-alive connection) before it is closed, and a request's body
     /// may take, such as `30s` [default: 75s].

@@ -7,7 +7,7 @@ pub(crate) use crate::store_choice::StoreChoice;
 use serde::Deserialize;
 use sluice::config::reader::Problems;
 use sluice::config::{ConfigError, parse_duration};
-use sluice_redis::FailureMode;
+use sluice_redis::{FailureMode, TlsFiles};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -26,6 +26,9 @@ pub(crate) struct ServerSection {
     pub(crate) shadow_mode: Option<bool>,
     pub(crate) failure_mode: Option<String>,
     pub(crate) redis_timeout: Option<String>,
+    pub(crate) redis_ca_file: Option<PathBuf>,
+    pub(crate) redis_client_cert: Option<PathBuf>,
+    pub(crate) redis_client_key: Option<PathBuf>,
     pub(crate) request_timeout: Option<String>,
     pub(crate) grpc_keepalive: Option<String>,
     pub(crate) shutdown_grace: Option<String>,
@@ -55,6 +58,8 @@ pub(crate) struct Settings {
     pub(crate) shadow_mode: bool,
     pub(crate) failure_mode: FailureMode,
     pub(crate) redis_timeout: Duration,
+    /// Certificates for `rediss://` stores.
+    pub(crate) redis_tls: TlsFiles,
     /// How long an HTTP connection may go with no request in flight and no new one before
     /// it is closed (a slow or stalled head, or an idle keep-alive connection), and how
     /// long a request may take to arrive in full (408 after it).
@@ -155,6 +160,11 @@ impl Settings {
                 shadow_mode: flag(args.shadow_mode, file.shadow_mode),
                 failure_mode: failure_mode?,
                 redis_timeout: redis_timeout?,
+                redis_tls: TlsFiles {
+                    ca_file: args.redis_ca_file.clone().or_else(|| file.redis_ca_file.clone()),
+                    client_cert: args.redis_client_cert.clone().or_else(|| file.redis_client_cert.clone()),
+                    client_key: args.redis_client_key.clone().or_else(|| file.redis_client_key.clone()),
+                },
                 request_timeout: request_timeout?,
                 grpc_keepalive: grpc_keepalive?,
                 shutdown_grace: shutdown_grace?,

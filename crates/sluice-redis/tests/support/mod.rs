@@ -4,6 +4,7 @@
 //! a slow, silent or refusing network.
 #![allow(dead_code, unreachable_pub)]
 
+pub mod certificates;
 pub mod compare;
 pub mod faulty_link;
 pub mod proxy;

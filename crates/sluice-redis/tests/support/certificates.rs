@@ -1,0 +1,54 @@
+//! Certificates for TLS tests, made by the test: a CA, Redis's certificate for 127.0.0.1 and
+//! a client certificate, as PEM files in a temporary directory. Shared with the service's
+//! tests (`#[path]`), where nothing of it is exported.
+#![allow(unreachable_pub)]
+
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+use std::path::{Path, PathBuf};
+
+/// A directory with `ca.pem`, `cert.pem` and `key.pem` (Redis's, for 127.0.0.1),
+/// `client.pem` and `client-key.pem`, and `other-ca.pem` (a CA that signed none of them).
+pub struct Certificates {
+    /// The directory holding the files, removed on drop.
+    pub dir: PathBuf,
+}
+
+impl Certificates {
+    pub fn make() -> Certificates {
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_nanos());
+        let dir = std::env::temp_dir().join(format!("sluice-tls-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let ca = authority("Sluice test CA");
+        write_signed(&dir, "cert.pem", "key.pem", vec!["127.0.0.1".into(), "localhost".into()], &ca);
+        write_signed(&dir, "client.pem", "client-key.pem", vec!["sluice-client".into()], &ca);
+        std::fs::write(dir.join("ca.pem"), ca.pem()).expect("ca.pem written");
+        std::fs::write(dir.join("other-ca.pem"), authority("Another CA").pem()).expect("other-ca.pem written");
+        Certificates { dir }
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+}
+
+impl Drop for Certificates {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn authority(name: &str) -> CertifiedIssuer<'static, KeyPair> {
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("CA parameters");
+    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    params.distinguished_name.push(rcgen::DnType::CommonName, name);
+    CertifiedIssuer::self_signed(params, KeyPair::generate().expect("a key")).expect("a CA certificate")
+}
+
+fn write_signed(dir: &Path, cert: &str, key: &str, names: Vec<String>, ca: &CertifiedIssuer<'_, KeyPair>) {
+    let key_pair = KeyPair::generate().expect("a key");
+    let certificate =
+        CertificateParams::new(names).expect("parameters").signed_by(&key_pair, ca).expect("a certificate");
+    std::fs::write(dir.join(cert), certificate.pem()).expect("a certificate written");
+    std::fs::write(dir.join(key), key_pair.serialize_pem()).expect("a key written");
+}
