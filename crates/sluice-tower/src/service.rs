@@ -181,7 +181,9 @@ impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
         let key = Key::new(key.as_bytes()).ok()?;
         let now = limiter.clock().now();
         match limiter.limits() {
-            [limit] => Some(Ok(Verdict::new(memory.check_one(key, limit, now, cost), 0, Source::Store))),
+            [limit] => {
+                Some(memory.check_one(key, limit, now, cost).map(|decision| Verdict::new(decision, 0, Source::Store)))
+            }
             limits => Some(memory.check_now(key, limits, now, cost)),
         }
     }

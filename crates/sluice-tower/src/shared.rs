@@ -87,7 +87,10 @@ impl<S: Store, C: Clock> Shared<S, C> {
         let mut buffer = KeyBuffer::new();
         let Some(Some(key)) = self.key.key_in(headers, extensions, &mut buffer) else { return AtOnce::Elsewhere };
         let Ok(key) = Key::new(key) else { return AtOnce::Elsewhere };
-        let decision = memory.check_one(key, limit, self.limiter.clock().now(), 1);
+        // A store error (a memory store full of limited keys) is answered on the usual path.
+        let Ok(decision) = memory.check_one(key, limit, self.limiter.clock().now(), 1) else {
+            return AtOnce::Elsewhere;
+        };
         if decision.allowed && decision.delay.is_zero() { AtOnce::Allowed(decision) } else { AtOnce::Refused(decision) }
     }
 }

@@ -180,16 +180,16 @@ impl Peers {
             let key = Key::new(key).expect("16-byte key");
             for index in 1..per_key {
                 let at = Timestamp::from_micros(start + index * window / per_key);
-                assert!(self.store.check_one(key, &self.limit, at, 1).allowed);
+                assert!(self.store.check_one(key, &self.limit, at, 1).expect("room for every key").allowed);
             }
-            assert!(self.store.check_one(key, &self.limit, self.clock.now(), 1).allowed);
+            assert!(self.store.check_one(key, &self.limit, self.clock.now(), 1).expect("room for every key").allowed);
         }
         assert_eq!(self.store.len(), self.keys.len(), "every key must hold a state");
     }
 
     fn sluice_store(&self, key: &[u8; 16]) -> bool {
         let key = Key::new(key).expect("16-byte key");
-        self.store.check_one(key, &self.limit, self.clock.now(), 1).allowed
+        self.store.check_one(key, &self.limit, self.clock.now(), 1).is_ok_and(|decision| decision.allowed)
     }
 
     fn sluice_limiter(&self, key: &[u8; 16]) -> bool {

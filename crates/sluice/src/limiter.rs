@@ -79,7 +79,7 @@ impl<C: Clock> RateLimiter<MemoryStore, C> {
         let key = Key::new(key.as_ref())?;
         let now = self.clock.now();
         match &self.limits[..] {
-            [limit] => Ok(self.store.check_one(key, limit, now, cost)),
+            [limit] => Ok(self.store.check_one(key, limit, now, cost)?),
             limits => Ok(self.store.check_now(key, limits, now, cost)?.decision),
         }
     }

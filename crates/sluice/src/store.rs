@@ -113,6 +113,21 @@ pub enum StoreError {
     /// The request was not checked: `limits` was empty.
     #[error("no limit to check")]
     NoLimits,
+    /// The memory store would need a new state for this key, and its shard is full of
+    /// states that are limited: dropping one would lift a key's block, so the new key is
+    /// refused until some are freed (as they stop being limited, or expire).
+    ///
+    /// Not transient: failing open on it would let a flood of new keys through.
+    #[error(
+        "the memory store is full of limited keys (max_keys {max_keys}, max_memory {max_memory} bytes): \
+         new keys are refused until some are freed"
+    )]
+    Full {
+        /// The store's cap on states.
+        max_keys: usize,
+        /// The store's cap on bytes.
+        max_memory: usize,
+    },
 }
 
 impl StoreError {

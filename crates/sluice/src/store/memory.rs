@@ -6,30 +6,35 @@
 //!
 //! Memory stays bounded: a state that is back to fresh (by the store's own clock, which
 //! only moves forward) is dropped by sweeps that run as keys are added and by
-//! [`MemoryStore::sweep`]; and the number of states never exceeds
-//! [`max_keys`](MemoryStoreBuilder::max_keys). When a shard is full, it first drops every
-//! fresh-equivalent state, then the states that would become fresh soonest: losing one only
-//! makes its key start over, which admits at most what the key would have been admitted
-//! soon anyway, and states that stay hot (keys being rejected for a long time) are kept.
+//! [`MemoryStore::sweep`]; a table is dropped with its last state; and the store never
+//! holds more than [`max_keys`](MemoryStoreBuilder::max_keys) states nor more than
+//! [`max_memory`](MemoryStoreBuilder::max_memory) bytes. When a shard is full, it first
+//! drops every fresh-equivalent state, then the states that would become fresh soonest
+//! among those that are not limited: losing one only makes its key start over, which admits
+//! at most what the key would have been admitted soon anyway. A limited state (a key being
+//! rejected) is never dropped, so a flood of new keys cannot lift a block; when a shard
+//! holds nothing else, a new key is refused ([`StoreError::Full`]).
 //!
 //! [`MemoryStore::snapshot`] and [`MemoryStore::restore`] carry the states over a restart.
 
 mod builder;
 mod dense;
 mod keyed;
+mod shard;
 mod snapshot;
 mod stored_key;
 mod table;
+mod tables;
 
 pub use builder::MemoryStoreBuilder;
 use keyed::KeyedStates;
+use shard::{Bound, Shard};
 pub use snapshot::{RestoreReport, SnapshotError};
-use table::Table;
 
 use crate::store::{Store, StoreError, Verdict};
-use crate::{Decision, Key, Limit, LimitId, Timestamp};
+use crate::{Decision, Key, Limit, Timestamp};
 use ahash::RandomState;
-use keyed::Request;
+use keyed::{Change, Request, Room};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 use std::fmt;
@@ -37,14 +42,16 @@ use std::future::{Future, Ready, ready};
 use std::sync::Arc;
 use stored_key::Probe;
 
-/// States in one shard are swept after this many insertions (or as many as it holds).
-const SWEEP_EVERY: usize = 1024;
-
 /// The most shards a store is cut into.
 const MAX_SHARDS: usize = 4096;
 
 /// The default cap on states held.
 pub const DEFAULT_MAX_KEYS: usize = 10_000_000;
+
+/// The default cap on bytes held (1 GiB): above what [`DEFAULT_MAX_KEYS`] states of short
+/// keys take (about 50 to 70 bytes each), so that it binds only when keys are long (a
+/// flood of 1 KiB keys) or states are large (long sliding logs).
+pub const DEFAULT_MAX_MEMORY: usize = 1 << 30;
 
 /// The in-memory store. Cheap to clone: clones share the same states.
 ///
@@ -72,37 +79,17 @@ pub struct MemoryStore {
 struct Inner {
     shards: Box<[Padded<Mutex<Shard>>]>,
     hasher: RandomState,
-    shard_capacity: usize,
+    /// Each shard's share of the caps.
+    bound: Bound,
+    /// The caps as set, for the error that reports them.
+    max_keys: usize,
+    max_memory: usize,
     clock: Box<dyn Fn() -> Timestamp + Send + Sync>,
 }
 
 /// Keeps each shard's lock on its own cache lines.
 #[repr(align(128))]
 struct Padded<T>(T);
-
-#[derive(Debug, Default)]
-struct Shard {
-    /// Each limit's table, with what the table does not hold of its limit: the id it is
-    /// found by, and the name (for the snapshot's definitions; the table holds the policy).
-    /// Not the whole `Limit`: its policy would be a second copy in every shard.
-    tables: Vec<(TableOwner, Table)>,
-    states: usize,
-    inserted_since_sweep: usize,
-}
-
-/// The limit a shard's table belongs to, less its policy (which the table holds).
-#[derive(Debug)]
-struct TableOwner {
-    id: LimitId,
-    name: Arc<str>,
-}
-
-impl TableOwner {
-    /// The whole limit, its policy read back from `table`.
-    fn limit(&self, table: &Table) -> Limit {
-        Limit::new(Arc::clone(&self.name), table.policy())
-    }
-}
 
 impl MemoryStore {
     /// A store with the default settings: the system clock, [`DEFAULT_MAX_KEYS`].
@@ -119,29 +106,33 @@ impl MemoryStore {
     ///
     /// # Errors
     ///
-    /// [`StoreError::NoLimits`] when `limits` is empty.
+    /// [`StoreError::NoLimits`] when `limits` is empty; [`StoreError::Full`] when the key
+    /// needs a new state and its shard is full of limited states.
     pub fn check_now(&self, key: Key<'_>, limits: &[Limit], now: Timestamp, cost: u64) -> Result<Verdict, StoreError> {
         if let [limit] = limits {
-            let decision = self.check_one(key, limit, now, cost);
+            let decision = self.check_one(key, limit, now, cost)?;
             return Ok(Verdict { decision, limit: 0, source: crate::store::Source::Store });
         }
         let key = key.as_bytes();
         let hash = self.inner.hasher.hash_one(key);
         let mut shard = self.shard(hash).lock();
-        let probe = Probe::of(key);
-        let request = Request { hash, probe, now, cost };
-        if shard.states + limits.len() > self.inner.shard_capacity {
-            self.make_room_for(&mut shard, limits, request);
-        }
-        let decisions: SmallVec<[Decision; 4]> =
-            limits.iter().map(|limit| shard.table(limit).judge(hash, probe, now, cost)).collect();
+        let request = Request { hash, probe: Probe::of(key), now, cost };
+        self.make_room_for(&mut shard, limits, request)?;
+        let decisions: SmallVec<[Decision; 4]> = limits.iter().map(|limit| judge(&mut shard, limit, request)).collect();
         let admitted = decisions.iter().all(|d| d.allowed);
         for (index, limit) in limits.iter().enumerate() {
             // A limit listed twice is one state: record the request once.
             if first_listing(limits, index) {
-                self.settle(&mut shard, limit, request, Some(admitted));
+                let position = shard.table_of(limit);
+                let mut change = Change::default();
+                shard.tables.at(position).settle(request, Some(admitted), &self.inner.hasher, &mut change);
+                shard.count(change, &*self.inner.clock, &self.inner.hasher);
             }
         }
+        for limit in limits {
+            shard.drop_table_if_empty(limit.id());
+        }
+        shard.keep_within(self.inner.bound, (self.inner.clock)(), &self.inner.hasher);
         Verdict::combine(&decisions).ok_or(StoreError::NoLimits)
     }
 
@@ -149,35 +140,53 @@ impl MemoryStore {
     /// states it will insert: settling one limit then never drops a state another limit's
     /// decision was made on. (Making room may drop one of this key's own states; the key
     /// is then judged fresh under that limit, as after any eviction.) Only a cap smaller
-    /// than the limits checked together can leave the shard over it, by this key's states.
-    fn make_room_for(&self, shard: &mut Shard, limits: &[Limit], request: Request<'_>) {
-        let capacity = self.inner.shard_capacity;
+    /// than the limits checked together can leave the shard over it, by this key's states,
+    /// when it holds nothing else.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Full`] when the room cannot be made: the shard holds limited states only.
+    fn make_room_for(&self, shard: &mut Shard, limits: &[Limit], request: Request<'_>) -> Result<(), StoreError> {
+        let bound = self.inner.bound;
+        let first_listed =
+            || (0..limits.len()).filter(|&index| first_listing(limits, index)).map(|index| &limits[index]);
+        // At most this much is needed, found without looking the key up.
+        let at_most =
+            first_listed().map(|limit| shard.room_for_any_key(limit, request.probe)).fold(Room::default(), add);
+        let room = shard.room_left(bound);
+        if at_most.states <= room.states && at_most.bytes <= room.bytes {
+            return Ok(());
+        }
         loop {
-            let missing = (0..limits.len())
-                .filter(|&index| first_listing(limits, index) && !shard.holds(&limits[index], request))
-                .count();
-            let excess = (shard.states + missing).saturating_sub(capacity);
-            if excess == 0 {
-                return;
+            // Again after each round: making room may have dropped one of this key's states.
+            let needed = first_listed().map(|limit| shard.room_for(limit, request)).fold(Room::default(), add);
+            if needed == Room::default() || shard.fits(bound, needed) {
+                return Ok(());
             }
             let before = shard.states;
-            shard.make_room(capacity, excess, (self.inner.clock)(), &self.inner.hasher);
+            shard.make_room(bound, needed, (self.inner.clock)(), &self.inner.hasher);
             if shard.states == before {
-                return;
+                break;
             }
         }
+        if shard.states == 0 { Ok(()) } else { Err(self.full()) }
     }
 
     /// Checks `key` against one limit at `now`: [`check_now`](Self::check_now) with a
     /// single limit, on the shortest path (what a one-limit [`RateLimiter`](crate::RateLimiter)
     /// calls).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Full`] when the key needs a new state and its shard is full of
+    /// limited states.
     #[inline]
-    pub fn check_one(&self, key: Key<'_>, limit: &Limit, now: Timestamp, cost: u64) -> Decision {
+    pub fn check_one(&self, key: Key<'_>, limit: &Limit, now: Timestamp, cost: u64) -> Result<Decision, StoreError> {
         let key = key.as_bytes();
         let hash = self.inner.hasher.hash_one(key);
         let request = Request { hash, probe: Probe::of(key), now, cost };
         let mut shard = self.shard(hash).lock();
-        self.settle(&mut shard, limit, request, None)
+        self.settle(&mut shard, limit, request)
     }
 
     /// Forgets `key`'s state for each of `limits` at once; returns how many states were held.
@@ -186,15 +195,7 @@ impl MemoryStore {
         let hash = self.inner.hasher.hash_one(key);
         let mut shard = self.shard(hash).lock();
         let probe = Probe::of(key);
-        let Shard { tables, states, .. } = &mut *shard;
-        let mut removed = 0;
-        for (held, table) in tables.iter_mut() {
-            if limits.iter().any(|limit| limit.id() == held.id) && table.remove(hash, probe, &self.inner.hasher) {
-                removed += 1;
-            }
-        }
-        *states -= removed;
-        removed
+        limits.iter().filter(|limit| shard.forget(limit, hash, probe, &self.inner.hasher)).count()
     }
 
     /// Drops every state that is back to fresh by the store's clock; returns how many.
@@ -213,13 +214,17 @@ impl MemoryStore {
         self.len() == 0
     }
 
-    /// Bytes held by the tables, keys and states (not counting the allocator's overhead).
+    /// The number of tables held: one per limit in each shard that holds a state of it.
+    /// A table is dropped with its last state.
+    pub fn tables(&self) -> usize {
+        self.inner.shards.iter().map(|shard| shard.0.lock().tables.len()).sum()
+    }
+
+    /// Bytes held by the tables, keys and states (not counting the allocator's overhead):
+    /// what [`max_memory`](MemoryStoreBuilder::max_memory) bounds. Counted from scratch,
+    /// so it takes a while on a large store.
     pub fn heap_bytes(&self) -> usize {
-        let tables = |shard: &Shard| {
-            let own = shard.tables.capacity() * size_of::<(TableOwner, Table)>();
-            own + shard.tables.iter().map(|(_, t)| t.heap_bytes()).sum::<usize>()
-        };
-        self.inner.shards.iter().map(|shard| tables(&shard.0.lock())).sum()
+        self.inner.shards.iter().map(|shard| shard.0.lock().heap_bytes()).sum()
     }
 
     fn shard(&self, hash: u64) -> &Mutex<Shard> {
@@ -231,28 +236,89 @@ impl MemoryStore {
         (hash >> 32) as usize & (self.inner.shards.len() - 1)
     }
 
-    #[inline(always)]
-    fn settle(&self, shard: &mut Shard, limit: &Limit, request: Request<'_>, admitted: Option<bool>) -> Decision {
-        // Room is made only for a new state: a key already held keeps its state (making
-        // room first could drop the very state this request is decided on).
-        if shard.states >= self.inner.shard_capacity && !shard.holds(limit, request) {
-            shard.make_room(self.inner.shard_capacity, 1, (self.inner.clock)(), &self.inner.hasher);
-        }
-        let mut inserted = false;
-        let decision = shard.table(limit).settle(request, admitted, &self.inner.hasher, &mut inserted);
-        if inserted {
-            shard.states += 1;
-            shard.inserted_since_sweep += 1;
-            // Sweep each time the shard has doubled since the last sweep (compared with the
-            // states that sweep kept, not with `states`, which counts these insertions too
-            // and would never be reached again once a sweep keeps anything).
-            let kept = shard.states.saturating_sub(shard.inserted_since_sweep);
-            if shard.inserted_since_sweep >= SWEEP_EVERY.max(kept) {
-                shard.drop_expiring_by((self.inner.clock)(), &self.inner.hasher);
-            }
-        }
-        decision
+    /// The error for a key refused because its shard is full of limited states.
+    fn full(&self) -> StoreError {
+        StoreError::Full { max_keys: self.inner.max_keys, max_memory: self.inner.max_memory }
     }
+
+    #[inline(always)]
+    fn settle(&self, shard: &mut Shard, limit: &Limit, request: Request<'_>) -> Result<Decision, StoreError> {
+        let Some(position) = shard.tables.position(limit.id()) else {
+            return self.settle_in_new_table(shard, limit, request);
+        };
+        let mut change = Change::default();
+        let decision = shard.tables.at(position).settle(request, None, &self.inner.hasher, &mut change);
+        if change.inserted || change.bytes != 0 {
+            return self.settled(shard, limit, request, change, decision);
+        }
+        Ok(decision)
+    }
+
+    /// [`settle`](Self::settle) for a limit the shard has no table for yet; the table is
+    /// dropped again if the request stored nothing (a peek, a rejection).
+    #[cold]
+    fn settle_in_new_table(
+        &self,
+        shard: &mut Shard,
+        limit: &Limit,
+        request: Request<'_>,
+    ) -> Result<Decision, StoreError> {
+        let position = shard.table_of(limit);
+        let mut change = Change::default();
+        let decision = shard.tables.at(position).settle(request, None, &self.inner.hasher, &mut change);
+        let settled = self.settled(shard, limit, request, change, decision);
+        shard.drop_table_if_empty(limit.id());
+        settled
+    }
+
+    /// Counts what settling a request changed. A new state that takes the shard past its
+    /// bound is taken out again and given room, the request decided again (the algorithm
+    /// is pure: the same decision), or refused when the shard holds only limited states.
+    /// (Room is made after the insertion, not before, to keep the check of a key already
+    /// held free of it.)
+    #[cold]
+    fn settled(
+        &self,
+        shard: &mut Shard,
+        limit: &Limit,
+        request: Request<'_>,
+        change: Change,
+        decision: Decision,
+    ) -> Result<Decision, StoreError> {
+        let (clock, hasher, bound) = (&*self.inner.clock, &self.inner.hasher, self.inner.bound);
+        shard.count(change, clock, hasher);
+        if shard.is_within(bound) {
+            return Ok(decision);
+        }
+        if !change.inserted {
+            // A state already held grew (a sliding log's entries).
+            shard.keep_within(bound, clock(), hasher);
+            return Ok(decision);
+        }
+        shard.forget(limit, request.hash, request.probe, hasher);
+        let needed = shard.room_for(limit, request);
+        if !shard.make_room(bound, needed, clock(), hasher) {
+            return Err(self.full());
+        }
+        let position = shard.table_of(limit);
+        let mut change = Change::default();
+        let decision = shard.tables.at(position).settle(request, None, hasher, &mut change);
+        shard.count(change, clock, hasher);
+        Ok(decision)
+    }
+}
+
+/// The decision for `request` under `limit`, changing nothing.
+fn judge(shard: &mut Shard, limit: &Limit, request: Request<'_>) -> Decision {
+    match shard.tables.position(limit.id()) {
+        Some(position) => shard.tables.at(position).judge(request.hash, request.probe, request.now, request.cost),
+        None => limit.policy().decide_fresh(request.now, request.cost),
+    }
+}
+
+/// Two amounts of room together.
+fn add(one: Room, other: Room) -> Room {
+    Room { states: one.states + other.states, bytes: one.bytes.saturating_add(other.bytes) }
 }
 
 impl Default for MemoryStore {
@@ -265,7 +331,8 @@ impl fmt::Debug for MemoryStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MemoryStore")
             .field("shards", &self.inner.shards.len())
-            .field("shard_capacity", &self.inner.shard_capacity)
+            .field("max_keys", &self.inner.max_keys)
+            .field("max_memory", &self.inner.max_memory)
             .finish_non_exhaustive()
     }
 }
@@ -288,84 +355,10 @@ impl Store for MemoryStore {
     }
 }
 
-impl Shard {
-    /// The table of `limit`, created empty on first use.
-    #[inline]
-    fn table(&mut self, limit: &Limit) -> &mut Table {
-        let index = match self.position(limit) {
-            Some(index) => index,
-            None => {
-                // One more slot, not Vec's four: a table and its owner are 184 bytes, and most
-                // shards serve one or two limits.
-                self.tables.reserve_exact(1);
-                self.tables.push((
-                    TableOwner { id: limit.id(), name: Arc::clone(limit.shared_name()) },
-                    Table::new(limit.policy()),
-                ));
-                self.tables.len() - 1
-            }
-        };
-        &mut self.tables[index].1
-    }
-
-    /// Where `limit`'s table is in `tables`, if it has one.
-    #[inline]
-    fn position(&self, limit: &Limit) -> Option<usize> {
-        let id = limit.id();
-        self.tables.iter().position(|(held, _)| held.id == id)
-    }
-
-    /// Whether the key of `request` has a state under `limit`.
-    fn holds(&mut self, limit: &Limit, request: Request<'_>) -> bool {
-        self.position(limit).is_some_and(|index| self.tables[index].1.holds(request.hash, request.probe))
-    }
-
-    /// Drops the states expiring before `time` and `ties` of those expiring at `time`.
-    fn drop_expiring_before(&mut self, time: Timestamp, mut ties: usize, hasher: &RandomState) -> usize {
-        let dropped: usize = self.tables.iter_mut().map(|(_, t)| t.drop_expiring_before(time, &mut ties, hasher)).sum();
-        self.states -= dropped;
-        self.inserted_since_sweep = 0;
-        dropped
-    }
-
-    /// Drops every state that is fresh-equivalent by `now`.
-    fn drop_expiring_by(&mut self, now: Timestamp, hasher: &RandomState) -> usize {
-        self.drop_expiring_before(Timestamp::from_micros(now.as_micros().saturating_add(1)), 0, hasher)
-    }
-
-    /// Frees a sixteenth of the shard, and at least `at_least` states: every
-    /// fresh-equivalent state, then (if that was not enough) the states that would become
-    /// fresh soonest.
-    fn make_room(&mut self, capacity: usize, at_least: usize, now: Timestamp, hasher: &RandomState) {
-        let target = (capacity / 16).max(at_least).max(1);
-        if self.drop_expiring_by(now, hasher) >= target {
-            return;
-        }
-        let mut expiries: Vec<Timestamp> = self.tables.iter().flat_map(|(_, t)| t.expiries()).collect();
-        let Some(last) = expiries.len().checked_sub(1) else {
-            return;
-        };
-        let threshold = *expiries.select_nth_unstable((target - 1).min(last)).1;
-        let below = expiries.iter().filter(|&&expiry| expiry < threshold).count();
-        self.drop_expiring_before(threshold, target.saturating_sub(below), hasher);
-    }
-}
-
 /// Whether `limits[index]` is listed for the first time (a limit listed twice is one state).
 fn first_listing(limits: &[Limit], index: usize) -> bool {
     !limits[..index].iter().any(|earlier| earlier.id() == limits[index].id())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Each shard allocates one of these per limit it serves: with 1 000 keys over 32 shards
-    /// that is about 6 bytes per key, so the per-key targets (48 bytes for a token bucket,
-    /// 64 for a sliding log, with 16-byte keys) hold only while it stays this small. The
-    /// whole `Limit` here (its policy a second copy of the table's) cost 1.3 bytes per key.
-    #[test]
-    fn a_shards_table_and_its_owner_fit_in_184_bytes() {
-        assert!(size_of::<(TableOwner, Table)>() <= 184, "{} bytes", size_of::<(TableOwner, Table)>());
-    }
-}
+mod tests;

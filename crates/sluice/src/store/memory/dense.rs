@@ -53,6 +53,20 @@ impl<T> DenseTable<T> {
         self.slots.len() * size_of::<u32>() + self.entries.capacity() * size_of::<T>()
     }
 
+    /// How many bytes the allocation grows by when one more entry is inserted.
+    pub(crate) fn growth_of_one_more(&self) -> usize {
+        let len = self.entries.len();
+        let entries = match len == self.entries.capacity() {
+            true => (len / 8).max(1) * size_of::<T>(),
+            false => 0,
+        };
+        let index = match (len + 1) * MAX_LOAD_DENOMINATOR > self.slots.len() * MAX_LOAD_NUMERATOR {
+            true => ((self.slots.len() * 2).max(MIN_SLOTS) - self.slots.len()) * size_of::<u32>(),
+            false => 0,
+        };
+        entries + index
+    }
+
     /// The entry with `hash` for which `is` holds.
     #[inline]
     pub(crate) fn find(&self, hash: u64, is: impl Fn(&T) -> bool) -> Option<&T> {

@@ -15,29 +15,41 @@ pub(crate) trait KeyedStates: Send + fmt::Debug {
     fn judge(&mut self, hash: u64, probe: Probe<'_>, now: Timestamp, cost: u64) -> Decision;
 
     /// Decides and records a request. `admitted` is the outcome of every limit checked
-    /// together, or `None` to use this limit's own decision. Returns the decision, and sets
-    /// `inserted` when a new state was inserted (an out-parameter, not a tuple, so that the
-    /// decision is written once into the caller's return slot instead of being copied).
+    /// together, or `None` to use this limit's own decision. Returns the decision, and
+    /// writes into `change` whether a new state was inserted and how the table's memory
+    /// changed (an out-parameter, not a tuple, so that the decision is written once into
+    /// the caller's return slot instead of being copied).
     fn settle(
         &mut self,
         request: Request<'_>,
         admitted: Option<bool>,
         hasher: &RandomState,
-        inserted: &mut bool,
+        change: &mut Change,
     ) -> Decision;
 
     /// Whether `key` has a state here.
     fn holds(&mut self, hash: u64, probe: Probe<'_>) -> bool;
 
-    /// Forgets the state of `key`; returns whether there was one.
-    fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> bool;
+    /// Bytes that inserting a state for `probe` would add, besides the state's own heap:
+    /// the key's, and the table's growth if it has no room left.
+    fn insertion_bytes(&self, probe: Probe<'_>) -> usize;
 
-    /// Drops every state expiring before `time`, and up to `ties` of those expiring at
-    /// exactly `time` (decrementing it); returns how many were dropped.
-    fn drop_expiring_before(&mut self, time: Timestamp, ties: &mut usize, hasher: &RandomState) -> usize;
+    /// Forgets the state of `key`; what that freed (no state when there was none).
+    fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> Freed;
 
-    /// When each state expires.
-    fn expiries(&self) -> Vec<Timestamp>;
+    /// Drops the states `cut` selects (decrementing its `ties`); returns what that freed.
+    fn drop_expiring_before(&mut self, cut: &mut Cut, hasher: &RandomState) -> Freed;
+
+    /// When each state that is not limited at `now` expires: the states eviction may drop.
+    fn evictable_expiries(&self, now: Timestamp) -> Vec<Timestamp>;
+
+    /// The number of states.
+    fn len(&self) -> usize;
+
+    /// True when the table holds no state.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 
     /// Bytes held by the table and its states (keys and heap parts included).
     fn heap_bytes(&self) -> usize;
@@ -49,6 +61,7 @@ pub(crate) trait KeyedStates: Send + fmt::Debug {
     fn encode(&self, now: Timestamp, out: &mut Vec<u8>) -> u64;
 
     /// Inserts a state read from a snapshot, unless the key has one or it is fresh by `now`.
+    /// A state inserted comes back with the bytes it added.
     fn restore(
         &mut self,
         hash: u64,
@@ -66,6 +79,54 @@ pub(crate) struct Request<'a> {
     pub(crate) probe: Probe<'a>,
     pub(crate) now: Timestamp,
     pub(crate) cost: u64,
+}
+
+/// What recording a request changed in a table, besides the decision.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Change {
+    /// A new state was inserted.
+    pub(crate) inserted: bool,
+    /// How many bytes the table's memory grew by (negative when it shrank).
+    pub(crate) bytes: isize,
+}
+
+/// Room in a shard, or asked of it: a number of states and of bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Room {
+    pub(crate) states: usize,
+    pub(crate) bytes: usize,
+}
+
+/// What dropping states gave back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Freed {
+    pub(crate) states: usize,
+    pub(crate) bytes: usize,
+}
+
+impl std::ops::Add for Freed {
+    type Output = Freed;
+
+    fn add(self, other: Freed) -> Freed {
+        Freed { states: self.states + other.states, bytes: self.bytes + other.bytes }
+    }
+}
+
+impl std::iter::Sum for Freed {
+    fn sum<I: Iterator<Item = Freed>>(iter: I) -> Freed {
+        iter.fold(Freed::default(), |total, freed| total + freed)
+    }
+}
+
+/// Which states a pass of sweeping or eviction drops: those expiring before `before`, and
+/// up to `ties` of those expiring at exactly `before`; never one that is limited at `now`
+/// (a request of cost 1 would be rejected under it), so that no flood of keys can clear
+/// a block.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Cut {
+    pub(crate) before: Timestamp,
+    pub(crate) ties: usize,
+    pub(crate) now: Timestamp,
 }
 
 /// States of algorithm `A` keyed by one class of stored keys, packed in a dense table.
@@ -135,16 +196,19 @@ where
         request: Request<'_>,
         admitted: Option<bool>,
         hasher: &RandomState,
-        inserted: &mut bool,
+        change: &mut Change,
     ) -> Decision {
         let Request { hash, probe, now, cost } = request;
         let algorithm = &self.algorithm;
         in_class_table!(self, probe, |table, key| {
             let Some((_, state)) = table.find_mut(hash, |(stored, _)| stored.is(key)) else {
-                return settle_new(algorithm, table, request, key, admitted, hasher, inserted);
+                return settle_new(algorithm, table, request, key, admitted, hasher, change);
             };
             let (decision, plan) = algorithm.decide(state, now, cost);
+            // Zero, and compiled away, for the algorithms whose state holds no heap.
+            let held = state.heap_size();
             algorithm.record(state, plan, admitted.unwrap_or(decision.allowed));
+            change.bytes = state.heap_size() as isize - held as isize;
             decision
         })
     }
@@ -153,23 +217,42 @@ where
         in_class_table!(self, probe, |table, key| table.find(hash, |(stored, _)| stored.is(key)).is_some())
     }
 
-    fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> bool {
-        in_class_table!(self, probe, |table, key| table.remove(hash, |(stored, _)| stored.is(key), rehash(hasher)))
+    fn insertion_bytes(&self, probe: Probe<'_>) -> usize {
+        match probe {
+            Probe::Exact(_) => self.exact.growth_of_one_more(),
+            Probe::Short(_) => self.short.growth_of_one_more(),
+            Probe::Long(key) => self.long.growth_of_one_more() + key.len(),
+        }
     }
 
-    fn drop_expiring_before(&mut self, time: Timestamp, ties: &mut usize, hasher: &RandomState) -> usize {
-        let algorithm = &self.algorithm;
-        drop_expiring_in(algorithm, &mut self.exact, time, ties, hasher)
-            + drop_expiring_in(algorithm, &mut self.short, time, ties, hasher)
-            + drop_expiring_in(algorithm, &mut self.long, time, ties, hasher)
+    fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> Freed {
+        in_class_table!(self, probe, |table, key| {
+            let before = table.allocation_size();
+            let Some(owned) = table.find(hash, |(stored, _)| stored.is(key)).map(owned_bytes) else {
+                return Freed::default();
+            };
+            table.remove(hash, |(stored, _)| stored.is(key), rehash(hasher));
+            Freed { states: 1, bytes: before - table.allocation_size() + owned }
+        })
     }
 
-    fn expiries(&self) -> Vec<Timestamp> {
+    fn drop_expiring_before(&mut self, cut: &mut Cut, hasher: &RandomState) -> Freed {
         let algorithm = &self.algorithm;
-        let exact = self.exact.iter().map(|(_, state)| algorithm.expires_at(state));
-        let short = self.short.iter().map(|(_, state)| algorithm.expires_at(state));
-        let long = self.long.iter().map(|(_, state)| algorithm.expires_at(state));
+        drop_expiring_in(algorithm, &mut self.exact, cut, hasher)
+            + drop_expiring_in(algorithm, &mut self.short, cut, hasher)
+            + drop_expiring_in(algorithm, &mut self.long, cut, hasher)
+    }
+
+    fn evictable_expiries(&self, now: Timestamp) -> Vec<Timestamp> {
+        let algorithm = &self.algorithm;
+        let exact = evictable_in(algorithm, &self.exact, now);
+        let short = evictable_in(algorithm, &self.short, now);
+        let long = evictable_in(algorithm, &self.long, now);
         exact.chain(short).chain(long).collect()
+    }
+
+    fn len(&self) -> usize {
+        self.exact.len() + self.short.len() + self.long.len()
     }
 
     fn heap_bytes(&self) -> usize {
@@ -203,8 +286,8 @@ where
                 return Restored::Present;
             }
             match insert(table, hash, key, state, hasher) {
-                true => Restored::New,
-                false => Restored::Fresh,
+                Some(bytes) => Restored::New { bytes },
+                None => Restored::Fresh,
             }
         })
     }
@@ -233,30 +316,35 @@ fn settle_new<A: Algorithm, K: StoredKey>(
     key: K::Probe<'_>,
     admitted: Option<bool>,
     hasher: &RandomState,
-    inserted: &mut bool,
+    change: &mut Change,
 ) -> Decision
 where
-    A::State: PartialEq,
+    A::State: PartialEq + HeapSize,
 {
     let (decision, plan) = algorithm.decide(&A::State::default(), request.now, request.cost);
     let mut state = A::State::default();
     algorithm.record(&mut state, plan, admitted.unwrap_or(decision.allowed));
-    if state != A::State::default() {
-        *inserted = insert(table, request.hash, key, state, hasher);
+    if state != A::State::default()
+        && let Some(bytes) = insert(table, request.hash, key, state, hasher)
+    {
+        *change = Change { inserted: true, bytes: bytes as isize };
     }
     decision
 }
 
-/// Inserts a state for a key known to hold none; false when the table is full (the key
-/// then goes on as if fresh at each check).
-fn insert<S, K: StoredKey>(
+/// Inserts a state for a key known to hold none; returns the bytes it added, or `None`
+/// when the table is full (the key then goes on as if fresh at each check).
+fn insert<S: HeapSize, K: StoredKey>(
     table: &mut DenseTable<(K, S)>,
     hash: u64,
     key: K::Probe<'_>,
     state: S,
     hasher: &RandomState,
-) -> bool {
-    table.insert_unique(hash, (K::store(key), state), rehash(hasher))
+) -> Option<usize> {
+    let before = table.allocation_size();
+    let entry = (K::store(key), state);
+    let owned = owned_bytes(&entry);
+    table.insert_unique(hash, entry, rehash(hasher)).then(|| table.allocation_size() - before + owned)
 }
 
 /// The hash of a stored entry's key, as the store computed it for the caller's key.
@@ -264,28 +352,57 @@ fn rehash<S, K: StoredKey>(hasher: &RandomState) -> impl Fn(&(K, S)) -> u64 + '_
     move |(stored, _)| hasher.hash_one(stored.bytes())
 }
 
+/// Whether a request of cost 1 at `now` would be rejected under `state`: a state eviction
+/// must keep, or the key's block would be lifted by forgetting it.
+fn is_limited<A: Algorithm>(algorithm: &A, state: &A::State, now: Timestamp) -> bool {
+    !algorithm.decide(state, now, 1).0.allowed
+}
+
+/// When each state of `table` that is not limited at `now` expires.
+fn evictable_in<'a, A: Algorithm, K: StoredKey>(
+    algorithm: &'a A,
+    table: &'a Table<K, A>,
+    now: Timestamp,
+) -> impl Iterator<Item = Timestamp> + 'a {
+    let evictable =
+        move |(_, state): &(K, A::State)| (!is_limited(algorithm, state, now)).then(|| algorithm.expires_at(state));
+    table.iter().filter_map(evictable)
+}
+
 fn drop_expiring_in<A: Algorithm, K: StoredKey>(
     algorithm: &A,
     table: &mut Table<K, A>,
-    time: Timestamp,
-    ties: &mut usize,
+    cut: &mut Cut,
     hasher: &RandomState,
-) -> usize {
-    let before = table.len();
-    let keep = |(_, state): &mut (K, A::State)| {
-        let expires = algorithm.expires_at(state);
-        let dropped = expires < time || (expires == time && *ties > 0);
-        if expires == time && dropped {
-            *ties -= 1;
+) -> Freed
+where
+    A::State: HeapSize,
+{
+    let (before, allocated) = (table.len(), table.allocation_size());
+    let mut owned = 0;
+    let keep = |entry: &mut (K, A::State)| {
+        let expires = algorithm.expires_at(&entry.1);
+        let due = expires < cut.before || (expires == cut.before && cut.ties > 0);
+        // A state expired by `now` decides as a fresh one does: it cannot be limited, and
+        // a sweep drops it without asking the algorithm.
+        let dropped = due && (expires <= cut.now || !is_limited(algorithm, &entry.1, cut.now));
+        if dropped {
+            cut.ties -= usize::from(expires == cut.before);
+            owned += owned_bytes(entry);
         }
         !dropped
     };
     table.retain(keep, rehash(hasher));
-    before - table.len()
+    Freed { states: before - table.len(), bytes: allocated - table.allocation_size() + owned }
+}
+
+/// Bytes an entry holds outside the table: its key's and its state's heap.
+fn owned_bytes<S: HeapSize, K: StoredKey>((key, state): &(K, S)) -> usize {
+    key.heap_size() + state.heap_size()
 }
 
 fn heap_bytes_of<S: HeapSize, K: StoredKey>(table: &DenseTable<(K, S)>) -> usize {
-    let owned: usize = table.iter().map(|(key, state)| state.heap_size() + key.heap_size()).sum();
+    let owned: usize = table.iter().map(owned_bytes).sum();
     table.allocation_size() + owned
 }
 

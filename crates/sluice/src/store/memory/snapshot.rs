@@ -37,7 +37,7 @@
 mod format;
 pub(crate) mod states;
 
-use super::keyed::KeyedStates;
+use super::keyed::{Change, KeyedStates};
 use super::{MemoryStore, Shard};
 use crate::{Limit, Timestamp};
 use format::Entry;
@@ -182,7 +182,7 @@ impl MemoryStore {
     /// let restarted = MemoryStore::new();
     /// let report = restarted.restore_adopting(&store.snapshot(), &[], |limit| limit.name() == "override")?;
     /// assert_eq!(report.restored, 1);
-    /// assert!(!restarted.check_one(Key::new(b"user-1")?, &override_limit, now, 1).allowed);
+    /// assert!(!restarted.check_one(Key::new(b"user-1")?, &override_limit, now, 1)?.allowed);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn restore_adopting(
@@ -246,33 +246,32 @@ impl MemoryStore {
         now: Timestamp,
         report: &mut RestoreReport,
     ) {
-        match shard.table(limit).restore(
-            hash,
-            super::stored_key::Probe::of(entry.key),
-            entry.state,
-            now,
-            &self.inner.hasher,
-        ) {
+        let position = shard.table_of(limit);
+        let probe = super::stored_key::Probe::of(entry.key);
+        match shard.tables.at(position).restore(hash, probe, entry.state, now, &self.inner.hasher) {
             Restored::Present => report.present += 1,
             Restored::Fresh => report.fresh += 1,
-            Restored::New => {
+            Restored::New { bytes } => {
                 report.restored += 1;
-                shard.states += 1;
-                let capacity = self.inner.shard_capacity;
-                if shard.states > capacity {
-                    let before = shard.states;
-                    shard.make_room(capacity, 1, now, &self.inner.hasher);
-                    report.evicted += before - shard.states;
+                let (bound, hasher) = (self.inner.bound, &self.inner.hasher);
+                let before = shard.states + 1;
+                shard.count(Change { inserted: true, bytes: bytes as isize }, &|| now, hasher);
+                shard.keep_within(bound, now, hasher);
+                // With only limited states left, the restored state is the one refused.
+                if !shard.is_within(bound) {
+                    shard.forget(limit, hash, probe, hasher);
                 }
+                report.evicted += before - shard.states;
             }
         }
+        shard.drop_table_if_empty(limit.id());
     }
 }
 
 impl Shard {
     /// Appends the shard's tables, without the states fresh by `now` nor empty tables.
     fn encode(&self, now: Timestamp, out: &mut Vec<u8>) {
-        for (owner, table) in &self.tables {
+        for (owner, table) in self.tables.iter() {
             let limit = owner.limit(table);
             let start = out.len();
             out.push(table.tag());

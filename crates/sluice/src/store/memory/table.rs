@@ -4,7 +4,7 @@
 //! that the compiler inlines through, down to the algorithm's `decide` and `record`,
 //! instead of a virtual call behind two more pointers.
 
-use super::keyed::{Keyed, KeyedStates, Request};
+use super::keyed::{Change, Cut, Freed, Keyed, KeyedStates, Request};
 use super::snapshot::states::{AnyState, Restored};
 use super::stored_key::Probe;
 use crate::algorithm::fixed_window::FixedWindow;
@@ -67,25 +67,33 @@ impl KeyedStates for Table {
         request: Request<'_>,
         admitted: Option<bool>,
         hasher: &RandomState,
-        inserted: &mut bool,
+        change: &mut Change,
     ) -> Decision {
-        with_keyed!(self, keyed => keyed.settle(request, admitted, hasher, inserted))
+        with_keyed!(self, keyed => keyed.settle(request, admitted, hasher, change))
     }
 
     fn holds(&mut self, hash: u64, probe: Probe<'_>) -> bool {
         with_keyed!(self, keyed => keyed.holds(hash, probe))
     }
 
-    fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> bool {
+    fn insertion_bytes(&self, probe: Probe<'_>) -> usize {
+        with_keyed!(self, keyed => keyed.insertion_bytes(probe))
+    }
+
+    fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> Freed {
         with_keyed!(self, keyed => keyed.remove(hash, probe, hasher))
     }
 
-    fn drop_expiring_before(&mut self, time: Timestamp, ties: &mut usize, hasher: &RandomState) -> usize {
-        with_keyed!(self, keyed => keyed.drop_expiring_before(time, ties, hasher))
+    fn drop_expiring_before(&mut self, cut: &mut Cut, hasher: &RandomState) -> Freed {
+        with_keyed!(self, keyed => keyed.drop_expiring_before(cut, hasher))
     }
 
-    fn expiries(&self) -> Vec<Timestamp> {
-        with_keyed!(self, keyed => keyed.expiries())
+    fn evictable_expiries(&self, now: Timestamp) -> Vec<Timestamp> {
+        with_keyed!(self, keyed => keyed.evictable_expiries(now))
+    }
+
+    fn len(&self) -> usize {
+        with_keyed!(self, keyed => keyed.len())
     }
 
     fn heap_bytes(&self) -> usize {

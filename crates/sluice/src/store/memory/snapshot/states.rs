@@ -24,8 +24,8 @@ pub(crate) enum AnyState {
 /// What became of a state offered to a table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Restored {
-    /// Inserted.
-    New,
+    /// Inserted, adding `bytes` to the table's memory.
+    New { bytes: usize },
     /// The table already holds a state for the key: the live one is kept.
     Present,
     /// Fresh by the store's clock (or of another algorithm): nothing to keep.
