@@ -25,7 +25,9 @@ impl Backend {
             ..RedisSettings::default()
         };
         match settings.store.open_redis(redis()).await {
-            None => Ok(Backend::Memory(MemoryStore::builder().max_keys(settings.max_keys).build())),
+            None => Ok(Backend::Memory(
+                MemoryStore::builder().max_keys(settings.max_keys).max_memory(settings.max_memory).build(),
+            )),
             Some(connected) => Ok(Backend::Redis(connected?)),
         }
     }

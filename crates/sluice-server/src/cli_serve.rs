@@ -96,6 +96,12 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "SLUICE_MAX_KEYS", value_name = "COUNT")]
     pub(crate) max_keys: Option<usize>,
 
+    /// The most bytes the in-memory store holds, keys included, such as `512MiB` or `4GiB`
+    /// [default: 1GiB]. When full of keys that are being rejected, it refuses new keys
+    /// (HTTP 503, gRPC UNAVAILABLE) rather than forget a block.
+    #[arg(long, env = "SLUICE_MAX_MEMORY", value_name = "SIZE")]
+    pub(crate) max_memory: Option<String>,
+
     /// Threads serving HTTP and gRPC connections, each with a runtime of its own, 1 to 256
     /// [default: the cores this process may use].
     #[arg(long, env = "SLUICE_WORKERS", value_name = "COUNT")]

@@ -5,6 +5,7 @@
 mod admin_token;
 mod backend;
 mod bounds;
+mod byte_size;
 mod check_config;
 mod cli;
 mod cli_serve;

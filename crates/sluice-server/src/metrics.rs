@@ -139,7 +139,7 @@ impl Metrics {
         for source in WITHOUT_STORE {
             let _ = self.without_store.get_or_create(&SourceLabels { source });
         }
-        for kind in ["unavailable", "malformed", "refused"] {
+        for kind in ["unavailable", "malformed", "refused", "full"] {
             let _ = self.store_errors.get_or_create(&KindLabels { kind });
         }
         self.redis.register(registry);
@@ -190,6 +190,7 @@ impl Metrics {
             sluice::StoreError::Unavailable(_) => "unavailable",
             sluice::StoreError::Malformed(_) => "malformed",
             sluice::StoreError::Refused(_) => "refused",
+            sluice::StoreError::Full { .. } => "full",
             _ => "other",
         };
         self.store_errors.get_or_create(&KindLabels { kind }).inc();

@@ -304,7 +304,22 @@ fn grpc_error(error: CheckError) -> Status {
     match error {
         CheckError::Store(StoreError::Unavailable(cause)) => Status::unavailable(format!("store unavailable: {cause}")),
         CheckError::Store(StoreError::Refused(message)) => Status::invalid_argument(message),
+        // As for a store that is down: Envoy's `failure_mode_deny` decides.
+        CheckError::Store(full @ StoreError::Full { .. }) => Status::unavailable(full.to_string()),
         CheckError::InvalidKey(message) => Status::invalid_argument(message),
         other => Status::internal(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// As for a store that is down: Envoy's `failure_mode_deny` decides.
+    #[test]
+    fn a_memory_store_full_of_limited_keys_answers_unavailable() {
+        let status = grpc_error(CheckError::Store(StoreError::Full { max_keys: 16, max_memory: 1 << 20 }));
+        assert_eq!(status.code(), tonic::Code::Unavailable);
+        assert!(status.message().contains("full of limited keys"), "{}", status.message());
     }
 }

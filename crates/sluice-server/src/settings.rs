@@ -2,6 +2,7 @@
 
 use crate::admin_token::AdminToken;
 use crate::bounds::{Bounds, within};
+use crate::byte_size::{RawSize, parse_size};
 use crate::cli_serve::ServeArgs;
 pub(crate) use crate::store_choice::StoreChoice;
 use serde::Deserialize;
@@ -33,6 +34,7 @@ pub(crate) struct ServerSection {
     pub(crate) grpc_keepalive: Option<String>,
     pub(crate) shutdown_grace: Option<String>,
     pub(crate) max_keys: Option<usize>,
+    pub(crate) max_memory: Option<RawSize>,
     pub(crate) workers: Option<usize>,
     pub(crate) envoy_headers: Option<bool>,
     pub(crate) log_format: Option<String>,
@@ -71,6 +73,8 @@ pub(crate) struct Settings {
     /// they are dropped (0: at once).
     pub(crate) shutdown_grace: Duration,
     pub(crate) max_keys: usize,
+    /// The most bytes the in-memory store holds, keys included.
+    pub(crate) max_memory: usize,
     /// Threads serving connections, each with a runtime of its own.
     pub(crate) workers: usize,
     pub(crate) envoy_headers: bool,
@@ -139,6 +143,12 @@ impl Settings {
         let json_logs = problems.take("log_format", log_format(&pick(&args.log_format, &file.log_format, "text")));
         let max_keys = args.max_keys.or(file.max_keys).unwrap_or(sluice::store::memory::DEFAULT_MAX_KEYS);
         let max_keys = problems.take("max_keys", at_least_one(max_keys));
+        let max_memory = match (&args.max_memory, &file.max_memory) {
+            (Some(flag), _) => parse_size(flag),
+            (None, Some(file)) => file.bytes(),
+            (None, None) => Ok(sluice::store::memory::DEFAULT_MAX_MEMORY),
+        };
+        let max_memory = problems.take("max_memory", max_memory.and_then(at_least_a_mebibyte));
         let workers = args.workers.or(file.workers).unwrap_or_else(crate::workers::default_count);
         let workers = problems.take("workers", within(workers, 1, crate::workers::MAX_COUNT));
         let ui = problems.take("ui", UiAccess::parse(&pick(&args.ui, &file.ui, "loopback")));
@@ -169,6 +179,7 @@ impl Settings {
                 grpc_keepalive: grpc_keepalive?,
                 shutdown_grace: shutdown_grace?,
                 max_keys: max_keys?,
+                max_memory: max_memory?,
                 workers: workers?,
                 envoy_headers: flag(args.envoy_headers, file.envoy_headers),
                 json_logs: json_logs?,
@@ -184,6 +195,11 @@ impl Settings {
 
 fn at_least_one(count: usize) -> Result<usize, String> {
     if count == 0 { Err("must be at least 1".to_owned()) } else { Ok(count) }
+}
+
+/// A memory cap below 1 MiB would leave room for a few thousand short keys at most.
+fn at_least_a_mebibyte(bytes: usize) -> Result<usize, String> {
+    if bytes < 1 << 20 { Err(format!("must be at least 1MiB, got {bytes} bytes")) } else { Ok(bytes) }
 }
 
 fn address(text: &str) -> Result<SocketAddr, String> {
@@ -244,6 +260,22 @@ mod tests {
         assert_eq!(settings.grpc_keepalive, Some(Duration::from_secs(60)));
         assert_eq!(settings.grpc_keepalive_timeout(), Some(Duration::from_secs(20)));
         assert_eq!(settings.shutdown_grace, Duration::from_secs(5));
+        assert_eq!(settings.max_memory, sluice::store::memory::DEFAULT_MAX_MEMORY);
+    }
+
+    #[test]
+    fn max_memory_is_read_as_a_size_from_the_flag_or_the_file() {
+        let file = ServerSection { max_memory: Some(RawSize::Text("512MiB".into())), ..ServerSection::default() };
+        assert_eq!(Settings::resolve(&ServeArgs::default(), &file).unwrap().max_memory, 512 << 20);
+        let file = ServerSection { max_memory: Some(RawSize::Bytes(1 << 30)), ..ServerSection::default() };
+        assert_eq!(Settings::resolve(&ServeArgs::default(), &file).unwrap().max_memory, 1 << 30);
+        let args = ServeArgs { max_memory: Some("2GiB".into()), ..ServeArgs::default() };
+        assert_eq!(Settings::resolve(&args, &file).unwrap().max_memory, 2 << 30);
+        for bad in ["lots", "1KiB"] {
+            let args = ServeArgs { max_memory: Some(bad.into()), ..ServeArgs::default() };
+            let problems = Settings::resolve(&args, &file).unwrap_err().to_string();
+            assert!(problems.contains("max_memory:"), "{problems}");
+        }
     }
 
     #[test]

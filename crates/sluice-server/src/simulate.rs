@@ -68,7 +68,7 @@ const STORE_TIMEOUT: Duration = Duration::from_secs(5);
 /// store's own clock, so with requests carrying their own times the simulator drops
 /// nothing (docs/semantics.md).
 pub(crate) fn memory_store() -> MemoryStore {
-    MemoryStore::builder().clock(ManualClock::default()).max_keys(usize::MAX).build()
+    MemoryStore::builder().clock(ManualClock::default()).max_keys(usize::MAX).max_memory(usize::MAX).build()
 }
 
 /// The Redis store `store` names (`None` for the embedded one), with injected time, under a

@@ -105,6 +105,10 @@ impl From<CheckError> for ApiError {
                 "store_unavailable",
                 format!("store unavailable: {cause}"),
             ),
+            // Not the caller's fault, and it passes: keys stop being limited, or expire.
+            CheckError::Store(StoreError::Full { .. }) => {
+                ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store_full", message)
+            }
             CheckError::Store(StoreError::Refused(_)) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "refused", message)
             }
@@ -124,5 +128,20 @@ impl IntoResponse for ApiError {
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Not the caller's fault, and it passes: 503 with a retry, and the cause named.
+    #[test]
+    fn a_memory_store_full_of_limited_keys_answers_503_store_full() {
+        let error = ApiError::from(CheckError::Store(StoreError::Full { max_keys: 16, max_memory: 1 << 20 }));
+        assert_eq!((error.status, error.code), (StatusCode::SERVICE_UNAVAILABLE, "store_full"));
+        assert!(error.message.contains("full of limited keys (max_keys 16"), "{}", error.message);
+        let response = error.into_response();
+        assert_eq!(response.headers()[header::RETRY_AFTER], "1");
     }
 }
