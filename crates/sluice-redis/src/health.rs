@@ -128,6 +128,16 @@ impl Outages {
         }
     }
 
+    /// A link that was down is gone: when it was the last, the outage ends without the
+    /// "available again" line (nothing showed Redis answering).
+    fn link_dropped(&self) {
+        let mut state = self.state.lock();
+        state.links_down = state.links_down.saturating_sub(1);
+        if state.links_down == 0 && state.current.take().is_some() {
+            tracing::debug!(redis = %self.target, "the last connection in an outage was closed");
+        }
+    }
+
     fn link_up(&self) {
         let mut state = self.state.lock();
         state.links_down = state.links_down.saturating_sub(1);
@@ -157,7 +167,7 @@ pub(crate) struct Link {
 }
 
 impl Link {
-    /// A link that starts down (a store opened while Redis cannot be reached).
+    /// True from the first failure Redis made on this connection until a probe succeeds.
     pub(crate) fn is_down(&self) -> bool {
         self.down.load(Ordering::Acquire)
     }
@@ -173,6 +183,14 @@ impl Link {
     pub(crate) fn recover(&self, outages: &Outages) {
         if self.down.swap(false, Ordering::AcqRel) {
             outages.link_up();
+        }
+    }
+
+    /// Forgets the link (its connection is closed): a down link no longer holds the
+    /// outage open.
+    pub(crate) fn forget(&self, outages: &Outages) {
+        if self.down.swap(false, Ordering::AcqRel) {
+            outages.link_dropped();
         }
     }
 
@@ -209,6 +227,8 @@ mod tests {
         assert!(outages.health().is_available());
         a.fail(&outages, "timeout");
         assert_eq!(outages.health().outages, 2);
+        a.forget(&outages);
+        assert!(outages.health().is_available(), "a closed connection holds no outage open");
     }
 
     #[test]

@@ -71,9 +71,9 @@ impl std::error::Error for NotConnected {}
 
 impl Channel {
     /// A channel to `common`'s Redis: a standalone connection is made lazily (its first
-    /// command connects), a Cluster's and a Sentinel primary's by the first probe. A probe starts at once: it
-    /// samples Redis's clock, and finds out whether Redis answers. While the store is in
-    /// an outage, the channel starts down.
+    /// command connects), a Cluster's and a Sentinel primary's by the first probe. A probe
+    /// starts at once: it samples Redis's clock, and finds out whether Redis answers.
+    /// While the store is in an outage, the channel starts down.
     pub(super) fn open(common: Arc<Common>) -> Result<Arc<Channel>, StoreError> {
         let connection = match common.origin {
             Origin::Standalone(_) | Origin::Sentinel(_) => Connection::Standalone(Standalone::default()),
@@ -169,6 +169,13 @@ impl Channel {
             _ => {}
         }
         Ok(())
+    }
+}
+
+impl Drop for Channel {
+    /// A connection that goes while down no longer holds its store's outage open.
+    fn drop(&mut self) {
+        self.link.forget(&self.common.outages);
     }
 }
 
