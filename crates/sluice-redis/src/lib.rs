@@ -18,9 +18,11 @@ mod script;
 mod settings;
 mod store;
 mod tls;
+mod url;
 
 pub use failure::FailureMode;
 pub use health::{Cause, RedisHealth};
 pub use settings::{RedisSettings, TimeSource};
 pub use store::RedisStore;
 pub use tls::TlsFiles;
+pub use url::without_password;

@@ -1,6 +1,8 @@
 //! `RedisStore`: every decision is one script call on Redis or Redis Cluster.
 
 mod channel;
+mod errors;
+mod origin;
 mod reset;
 mod standalone;
 
@@ -11,14 +13,15 @@ use crate::health::{Outages, RedisHealth};
 use crate::keys::state_key;
 use crate::script::{Reply, Scripts, decode};
 use crate::settings::{RedisSettings, TimeSource};
+use crate::url::without_password;
 use channel::{Channel, Request};
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use errors::{Expired, InOutage, is_script_error, is_unavailable_for_now, unavailable, within};
+use origin::{CONNECT_TIMEOUT, Origin, tcp_settings};
 use redis::cluster::ClusterClient;
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use sluice::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
 use std::future::Future;
-use std::sync::{Arc, Weak};
-use std::time::Duration;
+use std::sync::Arc;
 
 /// A store on Redis (standalone or Cluster). Cheap to clone: clones share connections.
 ///
@@ -53,36 +56,6 @@ pub(crate) struct Common {
     lead: ClockLead,
 }
 
-#[derive(Clone)]
-enum Origin {
-    Standalone(Box<redis::Client>),
-    Cluster(Box<ClusterClient>),
-    /// A primary found through Redis Sentinel, asked again after each failure.
-    Sentinel(Arc<tokio::sync::Mutex<SentinelClient>>),
-}
-
-/// How long connecting may take at most, whatever the per-call timeout.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
-
-/// How long data sent to Redis may stay unacknowledged before the connection is given up
-/// (`TCP_USER_TIMEOUT`, Linux): a Redis host that died or was cut off sends no reset, and
-/// without it the kernel retransmits for as long as its default allows (`tcp_retries2` =
-/// 15: about 15 minutes) before the connection breaks and is made again. A Redis that is
-/// only slow still acknowledges at the TCP level; one stalled over 10 s with its receive
-/// buffer full is cut off, and the connection made again.
-#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
-const UNACKNOWLEDGED_LIMIT: Duration = Duration::from_secs(10);
-
-/// The TCP settings of every connection to Redis. Nagle's algorithm stays on (redis-rs's
-/// default): `TCP_NODELAY` was measured slower here (`docs/benchmarks.md`, "Tried and not
-/// kept"), since commands sent while others are in flight then leave one packet each.
-fn tcp_settings() -> redis::io::tcp::TcpSettings {
-    let settings = redis::io::tcp::TcpSettings::default();
-    #[cfg(target_os = "linux")]
-    let settings = settings.set_user_timeout(UNACKNOWLEDGED_LIMIT);
-    settings
-}
-
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match self.common().origin {
@@ -92,53 +65,6 @@ impl std::fmt::Debug for RedisStore {
         };
         f.debug_struct("RedisStore").field("kind", &kind).field("settings", &self.settings()).finish_non_exhaustive()
     }
-}
-
-impl Origin {
-    /// The connection to a standalone Redis's fixed address, made on its first command (an
-    /// error for the other origins, whose address is found when connecting).
-    fn lazy_standalone(&self, channel: Weak<Channel>) -> Result<ConnectionManager, StoreError> {
-        let Origin::Standalone(client) = self else {
-            return Err(StoreError::Refused("only a standalone Redis has a fixed address".to_owned()));
-        };
-        lazy_connection(client, channel)
-    }
-
-    /// A new standalone connection, made now: to the URL's address, or to the primary the
-    /// sentinels name now (an error for a Cluster's origin).
-    async fn connect_standalone(&self, channel: Weak<Channel>) -> Result<ConnectionManager, StoreError> {
-        let connection = match self {
-            Origin::Sentinel(sentinels) => {
-                let primary =
-                    within(CONNECT_TIMEOUT, async { sentinels.lock().await.async_get_client().await }).await?;
-                lazy_connection(&primary, channel)?
-            }
-            _ => self.lazy_standalone(channel)?,
-        };
-        within(CONNECT_TIMEOUT, redis::cmd("PING").query_async::<()>(&mut connection.clone())).await?;
-        Ok(connection)
-    }
-}
-
-/// A connection to `client`'s address, made on its first command, reconnecting on its own,
-/// whose loss `channel` hears of at once (RESP3's disconnection notice), so that a
-/// restarted Redis is found again by a probe before the next check needs it.
-fn lazy_connection(client: &redis::Client, channel: Weak<Channel>) -> Result<ConnectionManager, StoreError> {
-    let mut config = ConnectionManagerConfig::new()
-        .set_connection_timeout(Some(CONNECT_TIMEOUT))
-        // One attempt per reconnection: the channel's probe retries, every 100 ms.
-        .set_number_of_retries(0);
-    if client.get_connection_info().redis_settings().protocol().supports_resp3() {
-        config = config.set_push_sender(move |push: redis::PushInfo| {
-            if push.kind == redis::PushKind::Disconnection
-                && let Some(channel) = channel.upgrade()
-            {
-                channel.start_probe();
-            }
-            Ok::<(), std::convert::Infallible>(())
-        });
-    }
-    ConnectionManager::new_lazy_with_config(redis::Client::clone(client), config).map_err(unavailable)
 }
 
 impl RedisStore {
@@ -403,76 +329,6 @@ impl RedisStore {
             }
         }
     }
-}
-
-/// A check answered without asking Redis: an outage is under way.
-#[derive(Debug)]
-struct InOutage;
-
-impl std::fmt::Display for InOutage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Redis is unavailable (an outage is under way)")
-    }
-}
-
-impl std::error::Error for InOutage {}
-
-/// Redis ran a check after its deadline, and wrote nothing (`deadline` module).
-#[derive(Debug)]
-pub(crate) struct Expired;
-
-impl std::fmt::Display for Expired {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Redis ran the check after its deadline, and wrote nothing")
-    }
-}
-
-impl std::error::Error for Expired {}
-
-/// `redis://user:secret@host:6379` → `redis://user:***@host:6379`, for log lines.
-fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let Some((userinfo, host)) = rest.rsplit_once('@') else { return url.to_owned() };
-    let user = userinfo.split_once(':').map_or("", |(user, _)| user);
-    if userinfo.contains(':') { format!("{scheme}://{user}:***@{host}") } else { format!("{scheme}://***@{host}") }
-}
-
-/// Awaits `future` for at most `limit`; a timeout or a Redis error makes Redis unavailable.
-async fn within<T>(limit: Duration, future: impl Future<Output = redis::RedisResult<T>>) -> Result<T, StoreError> {
-    match tokio::time::timeout(limit, future).await {
-        Err(elapsed) => Err(unavailable(elapsed)),
-        Ok(result) => result.map_err(unavailable),
-    }
-}
-
-fn unavailable(error: impl std::error::Error + Send + Sync + 'static) -> StoreError {
-    StoreError::Unavailable(Box::new(error))
-}
-
-/// Error codes of a Redis that cannot serve for now, also when a script's `redis.call`
-/// meets them: out of memory under `noeviction`, a primary demoted to a replica by a
-/// failover, a server still loading its data set or busy with a long script, a cluster or
-/// replication that is down, a failing save that stops writes.
-const UNAVAILABLE_CODES: [&str; 9] =
-    ["OOM", "READONLY", "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS", "MISCONF"];
-
-/// Whether `error` is Redis answering that it cannot serve for now (one of
-/// [`UNAVAILABLE_CODES`]), rather than refusing this client (authentication, permissions).
-fn is_unavailable_for_now(error: &(dyn std::error::Error + 'static)) -> bool {
-    let code = error.downcast_ref::<redis::RedisError>().and_then(redis::RedisError::code);
-    code.is_some_and(|code| UNAVAILABLE_CODES.contains(&code))
-}
-
-/// An error raised by the script itself (a bug, or a foreign value at a Sluice key), not
-/// by the connection nor by a Redis that cannot serve for now: retrying or failing open
-/// would hide it.
-fn is_script_error(error: &(dyn std::error::Error + 'static)) -> bool {
-    let code = error.downcast_ref::<redis::RedisError>().and_then(redis::RedisError::code);
-    if code.is_some_and(|code| UNAVAILABLE_CODES.contains(&code)) {
-        return false;
-    }
-    let message = error.to_string();
-    message.contains("user_script") || message.contains("sluice:")
 }
 
 impl Store for RedisStore {

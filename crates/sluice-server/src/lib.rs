@@ -29,6 +29,7 @@ mod snapshot;
 mod store_choice;
 mod trace;
 mod workers;
+mod write_through;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -1,7 +1,7 @@
 //! The one parser of store URLs (`--store`, `SLUICE_STORE`, `server.store`, and
 //! `sluice simulate --store`), and the connection to the store it names.
 
-use sluice_redis::{RedisSettings, RedisStore};
+use sluice_redis::{RedisSettings, RedisStore, without_password};
 use std::fmt;
 
 /// Where the service keeps its states.
@@ -138,25 +138,9 @@ fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-/// `redis://user:secret@host:6379` → `redis://user:***@host:6379`.
-fn without_password(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let Some((userinfo, host)) = rest.rsplit_once('@') else { return url.to_owned() };
-    let user = userinfo.split_once(':').map_or("", |(user, _)| user);
-    if userinfo.contains(':') { format!("{scheme}://{user}:***@{host}") } else { format!("{scheme}://***@{host}") }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{StoreChoice, without_password};
-
-    #[test]
-    fn passwords_are_hidden() {
-        assert_eq!(without_password("redis://127.0.0.1:6379"), "redis://127.0.0.1:6379");
-        assert_eq!(without_password("redis://u:s3cret@h:1/0"), "redis://u:***@h:1/0");
-        assert_eq!(without_password("rediss://:s3cret@h:1"), "rediss://:***@h:1");
-        assert_eq!(without_password("redis://s3cret@h:1"), "redis://***@h:1");
-    }
+    use super::StoreChoice;
 
     #[test]
     fn every_store_url_form_is_read() {

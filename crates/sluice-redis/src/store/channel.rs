@@ -58,16 +58,9 @@ impl Request<'_> {
 
 /// Why there is no connection to send on: the store was opened while Redis could not be
 /// reached, and no probe has connected yet.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("not connected to Redis yet")]
 pub(crate) struct NotConnected;
-
-impl std::fmt::Display for NotConnected {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("not connected to Redis yet")
-    }
-}
-
-impl std::error::Error for NotConnected {}
 
 impl Channel {
     /// A channel to `common`'s Redis: a standalone connection is made lazily (its first

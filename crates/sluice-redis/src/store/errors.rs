@@ -1,0 +1,57 @@
+//! What a failed call to Redis is: unavailable for now (the failure mode answers), or a
+//! fault of the script or of this client, which retrying would not mend.
+
+use sluice::StoreError;
+use std::future::Future;
+use std::time::Duration;
+
+/// A check answered without asking Redis: an outage is under way.
+#[derive(Debug, thiserror::Error)]
+#[error("Redis is unavailable (an outage is under way)")]
+pub(super) struct InOutage;
+
+/// Redis ran a check after its deadline, and wrote nothing (`deadline` module).
+#[derive(Debug, thiserror::Error)]
+#[error("Redis ran the check after its deadline, and wrote nothing")]
+pub(crate) struct Expired;
+
+/// Awaits `future` for at most `limit`; a timeout or a Redis error makes Redis unavailable.
+pub(super) async fn within<T>(
+    limit: Duration,
+    future: impl Future<Output = redis::RedisResult<T>>,
+) -> Result<T, StoreError> {
+    match tokio::time::timeout(limit, future).await {
+        Err(elapsed) => Err(unavailable(elapsed)),
+        Ok(result) => result.map_err(unavailable),
+    }
+}
+
+pub(super) fn unavailable(error: impl std::error::Error + Send + Sync + 'static) -> StoreError {
+    StoreError::Unavailable(Box::new(error))
+}
+
+/// Error codes of a Redis that cannot serve for now, also when a script's `redis.call`
+/// meets them: out of memory under `noeviction`, a primary demoted to a replica by a
+/// failover, a server still loading its data set or busy with a long script, a cluster or
+/// replication that is down, a failing save that stops writes.
+const UNAVAILABLE_CODES: [&str; 9] =
+    ["OOM", "READONLY", "LOADING", "BUSY", "MASTERDOWN", "TRYAGAIN", "CLUSTERDOWN", "NOREPLICAS", "MISCONF"];
+
+/// Whether `error` is Redis answering that it cannot serve for now (one of
+/// [`UNAVAILABLE_CODES`]), rather than refusing this client (authentication, permissions).
+pub(super) fn is_unavailable_for_now(error: &(dyn std::error::Error + 'static)) -> bool {
+    let code = error.downcast_ref::<redis::RedisError>().and_then(redis::RedisError::code);
+    code.is_some_and(|code| UNAVAILABLE_CODES.contains(&code))
+}
+
+/// An error raised by the script itself (a bug, or a foreign value at a Sluice key), not
+/// by the connection nor by a Redis that cannot serve for now: retrying or failing open
+/// would hide it.
+pub(super) fn is_script_error(error: &(dyn std::error::Error + 'static)) -> bool {
+    let code = error.downcast_ref::<redis::RedisError>().and_then(redis::RedisError::code);
+    if code.is_some_and(|code| UNAVAILABLE_CODES.contains(&code)) {
+        return false;
+    }
+    let message = error.to_string();
+    message.contains("user_script") || message.contains("sluice:")
+}

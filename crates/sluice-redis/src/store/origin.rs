@@ -1,0 +1,89 @@
+//! Where a store's connections go: a standalone Redis's address, a Cluster, or the primary
+//! that Redis Sentinel names; and how each connection is made.
+
+use super::channel::Channel;
+use super::errors::{unavailable, within};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClient;
+use redis::sentinel::SentinelClient;
+use sluice::StoreError;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+/// Where connections are made.
+#[derive(Clone)]
+pub(super) enum Origin {
+    Standalone(Box<redis::Client>),
+    Cluster(Box<ClusterClient>),
+    /// A primary found through Redis Sentinel, asked again after each failure.
+    Sentinel(Arc<tokio::sync::Mutex<SentinelClient>>),
+}
+
+/// How long connecting may take at most, whatever the per-call timeout.
+pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// How long data sent to Redis may stay unacknowledged before the connection is given up
+/// (`TCP_USER_TIMEOUT`, Linux): a Redis host that died or was cut off sends no reset, and
+/// without it the kernel retransmits for as long as its default allows (`tcp_retries2` =
+/// 15: about 15 minutes) before the connection breaks and is made again. A Redis that is
+/// only slow still acknowledges at the TCP level; one stalled over 10 s with its receive
+/// buffer full is cut off, and the connection made again.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+const UNACKNOWLEDGED_LIMIT: Duration = Duration::from_secs(10);
+
+/// The TCP settings of every connection to Redis. Nagle's algorithm stays on (redis-rs's
+/// default): `TCP_NODELAY` was measured slower here (`docs/benchmarks.md`, "Tried and not
+/// kept"), since commands sent while others are in flight then leave one packet each.
+pub(super) fn tcp_settings() -> redis::io::tcp::TcpSettings {
+    let settings = redis::io::tcp::TcpSettings::default();
+    #[cfg(target_os = "linux")]
+    let settings = settings.set_user_timeout(UNACKNOWLEDGED_LIMIT);
+    settings
+}
+
+impl Origin {
+    /// The connection to a standalone Redis's fixed address, made on its first command (an
+    /// error for the other origins, whose address is found when connecting).
+    pub(super) fn lazy_standalone(&self, channel: Weak<Channel>) -> Result<ConnectionManager, StoreError> {
+        let Origin::Standalone(client) = self else {
+            return Err(StoreError::Refused("only a standalone Redis has a fixed address".to_owned()));
+        };
+        lazy_connection(client, channel)
+    }
+
+    /// A new standalone connection, made now: to the URL's address, or to the primary the
+    /// sentinels name now (an error for a Cluster's origin).
+    pub(super) async fn connect_standalone(&self, channel: Weak<Channel>) -> Result<ConnectionManager, StoreError> {
+        let connection = match self {
+            Origin::Sentinel(sentinels) => {
+                let primary =
+                    within(CONNECT_TIMEOUT, async { sentinels.lock().await.async_get_client().await }).await?;
+                lazy_connection(&primary, channel)?
+            }
+            _ => self.lazy_standalone(channel)?,
+        };
+        within(CONNECT_TIMEOUT, redis::cmd("PING").query_async::<()>(&mut connection.clone())).await?;
+        Ok(connection)
+    }
+}
+
+/// A connection to `client`'s address, made on its first command, reconnecting on its own,
+/// whose loss `channel` hears of at once (RESP3's disconnection notice), so that a
+/// restarted Redis is found again by a probe before the next check needs it.
+fn lazy_connection(client: &redis::Client, channel: Weak<Channel>) -> Result<ConnectionManager, StoreError> {
+    let mut config = ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        // One attempt per reconnection: the channel's probe retries, every 100 ms.
+        .set_number_of_retries(0);
+    if client.get_connection_info().redis_settings().protocol().supports_resp3() {
+        config = config.set_push_sender(move |push: redis::PushInfo| {
+            if push.kind == redis::PushKind::Disconnection
+                && let Some(channel) = channel.upgrade()
+            {
+                channel.start_probe();
+            }
+            Ok::<(), std::convert::Infallible>(())
+        });
+    }
+    ConnectionManager::new_lazy_with_config(redis::Client::clone(client), config).map_err(unavailable)
+}
