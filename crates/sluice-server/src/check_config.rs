@@ -16,7 +16,8 @@ pub(crate) fn run(args: &CheckConfigArgs) -> ExitCode {
     };
     println!("{}: valid, {} policies", args.file.display(), config.policies().len());
     for entry in config.policies() {
-        println!("  {} ({})", entry.limit.name(), entry.limit.policy().algorithm_name());
+        let policy = entry.limit.policy();
+        println!("  {} ({}): {}", entry.limit.name(), policy.algorithm_name(), crate::policy_text::describe(policy));
     }
     if let Some(rules) = config.envoy() {
         print_rules(rules);

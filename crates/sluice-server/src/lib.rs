@@ -16,6 +16,7 @@ mod handoff;
 mod http;
 mod metrics;
 mod playground;
+mod policy_text;
 mod reload;
 mod replay;
 mod rls;
