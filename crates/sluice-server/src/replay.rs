@@ -62,6 +62,7 @@ fn summarize(
     replayed: &Replayed,
 ) -> Summary {
     let span = replayed.timeline.span();
+    let offset = replayed.offset.unwrap_or(time_text::UtcOffset::UTC);
     Summary {
         input: input.name(),
         format: args.format.to_string(),
@@ -73,12 +74,13 @@ fn summarize(
         filter: filter.describe(),
         filtered_out: replayed.filtered_out,
         late_lines: replayed.timeline.late(),
-        first_time: span.map(|(first, _)| time_text::format_rfc3339(first)),
-        last_time: span.map(|(_, last)| time_text::format_rfc3339(last)),
+        utc_offset: offset.to_string(),
+        first_time: span.map(|(first, _)| time_text::format_rfc3339(first, offset)),
+        last_time: span.map(|(_, last)| time_text::format_rfc3339(last, offset)),
         policies: limits
             .iter()
             .zip(&replayed.tallies)
-            .map(|(limit, tally)| PolicySummary::of(limit, tally, &replayed.keys))
+            .map(|(limit, tally)| PolicySummary::of(limit, tally, &replayed.keys, offset))
             .collect(),
     }
 }

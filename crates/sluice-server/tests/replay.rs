@@ -67,24 +67,26 @@ fn small_log() -> String {
 fn summary_numbers_of_a_small_log_computed_by_hand() {
     let summary = summary(&["two_per_second", "one_per_second"], &[], &small_log());
     assert_eq!((&summary["lines"], &summary["requests"], &summary["bad_lines"]), (&json!(9), &json!(7), &json!(1)));
-    assert_eq!(summary["first_time"], "2000-10-10T20:55:36Z");
-    assert_eq!(summary["last_time"], "2000-10-10T20:55:38Z");
+    // Times at the log's own offset (its first line's, -0700).
+    assert_eq!(summary["utc_offset"], "-07:00");
+    assert_eq!(summary["first_time"], "2000-10-10T13:55:36-07:00");
+    assert_eq!(summary["last_time"], "2000-10-10T13:55:38-07:00");
     // Sliding log, 2 per second: the third request of 10.0.0.1 at :36 is the only rejection;
     // at :37 and :38 the earlier requests have left the window (now − 1 s, now].
     let sliding = &summary["policies"][0];
-    assert_eq!(sliding["name"], "two_per_second");
+    assert_eq!((&sliding["name"], &sliding["description"]), (&json!("two_per_second"), &json!("2 / 1 s")));
     assert_eq!((&sliding["allowed"], &sliding["rejected"], &sliding["keys"]), (&json!(6), &json!(1), &json!(3)));
     assert_eq!(sliding["limited_keys"], 1);
     assert!((sliding["limited_key_share"].as_f64().unwrap() - 1.0 / 3.0).abs() < 1e-9);
     assert!((sliding["rejected_share"].as_f64().unwrap() - 1.0 / 7.0).abs() < 1e-9);
     assert_eq!(sliding["top_limited_keys"], json!([{"key": "10.0.0.1", "requests": 5, "rejected": 1}]));
-    assert_eq!(sliding["peak_requests"], json!({"per_second": 4, "second": "2000-10-10T20:55:36Z"}));
-    assert_eq!(sliding["peak_allowed"], json!({"per_second": 3, "second": "2000-10-10T20:55:36Z"}));
+    assert_eq!(sliding["peak_requests"], json!({"per_second": 4, "second": "2000-10-10T13:55:36-07:00"}));
+    assert_eq!(sliding["peak_allowed"], json!({"per_second": 3, "second": "2000-10-10T13:55:36-07:00"}));
     // Fixed window, 1 per second: both repeats of 10.0.0.1 at :36 are rejected.
     let fixed = &summary["policies"][1];
     assert_eq!((&fixed["allowed"], &fixed["rejected"]), (&json!(5), &json!(2)));
     assert_eq!(fixed["top_limited_keys"], json!([{"key": "10.0.0.1", "requests": 5, "rejected": 2}]));
-    assert_eq!(fixed["peak_allowed"], json!({"per_second": 2, "second": "2000-10-10T20:55:36Z"}));
+    assert_eq!(fixed["peak_allowed"], json!({"per_second": 2, "second": "2000-10-10T13:55:36-07:00"}));
 }
 
 #[test]
@@ -93,13 +95,13 @@ fn text_summary_names_each_policy_and_its_top_keys() {
     assert!(output.status.success(), "{}", stderr(&output));
     let text = String::from_utf8(output.stdout).unwrap();
     for needle in [
-        "standard input: 9 lines, 7 requests (combined, keyed by ip), 2000-10-10T20:55:36Z to 2000-10-10T20:55:38Z",
+        "standard input: 9 lines, 7 requests (combined, keyed by ip), 2000-10-10T13:55:36-07:00 to 2000-10-10T13:55:38-07:00",
         "bad lines: 1 (skipped)",
         "  line 6: expected",
-        "policy one_per_second (fixed_window)",
+        "policy one_per_second (fixed_window, 1 / 1 s)",
         "  rejected      2 (28.6%)",
         "  keys          3, 1 ever limited (33.3%)",
-        "  peak          4 requests/s at 2000-10-10T20:55:36Z",
+        "  peak          4 requests/s at 2000-10-10T13:55:36-07:00",
         "    10.0.0.1  2 of 5",
     ] {
         assert!(text.contains(needle), "{needle:?} missing from\n{text}");
@@ -191,6 +193,8 @@ fn a_late_line_is_decided_at_the_latest_time_seen() {
     assert_eq!(summary["late_lines"], 1);
     assert_eq!(summary["policies"][0]["rejected"], 0);
     assert_eq!(summary["last_time"], "1970-01-01T00:00:11.100000Z");
+    // A trace writes no offset: times are in UTC.
+    assert_eq!(summary["utc_offset"], "+00:00");
     // In order, the same requests see the rejection.
     let ordered = self::summary(&["one_per_second"], &["--format", "trace"], "10900000 a\n10950000 a\n11100000 b\n");
     assert_eq!((&ordered["late_lines"], &ordered["policies"][0]["rejected"]), (&json!(0), &json!(1)));

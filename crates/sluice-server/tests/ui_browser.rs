@@ -184,16 +184,22 @@ fn click_timeline(browser: &mut Browser, at_ms: u32) {
 }
 
 #[test]
-fn the_replay_report_renders_its_charts() {
+fn the_replay_report_charts_requests_per_second_at_the_logs_offset() {
     let dir = fresh_dir("report");
     let (log, report) = (dir.join("access.log"), dir.join("report.html"));
+    // 1500 seconds from 13:30:00 -0700: more than the chart's 1000 buckets, so a bucket is
+    // 2 s. Each second 10.0.0.1 sends one to four requests (1 + second % 4) and 10.0.0.2
+    // one: the busiest bucket holds 4 + 5 = 9 requests, 4.5 per second.
     let mut lines = String::new();
-    for second in 0..30 {
-        // 10.0.0.1 sends one to four requests a second, 10.0.0.2 one.
+    for second in 0..1500 {
+        let time = format!(
+            "10/Oct/2000:{:02}:{:02}:{:02} -0700",
+            13 + (30 + second / 60) / 60,
+            (30 + second / 60) % 60,
+            second % 60
+        );
         for client in std::iter::repeat_n(1, 1 + second % 4).chain([2]) {
-            lines += &format!(
-                "10.0.0.{client} - - [10/Oct/2000:13:55:{second:02} -0700] \"GET /a HTTP/1.1\" 200 5 \"-\" \"curl\"\n"
-            );
+            lines += &format!("10.0.0.{client} - - [{time}] \"GET /a HTTP/1.1\" 200 5 \"-\" \"curl\"\n");
         }
     }
     std::fs::write(&log, lines).unwrap();
@@ -216,11 +222,33 @@ fn the_replay_report_renders_its_charts() {
 
     let mut browser = Browser::launch(1280, 900);
     browser.navigate(&format!("file://{}", report.display()));
-    browser.wait_for(&format!("{} >= 2", count("#policies svg")), "the report's charts", PATIENCE);
-    // Two policies' charts and the limited key's timeline under each.
+    browser.wait_for(&format!("{} === 2", count("svg[data-chart]")), "the report's two charts", PATIENCE);
+    let chart = "document.querySelector('svg[data-chart]')";
+    assert_eq!(browser.eval(&format!("{chart}.querySelector('.ylabel').textContent")), "requests per second");
+    assert_eq!(browser.eval(&format!("{chart}.dataset.bucketSeconds")), "2");
+    // The axis's top is the data's peak rate, labelled as such.
+    assert_eq!(browser.eval(&format!("Number({chart}.dataset.peak)")), 4.5);
+    let max_tick = browser.eval(&format!("{chart}.querySelector('.ytick.max').textContent"));
+    assert_eq!(max_tick, "4.5");
+    let caption = browser.eval("document.querySelector('.caption').textContent");
+    assert!(caption.as_str().unwrap().contains("averaged over 2 s buckets"), "{caption}");
+    // Two filled outlines over one background: no bar per bucket, whose sub-pixel gaps
+    // drew light and dark bands that looked like data.
+    assert_eq!(browser.eval(&format!("{chart}.querySelectorAll('rect').length")), 1);
+    assert_eq!(browser.eval(&format!("{chart}.querySelectorAll('path.allowed, path.rejected').length")), 2);
+
+    // Times at the log's own offset: the axis starts at 13:30, not 20:30 UTC.
+    let ticks = browser.eval(&format!("[...{chart}.querySelectorAll('.xtick')].map(t => t.textContent)"));
+    assert_eq!(ticks.as_array().unwrap().first().unwrap(), "13:30", "{ticks}");
+    let offset = browser.eval("document.getElementById('offset').textContent");
+    assert!(offset.as_str().unwrap().contains("UTC-07:00"), "{offset}");
+    let meta = browser.eval("document.getElementById('meta').textContent");
+    assert!(meta.as_str().unwrap().contains("2000-10-10T13:30:00-07:00 to 2000-10-10T13:54:59-07:00"), "{meta}");
+    // Each policy's parameters.
+    let described = browser.eval("[...document.querySelectorAll('[data-field=\"policy\"]')].map(t => t.textContent)");
+    assert_eq!(described, json!(["sliding_log, 2 / 1 s", "fixed_window, 1 / 1 s"]));
+    // The limited key's timeline under each policy.
     assert!(browser.eval(&count("#policies svg")).as_u64().unwrap() >= 4);
-    assert!(browser.eval(&count("#policies svg rect")).as_u64().unwrap() > 10, "the charts have no bars");
-    assert!(browser.eval("document.getElementById('meta').textContent").as_str().unwrap().contains("requests"));
     browser.screenshot(&artifact("report.png"));
     assert_no_errors(&browser);
 }

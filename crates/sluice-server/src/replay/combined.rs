@@ -8,7 +8,7 @@
 //! `$time_local` text is cached, since consecutive lines mostly share their second.
 
 use super::format::Record;
-use super::time_text::parse_time_local;
+use super::time_text::{UtcOffset, parse_time_local};
 use sluice::Timestamp;
 use std::borrow::Cow;
 
@@ -58,13 +58,13 @@ impl CombinedKey {
 pub(crate) struct CombinedParser {
     key: CombinedKey,
     last_time_text: Vec<u8>,
-    last_time: Timestamp,
+    last_time: (Timestamp, UtcOffset),
 }
 
 impl CombinedParser {
     /// A reader keying requests by `key`.
     pub(crate) fn new(key: CombinedKey) -> CombinedParser {
-        CombinedParser { key, last_time_text: Vec::with_capacity(32), last_time: Timestamp::EPOCH }
+        CombinedParser { key, last_time_text: Vec::with_capacity(32), last_time: (Timestamp::EPOCH, UtcOffset::UTC) }
     }
 
     /// Reads one non-blank line.
@@ -74,7 +74,7 @@ impl CombinedParser {
         let (user, rest) = word(rest).ok_or("expected `<user> [<time>]` after the ident")?;
         let rest = rest.strip_prefix(b"[").ok_or("expected `[` before the time")?;
         let end = memchr::memchr(b']', rest).ok_or("expected `]` after the time")?;
-        let time = self.time(&rest[..end])?;
+        let (time, offset) = self.time(&rest[..end])?;
         let fields = &rest[end + 1..];
         let request = nth_quoted(fields, 1).ok_or("expected a quoted request after the time")?;
         let status = status(&fields[request.1..])?;
@@ -94,11 +94,12 @@ impl CombinedParser {
             method: Cow::Borrowed(method),
             target: Cow::Borrowed(target),
             status: Some(status),
+            offset: Some(offset),
         })
     }
 
-    /// The time of `text`, from the cache when it is the previous line's.
-    fn time(&mut self, text: &[u8]) -> Result<Timestamp, String> {
+    /// The time of `text` and its offset, from the cache when it is the previous line's.
+    fn time(&mut self, text: &[u8]) -> Result<(Timestamp, UtcOffset), String> {
         if text != self.last_time_text.as_slice() {
             let time = parse_time_local(text).ok_or_else(|| {
                 format!("time `{}` is not like 10/Oct/2000:13:55:36 -0700", String::from_utf8_lossy(text))

@@ -139,6 +139,7 @@ mod tests {
             method: Cow::Borrowed(method.as_bytes()),
             target: Cow::Borrowed(target.as_bytes()),
             status,
+            offset: None,
         }
     }
 

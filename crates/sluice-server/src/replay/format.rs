@@ -2,6 +2,7 @@
 
 use super::combined::{CombinedKey, CombinedParser};
 use super::json_lines::JsonParser;
+use super::time_text::UtcOffset;
 use crate::cli::ReplayArgs;
 use crate::trace::parse_line;
 use sluice::{Key, Timestamp};
@@ -41,12 +42,14 @@ pub(crate) struct Record<'a> {
     pub(crate) target: Cow<'a, [u8]>,
     /// The response's status, for `--status`.
     pub(crate) status: Option<u16>,
+    /// The offset from UTC the line wrote its time in, when it wrote one.
+    pub(crate) offset: Option<UtcOffset>,
 }
 
 impl<'a> Record<'a> {
     /// A request of `cost` for `key` at `time`, with nothing known of its HTTP request.
     pub(crate) fn keyed(time: Timestamp, key: Cow<'a, [u8]>, cost: u64) -> Self {
-        Record { time, key, cost, method: Cow::Borrowed(b""), target: Cow::Borrowed(b""), status: None }
+        Record { time, key, cost, method: Cow::Borrowed(b""), target: Cow::Borrowed(b""), status: None, offset: None }
     }
 }
 

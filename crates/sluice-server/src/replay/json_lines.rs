@@ -8,7 +8,7 @@
 //! has no field called `a.b` itself.
 
 use super::format::Record;
-use super::time_text::{parse_rfc3339, parse_time_local};
+use super::time_text::{UtcOffset, parse_rfc3339, parse_time_local};
 use serde_json::{Map, Value};
 use sluice::Timestamp;
 use std::borrow::Cow;
@@ -52,7 +52,8 @@ impl JsonParser {
         let object: Map<String, Value> =
             serde_json::from_slice(line).map_err(|error| format!("not a JSON object: {error}"))?;
         let time = field(&object, &self.time_field)?;
-        let time = time_of(time).ok_or_else(|| format!("field `{}` is not a time: {time}", self.time_field))?;
+        let (time, offset) =
+            time_of(time).ok_or_else(|| format!("field `{}` is not a time: {time}", self.time_field))?;
         let key = match field(&object, &self.key_field)? {
             Value::String(text) => text.clone().into_bytes(),
             other => other.to_string().into_bytes(),
@@ -73,6 +74,7 @@ impl JsonParser {
             method: Cow::Owned(text(&self.method_field)),
             target: Cow::Owned(text(&self.path_field)),
             status: status.and_then(|status| u16::try_from(status).ok()),
+            offset,
         })
     }
 }
@@ -90,16 +92,21 @@ fn field<'a>(object: &'a Map<String, Value>, name: &str) -> Result<&'a Value, St
         .ok_or_else(|| format!("no field `{name}`"))
 }
 
-/// The time a JSON value holds (see the module's documentation).
-fn time_of(value: &Value) -> Option<Timestamp> {
-    match value {
-        Value::String(text) => parse_rfc3339(text.as_bytes()).or_else(|| parse_time_local(text.as_bytes())),
+/// The time a JSON value holds (see the module's documentation), with the offset its
+/// text wrote (none for a number).
+fn time_of(value: &Value) -> Option<(Timestamp, Option<UtcOffset>)> {
+    let time = match value {
+        Value::String(text) => {
+            let (time, offset) = parse_rfc3339(text.as_bytes()).or_else(|| parse_time_local(text.as_bytes()))?;
+            return Some((time, Some(offset)));
+        }
         Value::Number(number) => match number.as_u64() {
             Some(whole) => whole_time(whole),
             None => number.as_f64().and_then(fractional_time),
         },
         _ => None,
-    }
+    };
+    time.map(|time| (time, None))
 }
 
 /// A whole number of seconds, milliseconds or microseconds, told apart by size.
@@ -151,6 +158,15 @@ mod tests {
         assert_eq!(parse(r#"{"ts": 971211336000000, "req.user": "ann"}"#), expected);
         assert_eq!(parse(r#"{"ts": "10/Oct/2000:13:55:36 -0700", "req.user": "ann"}"#), expected);
         assert_eq!(parse(r#"{"ts": 971211336.5, "req.user": "ann"}"#).unwrap().0, 971_211_336_500_000);
+    }
+
+    #[test]
+    fn keeps_the_offset_of_times_written_as_text() {
+        let parser = JsonParser::new("t", "k");
+        let offset = |line: &str| parser.parse(line.as_bytes()).unwrap().offset.map(|offset| offset.to_string());
+        assert_eq!(offset(r#"{"t": "2000-10-10T22:55:36+02:00", "k": "a"}"#).as_deref(), Some("+02:00"));
+        assert_eq!(offset(r#"{"t": "10/Oct/2000:13:55:36 -0700", "k": "a"}"#).as_deref(), Some("-07:00"));
+        assert_eq!(offset(r#"{"t": 971211336, "k": "a"}"#), None);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use super::format::{Parser, Record};
 use super::input::{Input, for_each_line};
 use super::summary::{BAD_LINES_SHOWN, BadLine};
 use super::tally::{KeyTable, PolicyTally};
+use super::time_text::UtcOffset;
 use super::timeline::Timeline;
 use anyhow::Context;
 use sluice::{Key, Limit, MemoryStore};
@@ -20,6 +21,9 @@ pub(crate) struct Replayed {
     /// Lines whose request the filter did not select.
     pub(crate) filtered_out: u64,
     pub(crate) timeline: Timeline,
+    /// The offset from UTC of the first line that wrote one: the report and the summary
+    /// show times in it.
+    pub(crate) offset: Option<UtcOffset>,
     pub(crate) keys: KeyTable,
     /// One per candidate, in the order given.
     pub(crate) tallies: Vec<PolicyTally>,
@@ -44,17 +48,22 @@ pub(crate) fn replay(
         first_bad_lines: Vec::new(),
         filtered_out: 0,
         timeline: Timeline::default(),
+        offset: None,
         keys: KeyTable::default(),
         tallies: limits.iter().map(|_| PolicyTally::new()).collect(),
     };
     let mut reader = input.open("replaying")?;
     replayed.lines = for_each_line(&mut reader, &input.name(), |number, line| match parser.parse(line) {
         Ok(None) => Ok(()),
-        Ok(Some(record)) if !filter.admits(&record) => {
-            replayed.filtered_out += 1;
-            Ok(())
+        Ok(Some(record)) => {
+            replayed.offset = replayed.offset.or(record.offset);
+            if filter.admits(&record) {
+                replayed.request(number, &record, limits, &stores)
+            } else {
+                replayed.filtered_out += 1;
+                Ok(())
+            }
         }
-        Ok(Some(record)) => replayed.request(number, &record, limits, &stores),
         Err(error) => {
             replayed.bad_line(number, error);
             Ok(())

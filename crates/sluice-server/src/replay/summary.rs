@@ -1,7 +1,7 @@
 //! The replay's results: built once from the tallies, printed as text or JSON.
 
 use super::tally::{KeyTable, Peak, PolicyTally};
-use super::time_text::format_rfc3339;
+use super::time_text::{UtcOffset, format_rfc3339};
 use serde::Serialize;
 use sluice::{Limit, Timestamp};
 use std::fmt::{self, Write as _};
@@ -31,6 +31,9 @@ pub(crate) struct Summary {
     pub(crate) filtered_out: u64,
     /// Lines older than the latest time seen before them, decided at that latest time.
     pub(crate) late_lines: u64,
+    /// The offset every time here is written in: the first line's (`+01:00`), or UTC
+    /// (`+00:00`) when the log writes none (trace lines, JSON numbers).
+    pub(crate) utc_offset: String,
     pub(crate) first_time: Option<String>,
     pub(crate) last_time: Option<String>,
     pub(crate) policies: Vec<PolicySummary>,
@@ -48,6 +51,8 @@ pub(crate) struct BadLine {
 pub(crate) struct PolicySummary {
     pub(crate) name: String,
     pub(crate) algorithm: &'static str,
+    /// Its parameters in words (`5 / 15 min, attempts`).
+    pub(crate) description: String,
     pub(crate) requests: u64,
     pub(crate) allowed: u64,
     pub(crate) rejected: u64,
@@ -72,7 +77,7 @@ pub(crate) struct TopKey {
     pub(crate) rejected: u64,
 }
 
-/// Requests in the busiest whole second (`second` is its start, RFC 3339 UTC).
+/// Requests in the busiest whole second (`second` is its start, RFC 3339 at the log's offset).
 #[derive(Debug, Serialize)]
 pub(crate) struct PeakRate {
     pub(crate) per_second: u64,
@@ -80,16 +85,17 @@ pub(crate) struct PeakRate {
 }
 
 impl PeakRate {
-    fn of(peak: &Peak) -> PeakRate {
+    fn of(peak: &Peak, offset: UtcOffset) -> PeakRate {
         let (second, count) = peak.best;
-        let second = (count > 0).then(|| format_rfc3339(Timestamp::from_micros(second.saturating_mul(1_000_000))));
+        let start = Timestamp::from_micros(second.saturating_mul(1_000_000));
+        let second = (count > 0).then(|| format_rfc3339(start, offset));
         PeakRate { per_second: count, second }
     }
 }
 
 impl PolicySummary {
-    /// The results of `limit` from its tally.
-    pub(crate) fn of(limit: &Limit, tally: &PolicyTally, keys: &KeyTable) -> PolicySummary {
+    /// The results of `limit` from its tally, times written at `offset`.
+    pub(crate) fn of(limit: &Limit, tally: &PolicyTally, keys: &KeyTable, offset: UtcOffset) -> PolicySummary {
         let top = tally.top_limited(TOP_KEYS);
         let ids: Vec<usize> = top.iter().map(|&(id, _)| id).collect();
         let top_limited_keys = keys
@@ -106,6 +112,7 @@ impl PolicySummary {
         PolicySummary {
             name: limit.name().to_owned(),
             algorithm: limit.policy().algorithm_name(),
+            description: crate::policy_text::describe(limit.policy()),
             requests: tally.requests,
             allowed: tally.requests - tally.rejected,
             rejected: tally.rejected,
@@ -114,8 +121,8 @@ impl PolicySummary {
             limited_keys,
             limited_key_share: share(limited_keys as u64, keys.len() as u64),
             top_limited_keys,
-            peak_requests: PeakRate::of(&tally.peak_requests),
-            peak_allowed: PeakRate::of(&tally.peak_allowed),
+            peak_requests: PeakRate::of(&tally.peak_requests, offset),
+            peak_allowed: PeakRate::of(&tally.peak_allowed, offset),
         }
     }
 }
@@ -160,7 +167,7 @@ impl fmt::Display for Summary {
 
 impl fmt::Display for PolicySummary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "policy {} ({})", self.name, self.algorithm)?;
+        writeln!(f, "policy {} ({}, {})", self.name, self.algorithm, self.description)?;
         writeln!(f, "  requests      {}", self.requests)?;
         writeln!(f, "  allowed       {} ({})", self.allowed, percent(1.0 - self.rejected_share, self.requests))?;
         writeln!(f, "  rejected      {} ({})", self.rejected, percent(self.rejected_share, self.requests))?;

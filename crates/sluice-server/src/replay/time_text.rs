@@ -1,9 +1,32 @@
 //! Times written as text in logs, read and written by hand (no calendar crate): nginx's
 //! `$time_local` (`10/Oct/2000:13:55:36 -0700`) and RFC 3339 (`2000-10-10T20:55:36.5Z`).
+//! Both carry the writer's offset from UTC, which the replay keeps to show times as the
+//! log's readers know them.
 
 use sluice::Timestamp;
+use std::fmt;
 
 const MICROS_PER_SECOND: i64 = 1_000_000;
+
+/// An offset east of UTC, in whole minutes as logs write it (`+0100`, `-07:00`, `Z`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct UtcOffset {
+    seconds: i32,
+}
+
+impl UtcOffset {
+    /// UTC itself.
+    pub(crate) const UTC: UtcOffset = UtcOffset { seconds: 0 };
+}
+
+impl fmt::Display for UtcOffset {
+    /// `+01:00`, `-07:00`; `+00:00` for UTC.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let sign = if self.seconds < 0 { '-' } else { '+' };
+        let minutes = self.seconds.unsigned_abs() / 60;
+        write!(f, "{sign}{:02}:{:02}", minutes / 60, minutes % 60)
+    }
+}
 
 /// Days from 1970-01-01 to the given civil date (proleptic Gregorian; Howard Hinnant's
 /// `days_from_civil`).
@@ -41,7 +64,7 @@ fn number(digits: &[u8]) -> Option<i64> {
 
 /// The timestamp of a UTC civil time, when the fields are in range and the time is not
 /// before the epoch.
-fn timestamp(date: (i64, i64, i64), time: (i64, i64, i64), micros: i64, offset_seconds: i64) -> Option<Timestamp> {
+fn timestamp(date: (i64, i64, i64), time: (i64, i64, i64), micros: i64, offset: UtcOffset) -> Option<Timestamp> {
     let (year, month, day) = date;
     let (hour, minute, second) = time;
     let in_range = (1..=12).contains(&month)
@@ -52,7 +75,8 @@ fn timestamp(date: (i64, i64, i64), time: (i64, i64, i64), micros: i64, offset_s
     if !in_range || !(0..=9999).contains(&year) {
         return None;
     }
-    let seconds = days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - offset_seconds;
+    let seconds =
+        days_from_civil(year, month, day) * 86_400 + hour * 3600 + minute * 60 + second - i64::from(offset.seconds);
     let micros = seconds.checked_mul(MICROS_PER_SECOND)?.checked_add(micros)?;
     u64::try_from(micros).ok().map(Timestamp::from_micros)
 }
@@ -64,8 +88,8 @@ fn month_of(name: &[u8]) -> Option<i64> {
     MONTHS.iter().position(|month| month.as_slice() == name).and_then(|index| i64::try_from(index + 1).ok())
 }
 
-/// A `+hhmm` / `-hhmm` (or `+hh:mm`) offset east of UTC, in seconds.
-fn offset(text: &[u8]) -> Option<i64> {
+/// A `+hhmm` / `-hhmm` (or `+hh:mm`) offset east of UTC.
+fn offset(text: &[u8]) -> Option<UtcOffset> {
     let (sign, rest) = match text.split_first()? {
         (b'+', rest) => (1, rest),
         (b'-', rest) => (-1, rest),
@@ -75,11 +99,13 @@ fn offset(text: &[u8]) -> Option<i64> {
         [h1, h2, b':', m1, m2] | [h1, h2, m1, m2] => (number(&[*h1, *h2])?, number(&[*m1, *m2])?),
         _ => return None,
     };
-    (hours <= 23 && minutes <= 59).then_some(sign * (hours * 3600 + minutes * 60))
+    let seconds = i32::try_from(sign * (hours * 3600 + minutes * 60)).ok()?;
+    (hours <= 23 && minutes <= 59).then_some(UtcOffset { seconds })
 }
 
-/// Parses nginx's and Apache's `$time_local`, `10/Oct/2000:13:55:36 -0700`.
-pub(crate) fn parse_time_local(text: &[u8]) -> Option<Timestamp> {
+/// Parses nginx's and Apache's `$time_local`, `10/Oct/2000:13:55:36 -0700`: the time and
+/// its offset.
+pub(crate) fn parse_time_local(text: &[u8]) -> Option<(Timestamp, UtcOffset)> {
     let [d1, d2, b'/', m1, m2, m3, b'/', y1, y2, y3, y4, b':', h1, h2, b':', n1, n2, b':', s1, s2, b' ', zone @ ..] =
         text
     else {
@@ -87,12 +113,14 @@ pub(crate) fn parse_time_local(text: &[u8]) -> Option<Timestamp> {
     };
     let date = (number(&[*y1, *y2, *y3, *y4])?, month_of(&[*m1, *m2, *m3])?, number(&[*d1, *d2])?);
     let time = (number(&[*h1, *h2])?, number(&[*n1, *n2])?, number(&[*s1, *s2])?);
-    timestamp(date, time, 0, offset(zone)?)
+    let offset = offset(zone)?;
+    Some((timestamp(date, time, 0, offset)?, offset))
 }
 
 /// Parses an RFC 3339 time, `2000-10-10T20:55:36Z` with optional fractional seconds (kept
 /// to the microsecond) and a `Z` or `±hh:mm` offset; `t` and a space may stand for `T`.
-pub(crate) fn parse_rfc3339(text: &[u8]) -> Option<Timestamp> {
+/// The time and its offset.
+pub(crate) fn parse_rfc3339(text: &[u8]) -> Option<(Timestamp, UtcOffset)> {
     let [y1, y2, y3, y4, b'-', m1, m2, b'-', d1, d2, b'T' | b't' | b' ', h1, h2, b':', n1, n2, b':', s1, s2, rest @ ..] =
         text
     else {
@@ -101,8 +129,8 @@ pub(crate) fn parse_rfc3339(text: &[u8]) -> Option<Timestamp> {
     let date = (number(&[*y1, *y2, *y3, *y4])?, number(&[*m1, *m2])?, number(&[*d1, *d2])?);
     let time = (number(&[*h1, *h2])?, number(&[*n1, *n2])?, number(&[*s1, *s2])?);
     let (micros, zone) = fraction(rest)?;
-    let offset_seconds = if matches!(zone, b"Z" | b"z") { 0 } else { offset(zone)? };
-    timestamp(date, time, micros, offset_seconds)
+    let offset = if matches!(zone, b"Z" | b"z") { UtcOffset::UTC } else { offset(zone)? };
+    Some((timestamp(date, time, micros, offset)?, offset))
 }
 
 /// Splits `.123456789…` off the front of `rest`: the microseconds and what follows.
@@ -119,15 +147,17 @@ fn fraction(rest: &[u8]) -> Option<(i64, &[u8])> {
     Some((micros, &digits[count..]))
 }
 
-/// Writes `time` as RFC 3339 in UTC, to the second when it has no fraction.
-pub(crate) fn format_rfc3339(time: Timestamp) -> String {
-    let micros = i64::try_from(time.as_micros()).unwrap_or(i64::MAX);
+/// Writes `time` as RFC 3339 at `offset` (`Z` for UTC), to the second when it has no fraction.
+pub(crate) fn format_rfc3339(time: Timestamp, offset: UtcOffset) -> String {
+    let utc = i64::try_from(time.as_micros()).unwrap_or(i64::MAX);
+    let micros = utc.saturating_add(i64::from(offset.seconds) * MICROS_PER_SECOND);
     let (seconds, fraction) = (micros.div_euclid(MICROS_PER_SECOND), micros.rem_euclid(MICROS_PER_SECOND));
     let (days, second_of_day) = (seconds.div_euclid(86_400), seconds.rem_euclid(86_400));
     let (year, month, day) = civil_from_days(days);
     let (hour, minute, second) = (second_of_day / 3600, second_of_day / 60 % 60, second_of_day % 60);
     let whole = format!("{year:04}-{month:02}-{day:02}T{hour:02}:{minute:02}:{second:02}");
-    if fraction == 0 { format!("{whole}Z") } else { format!("{whole}.{fraction:06}Z") }
+    let zone = if offset == UtcOffset::UTC { "Z".to_owned() } else { offset.to_string() };
+    if fraction == 0 { format!("{whole}{zone}") } else { format!("{whole}.{fraction:06}{zone}") }
 }
 
 #[cfg(test)]
@@ -138,10 +168,11 @@ mod tests {
     #[test]
     fn reads_time_local_with_its_offset() {
         // 10/Oct/2000:13:55:36 -0700 is 20:55:36 UTC: 971211336 seconds after the epoch.
-        let time = parse_time_local(b"10/Oct/2000:13:55:36 -0700").unwrap();
-        assert_eq!(time.as_micros(), 971_211_336_000_000);
-        assert_eq!(format_rfc3339(time), "2000-10-10T20:55:36Z");
-        assert_eq!(parse_time_local(b"01/Jan/1970:00:00:00 +0000").unwrap().as_micros(), 0);
+        let (time, offset) = parse_time_local(b"10/Oct/2000:13:55:36 -0700").unwrap();
+        assert_eq!((time.as_micros(), offset.seconds), (971_211_336_000_000, -7 * 3600));
+        assert_eq!(format_rfc3339(time, UtcOffset::UTC), "2000-10-10T20:55:36Z");
+        assert_eq!(format_rfc3339(time, offset), "2000-10-10T13:55:36-07:00");
+        assert_eq!(parse_time_local(b"01/Jan/1970:00:00:00 +0000").unwrap(), (Timestamp::EPOCH, UtcOffset::UTC));
         assert!(parse_time_local(b"10/Foo/2000:13:55:36 -0700").is_none());
         assert!(parse_time_local(b"10/Oct/2000:13:55:36").is_none());
         assert!(parse_time_local(b"32/Oct/2000:13:55:36 +0000").is_none());
@@ -149,7 +180,7 @@ mod tests {
 
     #[test]
     fn reads_rfc3339_with_fractions_and_offsets() {
-        let time = |text: &str| parse_rfc3339(text.as_bytes()).map(Timestamp::as_micros);
+        let time = |text: &str| parse_rfc3339(text.as_bytes()).map(|(time, _)| time.as_micros());
         assert_eq!(time("2000-10-10T20:55:36Z"), Some(971_211_336_000_000));
         assert_eq!(time("2000-10-10T13:55:36-07:00"), Some(971_211_336_000_000));
         assert_eq!(time("2000-10-10 20:55:36.25Z"), Some(971_211_336_250_000));
@@ -157,12 +188,17 @@ mod tests {
         assert_eq!(time("2000-10-10T20:55:36"), None);
         assert_eq!(time("2000-10-10T20:55:36.Z"), None);
         assert_eq!(time("1969-12-31T23:59:59Z"), None);
+        let (_, offset) = parse_rfc3339(b"2000-10-10T21:25:36+00:30").unwrap();
+        assert_eq!((offset.seconds, offset.to_string()), (1800, "+00:30".to_owned()));
     }
 
     #[test]
     fn formats_fractions_only_when_present() {
-        assert_eq!(format_rfc3339(Timestamp::from_micros(1_500_000)), "1970-01-01T00:00:01.500000Z");
-        assert_eq!(format_rfc3339(Timestamp::from_micros(951_782_400_000_000)), "2000-02-29T00:00:00Z");
+        assert_eq!(format_rfc3339(Timestamp::from_micros(1_500_000), UtcOffset::UTC), "1970-01-01T00:00:01.500000Z");
+        assert_eq!(format_rfc3339(Timestamp::from_micros(951_782_400_000_000), UtcOffset::UTC), "2000-02-29T00:00:00Z");
+        // 23:30 UTC is the next day at +01:00.
+        let (late, _) = parse_rfc3339(b"2000-02-28T23:30:00Z").unwrap();
+        assert_eq!(format_rfc3339(late, UtcOffset { seconds: 3600 }), "2000-02-29T00:30:00+01:00");
     }
 
     proptest! {
@@ -173,9 +209,10 @@ mod tests {
         }
 
         #[test]
-        fn rfc3339_round_trips(micros in 0u64..253_402_300_799_000_000) {
-            let time = Timestamp::from_micros(micros);
-            prop_assert_eq!(parse_rfc3339(format_rfc3339(time).as_bytes()), Some(time));
+        fn rfc3339_round_trips(micros in 86_400_000_000u64..253_402_214_399_000_000, minutes in -1439i32..=1439) {
+            let (time, offset) = (Timestamp::from_micros(micros), UtcOffset { seconds: minutes * 60 });
+            let expected = if minutes == 0 { UtcOffset::UTC } else { offset };
+            prop_assert_eq!(parse_rfc3339(format_rfc3339(time, offset).as_bytes()), Some((time, expected)));
         }
     }
 }
