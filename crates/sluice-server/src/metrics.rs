@@ -14,10 +14,12 @@ use std::time::Duration;
 
 mod hot_keys;
 mod latency;
+mod per_second;
 mod redis_health;
 
 pub(crate) use hot_keys::{HotKey, HotKeys, SAMPLE_EVERY};
 use latency::LatencyHistogram;
+pub(crate) use per_second::{PerSecond, Seconds};
 use redis_health::RedisHealthMetrics;
 use sluice_redis::RedisHealth;
 
@@ -56,6 +58,7 @@ pub(crate) struct Metrics {
     keys: Gauge,
     snapshot_age: Gauge<f64, AtomicU64>,
     hot_keys: HotKeys,
+    per_second: PerSecond,
     redis: RedisHealthMetrics,
 }
 
@@ -101,6 +104,7 @@ impl Metrics {
             snapshot_age: Gauge::default(),
             redis: RedisHealthMetrics::default(),
             hot_keys: HotKeys::default(),
+            per_second: PerSecond::default(),
         };
         metrics.register()
     }
@@ -177,6 +181,11 @@ impl Metrics {
     /// The hottest keys.
     pub(crate) fn hot_keys(&self) -> &HotKeys {
         &self.hot_keys
+    }
+
+    /// Checks allowed and rejected per second over the last minutes (for the dashboard).
+    pub(crate) fn per_second(&self) -> &PerSecond {
+        &self.per_second
     }
 
     /// Records how long the store took.

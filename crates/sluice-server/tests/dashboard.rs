@@ -64,6 +64,20 @@ async fn live_counts_checks_per_policy_and_the_hot_keys() {
     assert_eq!(live["without_store"], json!({"failed_open": 0, "failed_closed": 0, "fallback": 0}));
     // The first check of each worker thread is sampled: alice is there.
     assert_eq!(live["hot_keys"][0]["key"], "alice", "{live}");
+    assert_eq!(policy["limit_text"], "3 / 1 h");
+    // Every check is in the per-second history once its second is over (the current one
+    // is left out while it still counts): poll until it is.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let live: Value = get(&server, "/v1/live").await.json().await.unwrap();
+        let sum = |field: &str| live["per_second"][field].as_array().unwrap().iter().map(|n| n.as_u64().unwrap()).sum();
+        assert_eq!(live["per_second"]["allowed"].as_array().unwrap().len(), 300);
+        if (sum("allowed"), sum("rejected")) == (3u64, 1u64) {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the checks never reached the history: {}", live["per_second"]);
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }
 
 #[tokio::test]

@@ -25,6 +25,10 @@ policies:
     capacity: 100
     refill_amount: 10
     refill_interval: 1s
+  burst2:
+    algorithm: sliding_log
+    limit: 2
+    window: 1s
 "#;
 
 /// Generous: a loaded two-core machine runs the whole suite beside these tests.
@@ -66,25 +70,47 @@ fn cell(policy: &str, field: &str) -> String {
     format!("document.querySelector('#policies tr[data-policy=\"{policy}\"] [data-field=\"{field}\"]')?.textContent")
 }
 
+/// A number the live view's per-second chart keeps in its `data-*` attributes.
+fn rates(field: &str) -> String {
+    format!("Number(document.querySelector('#rate-chart svg')?.dataset.{field})")
+}
+
 #[test]
 fn the_live_view_lists_the_policies_and_follows_the_checks() {
     let server = Server::start(CONFIG, &[]);
-    let mut browser = Browser::launch(1280, 800);
+    let mut browser = Browser::launch(1280, 900);
     browser.navigate(&server.url("/ui"));
-    browser.wait_for(&format!("{} === 2", count("#policies tr[data-policy]")), "both policies", PATIENCE);
+    browser.wait_for(&format!("{} === 3", count("#policies tr[data-policy]")), "the three policies", PATIENCE);
     assert_eq!(browser.eval(&cell("api", "algorithm")), "token_bucket");
     assert_eq!(browser.eval(&cell("three_per_hour", "allowed")), "0");
+    // Each limit with its window, or the bucket's size and rate.
+    assert_eq!(browser.eval(&cell("burst2", "limit")), "2 / 1 s");
+    assert_eq!(browser.eval(&cell("three_per_hour", "limit")), "3 / 1 h");
+    assert_eq!(browser.eval(&cell("api", "limit")), "capacity 100, 10 per 1 s");
+    // Five minutes of seconds, none busy yet.
+    assert_eq!(browser.eval(&rates("seconds")), 300);
+    assert_eq!(browser.eval(&rates("busySeconds")), 0);
 
     send_checks(&server, "browser-user", "three_per_hour", 5);
     let counted =
         format!("{} === '3' && {} === '2'", cell("three_per_hour", "allowed"), cell("three_per_hour", "rejected"));
     browser.wait_for(&counted, "the live view to count 3 allowed and 2 rejected", PATIENCE);
+    // The chart shows whole seconds only: the checks appear once their second is over.
+    let charted = format!("{} === 3 && {} === 2", rates("allowedTotal"), rates("rejectedTotal"));
+    browser.wait_for(&charted, "the chart to hold the 3 allowed and 2 rejected checks", PATIENCE);
+    assert!(browser.eval(&rates("busySeconds")).as_u64().unwrap() >= 1);
+    let ticks = browser.eval("[...document.querySelectorAll('#rate-chart .xtick')].map(t => t.textContent)");
+    assert_eq!(ticks, json!(["now", "1 min ago", "2 min ago", "3 min ago", "4 min ago", "5 min ago"]));
+
     // One check in 8 is sampled, and a sample is dropped rather than wait for the page's
-    // read of the table: send more until the key shows (it does after the first, nearly always).
-    let hot = format!("{} === 1", count("#hot-keys tr[data-key=\"browser-user\"]"));
+    // read of the table: send more (all rejected) until the key shows with the policy that
+    // limited it (it does after a few, nearly always).
+    let limited_by =
+        "document.querySelector('#hot-keys tr[data-key=\"browser-user\"] [data-field=\"limited_by\"]')?.textContent";
+    let hot = format!("{limited_by} === 'three_per_hour'");
     let deadline = Instant::now() + PATIENCE;
     while !browser.poll(&hot, Duration::from_secs(3)) {
-        assert!(Instant::now() < deadline, "browser-user never showed among the hot keys");
+        assert!(Instant::now() < deadline, "browser-user never showed among the hot keys, limited by its policy");
         send_checks(&server, "browser-user", "three_per_hour", 8);
     }
     browser.wait_for(&format!("{} !== '–'", cell("three_per_hour", "rejected_rate")), "a rate", PATIENCE);

@@ -1,4 +1,6 @@
-// The live view: polls GET /v1/live every second and shows counts, rates and hot keys.
+// The live view: polls GET /v1/live every second and shows counts, rates, the last
+// minutes' checks per second and the hot keys.
+import { drawRates } from '/ui/rates.js';
 
 const POLL_MS = 1000;
 const status = document.getElementById('status');
@@ -28,6 +30,7 @@ async function poll() {
 
 function render(live, now) {
   renderPolicies(live.policies, now);
+  drawRates(document.getElementById('rate-chart'), live.per_second);
   renderHotKeys(live.hot_keys, live.hot_keys_sample);
   for (const [field, count] of Object.entries(live.without_store)) {
     const cell = document.querySelector(`#without-store [data-field="${field}"]`);
@@ -52,7 +55,7 @@ function renderPolicies(policies, now) {
     return row({ policy: policy.name }, [
       [policy.name + shadow, 'name'],
       [policy.algorithm, 'algorithm'],
-      [policy.limit.toLocaleString(), 'limit', 'num'],
+      [policy.limit_text, 'limit'],
       [rate(policy, 'allowed', now), 'allowed_rate', 'num'],
       [rejectedRate, 'rejected_rate', Number(rejectedRate) > 0 ? 'num rejecting' : 'num'],
       [String(policy.allowed), 'allowed', 'num'],
@@ -72,9 +75,10 @@ function renderHotKeys(keys, sample) {
       [hot.key, 'key'],
       [`≈${hot.checks}`, 'checks', 'num'],
       [`≈${hot.rejected}`, 'rejected', hot.rejected > 0 ? 'num rejecting' : 'num'],
+      [hot.limited_by ?? '–', 'limited_by'],
     ]),
   );
-  body.replaceChildren(...(rows.length ? rows : [emptyRow(3, 'no checks yet')]));
+  body.replaceChildren(...(rows.length ? rows : [emptyRow(4, 'no checks yet')]));
 }
 
 /** A table row; `cells` are [text, field, class] triples; text is never parsed as HTML. */

@@ -23,11 +23,12 @@ impl Engine {
         cost: u64,
     ) -> Result<Outcome, CheckError> {
         let verdict = self.decide(key, std::slice::from_ref(limit), cost).await?;
-        if cost > 0 {
-            self.metrics().hot_keys().record(key.as_bytes(), !verdict.decision.allowed);
-        }
         let counters = loaded.rule_counters(rule).filter(|_| cost > 0);
-        Ok(self.report(verdict, limit, counters, rule_shadow || self.shadow_all()))
+        let outcome = self.report(verdict, limit, counters, rule_shadow || self.shadow_all());
+        if cost > 0 {
+            self.observe(key, &outcome);
+        }
+        Ok(outcome)
     }
 
     /// Checks `key` against a descriptor's own limit override, counted under the

@@ -10,7 +10,7 @@ use crate::backend::Backend;
 use crate::metrics::{Metrics, PolicyCounters};
 use crate::service_config::ServiceConfig;
 use arc_swap::ArcSwap;
-use sluice::{Clock, Decision, Key, Limit, Source, StoreError, SystemClock, Verdict};
+use sluice::{Clock, Decision, Key, Limit, Source, StoreError, SystemClock, Timestamp, Verdict};
 use smallvec::SmallVec;
 use std::sync::Arc;
 use std::time::Instant;
@@ -96,6 +96,11 @@ impl Engine {
         &self.shared.metrics
     }
 
+    /// The time decisions are made at now.
+    pub(crate) fn now(&self) -> Timestamp {
+        self.clock.now()
+    }
+
     /// The store.
     pub(crate) fn backend(&self) -> &Backend {
         &self.backend
@@ -131,9 +136,18 @@ impl Engine {
         };
         // A peek (cost 0) decides nothing: it is not counted as a check.
         if cost > 0 {
-            self.shared.metrics.hot_keys().record(key.as_bytes(), !outcome.decision.allowed);
+            self.observe(key, &outcome);
         }
         Ok(outcome)
+    }
+
+    /// Counts a check for the dashboard: its key among the hot ones, its second in the
+    /// per-second history. A shadow rejection was let through: it counts as allowed.
+    fn observe(&self, key: Key<'_>, outcome: &Outcome) {
+        let allowed = outcome.decision.allowed;
+        let metrics = &self.shared.metrics;
+        metrics.hot_keys().record(key.as_bytes(), (!allowed).then(|| outcome.limit.name()));
+        metrics.per_second().record(self.clock.now(), allowed);
     }
 
     /// Forgets `key`'s states under the named policies (every policy when none is named).

@@ -5,7 +5,7 @@ use crate::handoff::Client;
 use crate::http::api::ErrorResponse;
 use crate::http::error::ApiError;
 use crate::http::ui::admit;
-use crate::metrics::{HotKey, SAMPLE_EVERY};
+use crate::metrics::{HotKey, SAMPLE_EVERY, Seconds};
 use axum::Json;
 use axum::extract::{ConnectInfo, State};
 use serde::Serialize;
@@ -23,6 +23,21 @@ pub(crate) struct LiveResponse {
     pub(crate) hot_keys: Vec<LiveKey>,
     /// The sampling rate of the hot keys: one check in this many is counted.
     pub(crate) hot_keys_sample: u32,
+    /// Checks allowed and rejected in each of the last 300 whole seconds (every check,
+    /// not a sample).
+    pub(crate) per_second: PerSecondCounts,
+}
+
+/// Checks per second, oldest first: entry `i` counts second `last − (n − 1) + i`.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct PerSecondCounts {
+    /// The last whole second counted, in seconds since the Unix epoch (the current second
+    /// is still counting and is left out).
+    pub(crate) last: u64,
+    /// Checks allowed (shadow rejections included: they were let through).
+    pub(crate) allowed: Vec<u64>,
+    /// Checks rejected.
+    pub(crate) rejected: Vec<u64>,
 }
 
 /// A policy and its counts.
@@ -34,6 +49,9 @@ pub(crate) struct LivePolicy {
     pub(crate) algorithm: &'static str,
     /// Its limit.
     pub(crate) limit: u64,
+    /// Its limit with its window, or its bucket's size and rate, in words (`2 / 1 s`,
+    /// `capacity 100, 10 per 1 s`).
+    pub(crate) limit_text: String,
     /// Whether it is in shadow mode.
     pub(crate) shadow_mode: bool,
     /// Requests it allowed.
@@ -64,6 +82,8 @@ pub(crate) struct LiveKey {
     pub(crate) checks: u64,
     /// Estimated rejected checks of the key.
     pub(crate) rejected: u64,
+    /// The policy that rejected its latest sampled rejection; null when none was sampled.
+    pub(crate) limited_by: Option<String>,
 }
 
 /// The policies' counts, the decisions made without the store and the hottest keys.
@@ -90,6 +110,7 @@ pub(crate) async fn live(
             name: entry.limit.name().to_owned(),
             algorithm: policy.algorithm_name(),
             limit: policy.limit(),
+            limit_text: crate::policy_text::describe(policy),
             shadow_mode: entry.shadow || front.service.settings.shadow_mode,
             allowed,
             rejected,
@@ -98,15 +119,18 @@ pub(crate) async fn live(
     });
     let [failed_open, failed_closed, fallback] = metrics.without_store();
     let hot_keys = metrics.hot_keys().top().into_iter().map(estimate);
+    let Seconds { last, allowed, rejected } = metrics.per_second().before(front.engine.now());
     Ok(Json(LiveResponse {
         policies: policies.collect(),
         without_store: WithoutStore { failed_open, failed_closed, fallback },
         hot_keys: hot_keys.collect(),
         hot_keys_sample: SAMPLE_EVERY,
+        per_second: PerSecondCounts { last, allowed, rejected },
     }))
 }
 
 fn estimate(hot: HotKey) -> LiveKey {
     let scale = u64::from(SAMPLE_EVERY);
-    LiveKey { key: hot.key, checks: hot.checks * scale, rejected: hot.rejected * scale }
+    let limited_by = (!hot.limited_by.is_empty()).then_some(hot.limited_by);
+    LiveKey { key: hot.key, checks: hot.checks * scale, rejected: hot.rejected * scale, limited_by }
 }

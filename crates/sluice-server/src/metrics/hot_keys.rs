@@ -39,6 +39,8 @@ pub(crate) struct HotKey {
     pub(crate) checks: u64,
     /// Sampled checks of this key that were rejected.
     pub(crate) rejected: u64,
+    /// The policy that rejected its latest sampled rejection (empty: none sampled).
+    pub(crate) limited_by: String,
     /// How much `checks` may overstate (the count of the key it replaced).
     pub(crate) error: u64,
 }
@@ -50,15 +52,16 @@ struct Table {
 }
 
 impl HotKeys {
-    /// Counts a check of `key` if this thread's turn to sample has come.
-    pub(crate) fn record(&self, key: &[u8], rejected: bool) {
+    /// Counts a check of `key`, rejected by the policy `rejected_by` if any, when this
+    /// thread's turn to sample has come.
+    pub(crate) fn record(&self, key: &[u8], rejected_by: Option<&str>) {
         let sampled = TICK.with(|tick| {
             let now = tick.get();
             tick.set((now + 1) % SAMPLE_EVERY);
             now == 0
         });
         if sampled && let Some(mut table) = self.table.try_lock() {
-            table.count(key, rejected);
+            table.count(key, rejected_by);
         }
     }
 
@@ -71,25 +74,29 @@ impl HotKeys {
 }
 
 impl Table {
-    fn count(&mut self, key: &[u8], rejected: bool) {
+    fn count(&mut self, key: &[u8], rejected_by: Option<&str>) {
         self.samples += 1;
         if self.samples >= HALVE_AFTER {
             self.halve();
         }
-        let rejected = u64::from(rejected);
+        let rejected = u64::from(rejected_by.is_some());
         if let Some(slot) = self.slots.iter_mut().find(|slot| slot.key.as_bytes() == key) {
             slot.checks += 1;
             slot.rejected += rejected;
+            slot.limit_by(rejected_by);
             return;
         }
         let text = String::from_utf8_lossy(key);
         if self.slots.len() < SLOTS {
-            self.slots.push(HotKey { key: text.into_owned(), checks: 1, rejected, error: 0 });
+            let limited_by = rejected_by.unwrap_or_default().to_owned();
+            self.slots.push(HotKey { key: text.into_owned(), checks: 1, rejected, limited_by, error: 0 });
         } else if let Some(coldest) = self.slots.iter_mut().min_by_key(|slot| slot.checks) {
-            // The evicted key's buffer is reused: once the table is full, a new key in the
+            // The evicted key's buffers are reused: once the table is full, a new key in the
             // sample allocates only if it is longer than every key before it in that slot.
             coldest.key.clear();
             coldest.key.push_str(&text);
+            coldest.limited_by.clear();
+            coldest.limit_by(rejected_by);
             let error = coldest.checks;
             (coldest.checks, coldest.rejected, coldest.error) = (error + 1, rejected, error);
         }
@@ -106,6 +113,16 @@ impl Table {
     }
 }
 
+impl HotKey {
+    /// Notes the policy that rejected this key's latest sampled check, if one did.
+    fn limit_by(&mut self, rejected_by: Option<&str>) {
+        if let Some(policy) = rejected_by {
+            self.limited_by.clear();
+            self.limited_by.push_str(policy);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -113,7 +130,7 @@ mod tests {
     fn table_of(keys: &[&str]) -> Table {
         let mut table = Table::default();
         for key in keys {
-            table.count(key.as_bytes(), key.starts_with('r'));
+            table.count(key.as_bytes(), key.starts_with('r').then_some("strict"));
         }
         table
     }
@@ -124,14 +141,24 @@ mod tests {
         let top = hot.top();
         assert_eq!((top[0].key.as_str(), top[0].checks, top[0].rejected), ("rb", 3, 3));
         assert_eq!((top[1].key.as_str(), top[1].checks, top[1].rejected), ("a", 2, 0));
+        assert_eq!((top[0].limited_by.as_str(), top[1].limited_by.as_str()), ("strict", ""));
+    }
+
+    #[test]
+    fn a_key_names_the_policy_of_its_latest_rejection() {
+        let mut table = Table::default();
+        for rejected_by in [Some("burst2"), None, Some("login"), None] {
+            table.count(b"k", rejected_by);
+        }
+        assert_eq!((table.slots[0].rejected, table.slots[0].limited_by.as_str()), (2, "login"));
     }
 
     #[test]
     fn memory_stays_bounded_and_a_heavy_key_survives_many_light_ones() {
         let mut table = Table::default();
         for round in 0..10_000u32 {
-            table.count(b"heavy", false);
-            table.count(format!("light-{round}").as_bytes(), false);
+            table.count(b"heavy", None);
+            table.count(format!("light-{round}").as_bytes(), None);
         }
         assert_eq!(table.slots.len(), SLOTS);
         let heavy = table.slots.iter().find(|slot| slot.key == "heavy").unwrap();
@@ -143,9 +170,10 @@ mod tests {
         std::thread::spawn(|| {
             let hot = HotKeys::default();
             for _ in 0..SAMPLE_EVERY {
-                hot.record(b"k", true);
+                hot.record(b"k", Some("p"));
             }
-            assert_eq!(hot.top(), vec![HotKey { key: "k".into(), checks: 1, rejected: 1, error: 0 }]);
+            let expected = HotKey { key: "k".into(), checks: 1, rejected: 1, limited_by: "p".into(), error: 0 };
+            assert_eq!(hot.top(), vec![expected]);
         })
         .join()
         .unwrap();
