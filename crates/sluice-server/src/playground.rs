@@ -3,10 +3,17 @@
 //!
 //! Each policy sees the whole trace on its own (not all or nothing), so that the page can
 //! show several algorithms side by side on the same stream. Everything is bounded
-//! ([`MAX_TRACE`], [`MAX_POLICIES`], [`MAX_COST`], [`MAX_OFFSET_US`], [`MAX_COUNTERS`] and
-//! the API's body limit), so that a request cannot make the service hold or compute much.
+//! ([`MAX_TRACE`], [`MAX_POLICIES`], [`MAX_COST`], [`MAX_OFFSET_US`], [`MAX_COUNTERS`],
+//! [`level::MAX_LEVEL_POINTS`] and the API's body limit), so that a request cannot make the
+//! service hold or compute much.
+//!
+//! Besides each decision, a run gives the remaining quota of the trace's first key over
+//! time, stepping where the algorithm really gives quota back ([`level`]).
+
+mod level;
 
 use crate::http::api::micros;
+use level::{Level, LevelPoint};
 use serde::{Deserialize, Serialize};
 use sluice::config::reader::Problems;
 use sluice::{Key, Limit, ManualClock, MemoryStore, RetryAfter, Timestamp};
@@ -83,6 +90,12 @@ pub(crate) struct PolicyRun {
     pub(crate) limit: u64,
     /// One decision per request of the trace, in trace order.
     pub(crate) decisions: Vec<TracedDecision>,
+    /// The remaining quota of the first request's key over time, as peeks answer it: from
+    /// each point's time until the next point's, `remaining` cost-1 requests would pass.
+    /// It starts at 0, has a point at each of the key's requests and at each instant the
+    /// algorithm gives quota back, and ends when the quota is whole again after the last
+    /// request (or at the 4 000th point). An empty trace has the one point of a fresh key.
+    pub(crate) level: Vec<LevelPoint>,
 }
 
 /// The decision for one request of a trace (durations in whole µs).
@@ -181,17 +194,35 @@ impl PlaygroundRequest {
     }
 
     fn run(&self, store: &MemoryStore, limit: &Limit, keys: &[Key<'_>]) -> PolicyRun {
-        let decisions = self.trace.iter().zip(keys).filter_map(|(request, key)| {
+        // An empty trace still has a line: the default key's fresh quota.
+        let first = keys.first().copied().or_else(|| Key::new(DEFAULT_KEY.as_bytes()).ok());
+        let mut level = first.map(|key| Level::new(store, limit, key, START));
+        // The times of the first key's requests, to know each one's next.
+        let traced_times: Vec<u64> =
+            self.trace.iter().zip(keys).filter(|(_, key)| Some(*key) == keys.first()).map(|(r, _)| r.at_us).collect();
+        let mut decisions = Vec::with_capacity(self.trace.len());
+        let mut followed = 0;
+        for (request, key) in self.trace.iter().zip(keys) {
+            let is_traced = Some(key) == keys.first();
+            followed += usize::from(is_traced);
             let now = START.saturating_add(std::time::Duration::from_micros(request.at_us));
-            let verdict = store.check_now(*key, std::slice::from_ref(limit), now, request.cost).ok()?;
-            Some(traced(request.at_us, &verdict.decision))
-        });
+            let Ok(verdict) = store.check_now(*key, std::slice::from_ref(limit), now, request.cost) else {
+                continue;
+            };
+            let decision = traced(request.at_us, &verdict.decision);
+            if let Some(line) = level.as_mut().filter(|_| is_traced) {
+                let whole_again = request.at_us.saturating_add(decision.reset_after_us);
+                line.follow(request.at_us, traced_times.get(followed).copied().unwrap_or(whole_again));
+            }
+            decisions.push(decision);
+        }
         let policy = limit.policy();
         PolicyRun {
             name: limit.name().to_owned(),
             algorithm: policy.algorithm_name(),
             limit: policy.limit(),
-            decisions: decisions.collect(),
+            decisions,
+            level: level.map(Level::into_points).unwrap_or_default(),
         }
     }
 }

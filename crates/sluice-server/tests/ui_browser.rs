@@ -129,7 +129,38 @@ fn the_playground_shows_allowed_dots_then_a_blocked_one_from_the_real_algorithms
     let server = Server::start(CONFIG, &[]);
     let mut browser = Browser::launch(1280, 900);
     browser.navigate(&server.url("/ui#playground"));
-    browser.wait_for(&format!("{} === 2", count("#lanes .lane")), "the sliding log and window lanes", PATIENCE);
+    // It opens with the example stream drawn, each lane with its quota line and scale.
+    let example = format!("{} === 2 && {} === 11", count("#lanes .lane"), dots(""));
+    browser.wait_for(&example, "the example stream in the sliding log and window lanes", PATIENCE);
+    let scale = browser.eval("[...document.querySelectorAll('#lane-sliding_log .level-tick')].map(t => t.textContent)");
+    assert_eq!(scale, json!(["0", "1", "2", "3"]));
+    browser.screenshot(&artifact("playground-example.png"));
+
+    // The token bucket (3 tokens, 1 more every 500 ms) empties on the burst at 0–400 ms:
+    // its first refill comes 500 ms after the first take, and the line steps up there.
+    pick_algorithm(&mut browser, "token_bucket");
+    let bucket = format!("{} === 1 && {} === 11", count("#lanes .lane"), count("#lane-token_bucket .dot"));
+    browser.wait_for(&bucket, "the token bucket lane", PATIENCE);
+    let steps = browser.eval("JSON.parse(document.querySelector('#lane-token_bucket .level').dataset.steps)");
+    let steps: Vec<(f64, u64)> = serde_json::from_value(steps).unwrap();
+    let refill = steps.iter().position(|&(at_ms, _)| at_ms == 500.0).expect("a step at 500 ms");
+    assert_eq!((steps[refill - 1].1, steps[refill].1), (0, 1), "{steps:?}");
+    // Drawn there too: the line goes straight up at 500 ms.
+    let x500 = "(() => { const d = document.querySelector('#lane-token_bucket svg').dataset; \
+                return +d.plotLeft + (500 / +d.spanMs) * (+d.plotRight - +d.plotLeft); })()";
+    let x500 = browser.eval(x500).as_f64().unwrap();
+    let points = browser.eval("document.querySelector('#lane-token_bucket .level').getAttribute('points')");
+    let at_refill = points.as_str().unwrap().split(' ').filter(|point| {
+        let x: f64 = point.split(',').next().unwrap().parse().unwrap();
+        (x - x500).abs() < 1e-6
+    });
+    assert_eq!(at_refill.count(), 2, "a vertical step at x = {x500}: {points}");
+    browser.screenshot(&artifact("playground-refill.png"));
+    pick_algorithm(&mut browser, "compare");
+    browser.wait_for(&example, "the example stream again", PATIENCE);
+    browser.click("#clear");
+    browser.wait_for(&format!("{} === 0", dots("")), "an empty stream", PATIENCE);
+
     // Limit 3 per second, a request every 100 ms: three pass, the fourth is blocked.
     for added in 1..=4 {
         browser.click("#add-request");
@@ -184,10 +215,7 @@ fn the_playground_shows_allowed_dots_then_a_blocked_one_from_the_real_algorithms
 
     // The buckets decide the same stream in a lane of their own.
     for algorithm in ["token_bucket", "leaky_bucket", "fixed_window"] {
-        browser.eval(&format!(
-            "(() => {{ const picker = document.getElementById('algorithm'); picker.value = '{algorithm}'; \
-             picker.dispatchEvent(new Event('change', {{bubbles: true}})); }})()"
-        ));
+        pick_algorithm(&mut browser, algorithm);
         let lane = format!("#lanes .lane[data-algorithm=\"{algorithm}\"]");
         let drawn = format!("{} === 1 && {} === 4", count("#lanes .lane"), count(&format!("{lane} .dot")));
         browser.wait_for(&drawn, &format!("the {algorithm} lane"), PATIENCE);
@@ -196,6 +224,14 @@ fn the_playground_shows_allowed_dots_then_a_blocked_one_from_the_real_algorithms
         }
     }
     assert_no_errors(&browser);
+}
+
+/// Chooses `algorithm` in the playground's picker, as a user would.
+fn pick_algorithm(browser: &mut Browser, algorithm: &str) {
+    browser.eval(&format!(
+        "(() => {{ const picker = document.getElementById('algorithm'); picker.value = '{algorithm}'; \
+         picker.dispatchEvent(new Event('change', {{bubbles: true}})); }})()"
+    ));
 }
 
 /// Clicks the sliding log's timeline at `at_ms`.

@@ -15,10 +15,16 @@ const lanes = document.getElementById('lanes');
 const problem = document.getElementById('playground-error');
 const summary = document.getElementById('playground-summary');
 
-/** The stream: request times in ms, in order; which request's window is drawn. */
-const state = { times: [], selected: null, asked: 0 };
+/**
+ * The stream the page opens with: a burst, a pause, and a few more, so that every
+ * algorithm blocks something and gives quota back in view.
+ */
+const EXAMPLE = [0, 100, 200, 300, 400, 1100, 1200, 1300, 1800, 2600, 2700];
 
-/** Wires the controls and draws the empty lanes. */
+/** The stream: request times in ms, in order; which request's window is drawn. */
+const state = { times: [...EXAMPLE], selected: null, asked: 0 };
+
+/** Wires the controls and draws the example stream. */
 export function startPlayground() {
   form.addEventListener('input', refresh);
   form.addEventListener('submit', (event) => event.preventDefault());

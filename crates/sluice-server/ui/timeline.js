@@ -4,13 +4,13 @@
 
 const NS = 'http://www.w3.org/2000/svg';
 const WIDTH = 960;
-const HEIGHT = 130;
-const LEFT = 12;
+const HEIGHT = 150;
+const LEFT = 48;
 const RIGHT = 12;
-const LEVEL_TOP = 12;
-const LEVEL_BOTTOM = 62;
-const DOT_Y = 84;
-const AXIS_Y = 106;
+const LEVEL_TOP = 14;
+const LEVEL_BOTTOM = 76;
+const DOT_Y = 100;
+const AXIS_Y = 124;
 
 /** An SVG element with `attributes`, appended to `parent` when given. */
 function svg(name, attributes = {}, parent = null) {
@@ -92,27 +92,44 @@ function drawWindows(root, run, windowMs, selected, spanMs, x) {
 }
 
 /**
- * The remaining quota after each request (the decision's `remaining`), drawn back to full
- * at the decision's reset time, in a straight line when no request comes first.
+ * The remaining quota as the server's peeks answered it (`run.level`): each point holds
+ * until the next, so the line steps exactly where the algorithm gave quota back (a
+ * refill, a window's reset, a logged request's expiry), with its scale on the left.
  */
 function drawLevel(root, run, spanMs, x) {
-  const y = (remaining) => LEVEL_BOTTOM - (Math.min(remaining, run.limit) / run.limit) * (LEVEL_BOTTOM - LEVEL_TOP);
-  const points = [[x(0), y(run.limit)]];
-  run.decisions.forEach((decision, index) => {
-    const at = decision.at_us / 1000;
-    const next = index + 1 < run.decisions.length ? run.decisions[index + 1].at_us / 1000 : spanMs;
-    points.push([x(at), points[points.length - 1][1]], [x(at), y(decision.remaining)]);
-    const reset = decision.reset_after_us / 1000;
-    if (reset <= 0) {
-      points.push([x(next), y(decision.remaining)]);
-    } else if (at + reset <= next) {
-      points.push([x(at + reset), y(run.limit)], [x(next), y(run.limit)]);
-    } else {
-      const back = decision.remaining + ((run.limit - decision.remaining) * (next - at)) / reset;
-      points.push([x(next), y(back)]);
-    }
+  const top = Math.max(run.limit, ...run.level.map((point) => point.remaining), 1);
+  const y = (remaining) => LEVEL_BOTTOM - (remaining / top) * (LEVEL_BOTTOM - LEVEL_TOP);
+  drawLevelAxis(root, top, y);
+  const points = [];
+  run.level.forEach(({ at_us: atUs, remaining }, index) => {
+    const at = atUs / 1000;
+    const next = run.level[index + 1];
+    // Of several points at one instant past the start (quota given back just as a request
+    // takes it), the last is what holds: drawing each would leave a needle.
+    if (at > spanMs || (index > 0 && next && next.at_us === atUs)) return;
+    if (points.length) points.push([x(at), points[points.length - 1][1]]);
+    points.push([x(at), y(remaining)]);
   });
-  svg('polyline', { class: 'level', points: points.map((point) => point.join(',')).join(' ') }, root);
+  if (points.length) points.push([x(spanMs), points[points.length - 1][1]]);
+  const line = svg('polyline', { class: 'level', points: points.map((point) => point.join(',')).join(' ') }, root);
+  // The steps as data, for tests and tools: [ms, remaining] from each point on.
+  line.dataset.steps = JSON.stringify(run.level.map((point) => [point.at_us / 1000, point.remaining]));
+}
+
+/** The quota's scale: 0, the limit, and round values between when there is room. */
+function drawLevelAxis(root, top, y) {
+  svg('line', { class: 'axis', x1: LEFT, x2: LEFT, y1: LEVEL_TOP, y2: LEVEL_BOTTOM }, root);
+  const step = niceStep(top / 3);
+  const values = [];
+  for (let value = 0; value < top - step / 2; value += step) values.push(value);
+  values.push(top);
+  for (const value of values) {
+    svg('line', { class: 'guide', x1: LEFT, x2: WIDTH - RIGHT, y1: y(value), y2: y(value) }, root);
+    const label = svg('text', { class: 'tick level-tick', x: LEFT - 5, y: y(value) + 3.5, 'text-anchor': 'end' }, root);
+    label.textContent = String(value);
+  }
+  const title = svg('text', { class: 'tick', transform: `translate(11 ${(LEVEL_TOP + LEVEL_BOTTOM) / 2}) rotate(-90)`, 'text-anchor': 'middle' }, root);
+  title.textContent = 'quota left';
 }
 
 function drawAxis(root, spanMs, x) {

@@ -170,3 +170,41 @@ proptest! {
         }
     }
 }
+
+/// The `(at ms, remaining)` points of the line of the only policy in `policy`, given a
+/// request at each of `at_ms`.
+fn level_of(policy: &str, at_ms: &[u64]) -> Vec<(u64, u64)> {
+    let trace: Vec<String> = at_ms.iter().map(|ms| format!(r#"{{"at_us": {}}}"#, ms * 1000)).collect();
+    let posted = request(&format!(r#"{{"policies": {{"p": {policy}}}, "trace": [{}]}}"#, trace.join(",")));
+    let response = posted.decide().unwrap();
+    response.policies[0].level.iter().map(|point| (point.at_us / 1000, point.remaining)).collect()
+}
+
+#[test]
+fn the_quota_line_steps_where_each_algorithm_gives_quota_back() {
+    // Token bucket, 3 tokens, 1 more every 500 ms from the first take (at 0): three
+    // requests empty it, the fourth is rejected, then one token comes back at each of 500,
+    // 1000 and 1500 ms.
+    let bucket = r#"{"algorithm": "token_bucket", "capacity": 3, "refill_amount": 1, "refill_interval": "500ms"}"#;
+    assert_eq!(
+        level_of(bucket, &[0, 100, 200, 300]),
+        [(0, 3), (0, 2), (100, 1), (200, 0), (300, 0), (500, 1), (1000, 2), (1500, 3)]
+    );
+    // Fixed window, 2 per second: the whole quota comes back at the window's edge.
+    let fixed = r#"{"algorithm": "fixed_window", "limit": 2, "window": "1s"}"#;
+    assert_eq!(level_of(fixed, &[200, 400, 600]), [(0, 2), (200, 1), (400, 0), (600, 0), (1000, 2)]);
+    // Sliding log, 2 per second: each request's entry expires one window after it.
+    let log = r#"{"algorithm": "sliding_log", "limit": 2, "window": "1s"}"#;
+    assert_eq!(level_of(log, &[0, 300]), [(0, 2), (0, 1), (300, 0), (1000, 1), (1300, 2)]);
+}
+
+#[test]
+fn the_quota_line_follows_the_first_key_only() {
+    let posted = request(
+        r#"{"policies": {"p": {"algorithm": "fixed_window", "limit": 2, "window": "1s"}},
+          "trace": [{"at_us": 100000, "key": "a"}, {"at_us": 200000, "key": "b"}, {"at_us": 300000, "key": "a"}]}"#,
+    );
+    let level = &posted.decide().unwrap().policies[0].level;
+    let points: Vec<(u64, u64)> = level.iter().map(|point| (point.at_us / 1000, point.remaining)).collect();
+    assert_eq!(points, [(0, 2), (100, 1), (300, 0), (1000, 2)]);
+}
