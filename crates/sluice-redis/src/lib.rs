@@ -1,7 +1,7 @@
 //! Redis and Redis Cluster store for Sluice: the same decisions as the in-memory store,
 //! to the microsecond, shared by every application server.
 //!
-//! Each check is one server-side script ([`lua/`](https://example.invalid)), the twin of
+//! Each check is one server-side script (the crate's `lua/` directory), the twin of
 //! the core's pure algorithms, run with `EVALSHA`: one round trip whatever the number of
 //! limits checked together. The sliding log is a Redis string of 8-byte timestamps: read
 //! and written whole for a limit of up to 32, a ring buffer behind a 32-byte header beyond,

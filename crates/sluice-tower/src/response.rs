@@ -62,7 +62,9 @@ impl<E> LayerBody for http_body_util::combinators::UnsyncBoxBody<Bytes, E> {
 }
 
 const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+json");
-const RATE_LIMITED_TYPE: &str = "https://example.invalid/sluice/problems/rate-limited";
+/// The problem type of a 429: `about:blank` (RFC 9457 §4.2.1), so the title is the status's
+/// own phrase and the detail names the policy.
+const RATE_LIMITED_TYPE: &str = "about:blank";
 
 /// A request refused by a policy, as the rejection closure sees it.
 #[derive(Clone, Copy, Debug)]
@@ -92,7 +94,7 @@ pub fn default_rejection(rejection: &Rejection<'_>) -> Response<RejectionBody> {
 }
 
 /// 429 Too Many Requests with a `problem+json` body naming the policy, such as
-/// `{"type":"…/rate-limited","title":"Too Many Requests","status":429,"detail":"rate limit
+/// `{"type":"about:blank","title":"Too Many Requests","status":429,"detail":"rate limit
 /// `api` exceeded","retry_after":3}`. `Retry-After` is added by the layer.
 pub fn too_many_requests(rejection: &Rejection<'_>) -> Response<RejectionBody> {
     let name = rejection.limit.name();
