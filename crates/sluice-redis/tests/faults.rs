@@ -117,6 +117,7 @@ async fn a_stall_consumes_no_quota_in_any_mode() {
         assert_eq!((after.source, after.decision.remaining), (Source::Store, 98), "{mode:?}: {after:?}");
         let health = store.health();
         assert_eq!((health.outages, health.answered_without_redis), (1, 21), "{mode:?}: {health:?}");
+        assert!(health.errors[0] >= 1, "{mode:?}: the stall counts as a timeout: {health:?}");
     }
 }
 

@@ -205,7 +205,7 @@ async fn probe(channel: Weak<Channel>) {
 /// Why Redis failed, for counting.
 pub(crate) fn cause_of(error: &StoreError) -> Cause {
     let StoreError::Unavailable(source) = error else { return Cause::Server };
-    if source.is::<tokio::time::error::Elapsed>() || source.is::<super::Expired>() {
+    if source.is::<super::errors::TimedOut>() || source.is::<super::Expired>() {
         Cause::Timeout
     } else if source.downcast_ref::<redis::RedisError>().is_some_and(|error| error.code().is_some()) {
         Cause::Server

@@ -15,13 +15,18 @@ pub(super) struct InOutage;
 #[error("Redis ran the check after its deadline, and wrote nothing")]
 pub(crate) struct Expired;
 
+/// Redis did not answer in time.
+#[derive(Debug, thiserror::Error)]
+#[error("no answer from Redis within {0:?}")]
+pub(crate) struct TimedOut(pub(crate) Duration);
+
 /// Awaits `future` for at most `limit`; a timeout or a Redis error makes Redis unavailable.
 pub(super) async fn within<T>(
     limit: Duration,
     future: impl Future<Output = redis::RedisResult<T>>,
 ) -> Result<T, StoreError> {
     match tokio::time::timeout(limit, future).await {
-        Err(elapsed) => Err(unavailable(elapsed)),
+        Err(_) => Err(unavailable(TimedOut(limit))),
         Ok(result) => result.map_err(unavailable),
     }
 }
