@@ -100,7 +100,9 @@ impl RedisStore {
     ///
     /// When a URL is invalid.
     pub async fn open_cluster(urls: &[String], settings: RedisSettings) -> Result<Self, StoreError> {
-        let mut builder = ClusterClient::builder(urls.to_vec()).tcp_settings(tcp_settings());
+        // The Cluster client's own bound per call is the store's (its default is 500 ms).
+        let mut builder =
+            ClusterClient::builder(urls.to_vec()).tcp_settings(tcp_settings()).response_timeout(settings.timeout);
         if !settings.tls.is_empty() {
             builder = builder.certs(settings.tls.read()?);
         }

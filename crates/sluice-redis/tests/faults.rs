@@ -387,3 +387,28 @@ async fn after_a_failover_checks_return_to_the_new_primary() {
     assert_eq!((verdict.source, verdict.decision.remaining), (Source::Store, 4), "{verdict:?}");
     assert_eq!(query(new.port(), &["EXISTS sluice:probe"]).unwrap(), [":1"], "the probe wrote to the new primary");
 }
+
+/// The store's timeout is the only bound on a call: a Redis 0.8 s away is waited for under
+/// a timeout of 3 s (redis-rs's own default of 500 ms would cut it short).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_timeout_is_waited_for_in_full() {
+    let server = RedisServer::start();
+    let link = FaultyLink::start(server.port()).await;
+    let settings = RedisSettings { timeout: Duration::from_secs(3), ..settings(FailureMode::Closed) };
+    let store = RedisStore::connect(&link.url(), settings).await.unwrap();
+    let limit = bucket("patient", 5);
+    assert_eq!(
+        store
+            .check(Key::new(b"k").unwrap(), std::slice::from_ref(&limit), Timestamp::from_micros(START), 1)
+            .await
+            .unwrap()
+            .source,
+        Source::Store
+    );
+    link.set(Fault::Delay(Duration::from_millis(400)));
+    let started = Instant::now();
+    let key = Key::new(b"k").unwrap();
+    let verdict = store.check(key, std::slice::from_ref(&limit), Timestamp::from_micros(START + 1), 1).await.unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(800), "the link's delay is in the round trip");
+    assert_eq!((verdict.source, verdict.decision.remaining), (Source::Store, 3), "{verdict:?}");
+}

@@ -205,9 +205,13 @@ async fn probe(channel: Weak<Channel>) {
 /// Why Redis failed, for counting.
 pub(crate) fn cause_of(error: &StoreError) -> Cause {
     let StoreError::Unavailable(source) = error else { return Cause::Server };
-    if source.is::<super::errors::TimedOut>() || source.is::<super::Expired>() {
+    let redis_error = source.downcast_ref::<redis::RedisError>();
+    if source.is::<super::errors::TimedOut>()
+        || source.is::<super::Expired>()
+        || redis_error.is_some_and(redis::RedisError::is_timeout)
+    {
         Cause::Timeout
-    } else if source.downcast_ref::<redis::RedisError>().is_some_and(|error| error.code().is_some()) {
+    } else if redis_error.is_some_and(|error| error.code().is_some()) {
         Cause::Server
     } else {
         Cause::Connection

@@ -73,6 +73,9 @@ impl Origin {
 fn lazy_connection(client: &redis::Client, channel: Weak<Channel>) -> Result<ConnectionManager, StoreError> {
     let mut config = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(CONNECT_TIMEOUT))
+        // The store bounds every call by its own timeout (`RedisSettings::timeout`);
+        // redis-rs's default of 500 ms would cut a longer one short.
+        .set_response_timeout(None)
         // One attempt per reconnection: the channel's probe retries, every 100 ms.
         .set_number_of_retries(0);
     if client.get_connection_info().redis_settings().protocol().supports_resp3() {
