@@ -28,6 +28,20 @@ if ! need redis-server || ! need redis-cli; then
   fi
 fi
 
+# The Redis module (crates/sluice-redis-module) builds on the redis-module crate, whose build
+# script generates its bindings with bindgen, which loads libclang.
+if ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*/libclang-[0-9]*.so* >/dev/null 2>&1 && [ -z "${LIBCLANG_PATH:-}" ]; then
+  if [ "$(id -u)" -eq 0 ] && need apt-get; then
+    echo "scripts/test.sh: installing libclang-dev with apt-get" >&2
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y libclang-dev
+  else
+    echo "scripts/test.sh: libclang is missing; install it (on Debian or Ubuntu: sudo apt-get" >&2
+    echo "install libclang-dev), set LIBCLANG_PATH to its directory, or run this script as root" >&2
+    exit 1
+  fi
+fi
+
 # The dashboard's browser tests (crates/sluice-server/tests/ui_browser.rs) drive Debian's
 # headless Chromium over its DevTools pipe; without it they fail, saying so.
 if [ ! -x /usr/bin/chromium ] && [ -z "${SLUICE_CHROMIUM:-}" ]; then

@@ -234,6 +234,23 @@ pub struct BucketCounts {
 }
 
 impl BucketCounts {
+    /// The state whose newest bucket is `newest`, with counters `counts` by
+    /// `bucket % (B + 1)` (empty for a fresh key): for stores that keep it in their own
+    /// layout, such as the Redis module's packed string.
+    pub fn from_parts(newest: u64, counts: &[u64]) -> Self {
+        BucketCounts { newest, counts: SmallVec::from_slice(counts) }
+    }
+
+    /// Index of the newest bucket with admitted cost (meaningless when fresh).
+    pub fn newest(&self) -> u64 {
+        self.newest
+    }
+
+    /// Counters by `bucket % (B + 1)`; empty for a fresh key.
+    pub fn counts(&self) -> &[u64] {
+        &self.counts
+    }
+
     fn add(&mut self, add: BucketAdd, slots: u64) {
         if self.counts.is_empty() {
             self.counts.resize(slots as usize, 0);

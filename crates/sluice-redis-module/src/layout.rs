@@ -1,0 +1,134 @@
+//! The states of the algorithms whose Lua layout is their core state, field for field:
+//! little-endian doubles ('<d'), each an integer below 2^53. These run the core's own
+//! `decide`; only the sliding log has a layout of its own (`sliding_log.rs`).
+
+use sluice::algorithm::fixed_window::WindowCount;
+use sluice::algorithm::leaky_bucket::Tat;
+use sluice::algorithm::sliding_window::BucketCounts;
+use sluice::algorithm::token_bucket::Tokens;
+use sluice::{Algorithm, EXACT_LIMIT, FixedWindow, LeakyBucket, SlidingWindow, TokenBucket};
+
+/// A state the scripts would not have written: the wrong length, or a number that is not
+/// an exact non-negative integer.
+#[derive(Debug)]
+pub(crate) struct Malformed;
+
+/// How an algorithm's state sits in its Redis string, and the time its Lua twin judges at.
+pub(crate) trait Layout: Algorithm {
+    /// The state stored as `raw` (`None`: no key, a fresh state).
+    fn read(&self, raw: Option<&[u8]>) -> Result<Self::State, Malformed>;
+
+    /// The bytes of `state`.
+    fn write(&self, state: &Self::State) -> Vec<u8>;
+
+    /// The time a request at `now` is judged at: `now`, or later when the state's time is.
+    fn judged_at(&self, state: &Self::State, now: u64) -> u64;
+}
+
+impl Layout for FixedWindow {
+    fn read(&self, raw: Option<&[u8]>) -> Result<WindowCount, Malformed> {
+        let Some(raw) = raw else { return Ok(WindowCount::default()) };
+        let [start, used] = doubles(raw)?;
+        Ok(WindowCount { start, used })
+    }
+
+    fn write(&self, state: &WindowCount) -> Vec<u8> {
+        pack(&[state.start, state.used])
+    }
+
+    fn judged_at(&self, state: &WindowCount, now: u64) -> u64 {
+        if state.used > 0 { now.max(state.start) } else { now }
+    }
+}
+
+impl Layout for TokenBucket {
+    fn read(&self, raw: Option<&[u8]>) -> Result<Tokens, Malformed> {
+        let Some(raw) = raw else { return Ok(Tokens::default()) };
+        let [taken, last] = doubles(raw)?;
+        Ok(Tokens { taken, last })
+    }
+
+    fn write(&self, state: &Tokens) -> Vec<u8> {
+        pack(&[state.taken, state.last])
+    }
+
+    fn judged_at(&self, state: &Tokens, now: u64) -> u64 {
+        // A full bucket has no refill phase: it starts at the request that empties it.
+        if state.taken == 0 { now } else { now.max(state.last) }
+    }
+}
+
+impl Layout for LeakyBucket {
+    fn read(&self, raw: Option<&[u8]>) -> Result<Tat, Malformed> {
+        let Some(raw) = raw else { return Ok(Tat::default()) };
+        let [tat] = doubles(raw)?;
+        Ok(Tat(tat))
+    }
+
+    fn write(&self, state: &Tat) -> Vec<u8> {
+        pack(&[state.0])
+    }
+
+    fn judged_at(&self, _: &Tat, now: u64) -> u64 {
+        now
+    }
+}
+
+/// The newest bucket's index, then `B + 1` counters by `bucket % (B + 1)`.
+impl Layout for SlidingWindow {
+    fn read(&self, raw: Option<&[u8]>) -> Result<BucketCounts, Malformed> {
+        let Some(raw) = raw else { return Ok(BucketCounts::default()) };
+        let slots = usize::try_from(self.buckets() + 1).map_err(|_| Malformed)?;
+        if raw.len() != 8 * (slots + 1) {
+            return Err(Malformed);
+        }
+        let numbers = raw.chunks_exact(8).map(number).collect::<Result<Vec<_>, _>>()?;
+        Ok(BucketCounts::from_parts(numbers[0], &numbers[1..]))
+    }
+
+    fn write(&self, state: &BucketCounts) -> Vec<u8> {
+        let mut numbers = Vec::with_capacity(state.counts().len() + 1);
+        numbers.push(state.newest());
+        numbers.extend_from_slice(state.counts());
+        pack(&numbers)
+    }
+
+    fn judged_at(&self, state: &BucketCounts, now: u64) -> u64 {
+        let width = micros(self.window()) / self.buckets();
+        if state.counts().is_empty() { now } else { now.max(state.newest().saturating_mul(width)) }
+    }
+}
+
+/// Whole microseconds of a duration the core built (below 2^53).
+pub(crate) fn micros(duration: std::time::Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// Exactly `N` numbers.
+fn doubles<const N: usize>(raw: &[u8]) -> Result<[u64; N], Malformed> {
+    if raw.len() != 8 * N {
+        return Err(Malformed);
+    }
+    let mut numbers = [0; N];
+    for (slot, bytes) in numbers.iter_mut().zip(raw.chunks_exact(8)) {
+        *slot = number(bytes)?;
+    }
+    Ok(numbers)
+}
+
+/// One stored number: an exact integer in `0..2^53`.
+pub(crate) fn number(bytes: &[u8]) -> Result<u64, Malformed> {
+    let value = f64::from_le_bytes(bytes.try_into().map_err(|_| Malformed)?);
+    // The bound is exact, and so is the cast of an integer below it.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
+    if value.fract() == 0.0 && (0.0..EXACT_LIMIT as f64).contains(&value) {
+        return Ok(value as u64);
+    }
+    Err(Malformed)
+}
+
+/// `numbers` as little-endian doubles (each below 2^53, so exact).
+pub(crate) fn pack(numbers: &[u64]) -> Vec<u8> {
+    #[allow(clippy::cast_precision_loss)]
+    numbers.iter().flat_map(|&n| (n as f64).to_le_bytes()).collect()
+}
