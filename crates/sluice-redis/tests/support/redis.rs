@@ -75,6 +75,12 @@ impl RedisServer {
         Self::start_with(|_| (Vec::new(), Vec::new()))
     }
 
+    /// Starts a standalone server with the module at `path` loaded (`--loadmodule`): the
+    /// Redis module's tests (crates/sluice-redis-module) share these helpers.
+    pub fn start_with_module(path: &Path) -> RedisServer {
+        Self::start_with(|_| (Vec::new(), vec!["--loadmodule".into(), path.display().to_string()]))
+    }
+
     /// Starts a standalone server that also accepts TLS on a second free port
     /// ([`tls_port`](Self::tls_port)), with `cert.pem` and `key.pem` as its certificate and
     /// `ca.pem` as the CA its clients' certificates must chain to, all in `certs`;
