@@ -29,11 +29,13 @@ pub(crate) struct Outcome {
     pub(crate) writes: Vec<(usize, Writes)>,
 }
 
-/// A state the check cannot read.
+/// Why a check answers with an error, writing nothing.
 #[derive(Debug)]
-pub(crate) struct BadState {
-    /// The limit (0-based) whose key holds it.
-    pub(crate) limit: usize,
+pub(crate) enum Refusal {
+    /// The key of this limit (0-based) holds a value the scripts would not have written.
+    BadState(usize),
+    /// This limit's sliding log would outgrow a Redis string.
+    TooLong(usize),
 }
 
 /// Runs `check` on `states` (one per limit: the key's name and its value, `None` when it has
@@ -41,8 +43,9 @@ pub(crate) struct BadState {
 ///
 /// # Errors
 ///
-/// When a key holds a value the scripts would not have written; nothing is written then.
-pub(crate) fn run(check: &Check, states: &[(&[u8], Option<&[u8]>)], clock: u64) -> Result<Outcome, BadState> {
+/// When a key holds a value the scripts would not have written, or a sliding log would
+/// outgrow a Redis string; nothing is written then.
+pub(crate) fn run(check: &Check, states: &[(&[u8], Option<&[u8]>)], clock: u64) -> Result<Outcome, Refusal> {
     if check.deadline.is_some_and(|deadline| clock > deadline) {
         return Ok(Outcome { reply: Vec::new(), writes: Vec::new() });
     }
@@ -53,7 +56,7 @@ pub(crate) fn run(check: &Check, states: &[(&[u8], Option<&[u8]>)], clock: u64) 
         .zip(states)
         .enumerate()
         .map(|(limit, (policy, (_, raw)))| {
-            decide(policy, *raw, now, check.cost).map_err(|Malformed| BadState { limit })
+            decide(policy, *raw, now, check.cost).map_err(|Malformed| Refusal::BadState(limit))
         })
         .collect::<Result<Vec<_>, _>>()?;
     let admitted = judged.iter().all(|(fields, _)| fields[0] == 1);
@@ -63,7 +66,7 @@ pub(crate) fn run(check: &Check, states: &[(&[u8], Option<&[u8]>)], clock: u64) 
         // A limit listed twice is one state: record the request once.
         let first = !states[..index].iter().any(|(name, _)| *name == states[index].0);
         if first {
-            let key_writes = pending.record(admitted, check);
+            let key_writes = pending.record(admitted, check).map_err(|_| Refusal::TooLong(index))?;
             if !key_writes.is_empty() {
                 writes.push((index, key_writes));
             }
@@ -84,16 +87,16 @@ enum Pending<'a> {
 
 impl Pending<'_> {
     /// The writes of the judged request, once every limit has answered.
-    fn record(&self, admitted: bool, check: &Check) -> Writes {
+    fn record(&self, admitted: bool, check: &Check) -> Result<Writes, sliding_log::TooLong> {
         match self {
             Pending::Replace(Some((value, expires_in))) if admitted => {
-                vec![Write::Set { value: value.clone(), ttl_ms: ttl_ms(check, *expires_in) }]
+                Ok(vec![Write::Set { value: value.clone(), ttl_ms: ttl_ms(check, *expires_in) }])
             }
-            Pending::Replace(_) => Vec::new(),
+            Pending::Replace(_) => Ok(Vec::new()),
             Pending::Log(params, plan) => {
                 let mut writes = Vec::new();
-                sliding_log::record(*params, plan, admitted, ttl_ms(check, params.window), &mut writes);
-                writes
+                sliding_log::record(*params, plan, admitted, ttl_ms(check, params.window), &mut writes)?;
+                Ok(writes)
             }
         }
     }

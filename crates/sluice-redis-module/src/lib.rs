@@ -85,8 +85,11 @@ fn run(ctx: &Context, keys: &[RedisString], rest: &[RedisString]) -> RedisResult
         .map(|&slot| open[slot].value().map(|value| (open[slot].name(), value)))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|keyspace::WrongType| RedisError::WrongType)?;
-    let outcome = check::run(&check, &states, clock).map_err(|bad| {
-        error(&format!("the key of limit {} holds a value that is not a Sluice state", bad.limit + 1))
+    let outcome = check::run(&check, &states, clock).map_err(|refusal| match refusal {
+        check::Refusal::BadState(limit) => {
+            error(&format!("the key of limit {} holds a value that is not a Sluice state", limit + 1))
+        }
+        check::Refusal::TooLong(limit) => error(&format!("the log of limit {} would outgrow 512 MB", limit + 1)),
     })?;
     if !outcome.writes.is_empty() {
         let now_ms = keyspace::redis_time_ms();
@@ -99,8 +102,16 @@ fn run(ctx: &Context, keys: &[RedisString], rest: &[RedisString]) -> RedisResult
     Ok(RedisValue::StringBuffer(outcome.reply))
 }
 
+/// An error reply. Its text is ASCII, as clients expect of an error line: the core's
+/// messages say `µs` and `×`, which Redis would pass on as bytes of another encoding.
 fn error(message: &str) -> RedisError {
-    RedisError::String(format!("ERR sluice: {message}"))
+    let ascii = message.chars().map(|c| match c {
+        'µ' => 'u',
+        '×' => 'x',
+        ' '..='~' => c,
+        _ => '?',
+    });
+    RedisError::String(format!("ERR sluice: {}", ascii.collect::<String>()))
 }
 
 /// The module's entry points (`RedisModule_OnLoad`, `RedisModule_OnUnload`), which Redis

@@ -19,6 +19,13 @@ const WHOLE: u64 = 32;
 const HEADER: usize = 32;
 /// The smallest capacity of a ring.
 const MIN_SLOTS: usize = 4;
+/// The longest string Redis stores (its default `proto-max-bulk-len`): a log that would
+/// need more (a limit above 67 108 860) cannot be written, by the scripts either.
+const MAX_VALUE: usize = 512 << 20;
+
+/// A log too long for a Redis string.
+#[derive(Debug)]
+pub(crate) struct TooLong;
 
 /// A log as read: borrowed from the key's value.
 #[derive(Debug, Clone, Copy)]
@@ -177,9 +184,19 @@ pub(crate) fn decide<'a>(p: Params, log: Log<'a>, now: u64, cost: u64) -> ([i64;
 
 /// Logs the request planned by [`decide`] when it is `admitted` (or always, for `attempts`),
 /// with a TTL covering the window: the script's `sl_record`.
-pub(crate) fn record(p: Params, plan: &Plan<'_>, admitted: bool, ttl_ms: u64, writes: &mut Writes) {
+///
+/// # Errors
+///
+/// When the log would outgrow a Redis string; nothing is written then.
+pub(crate) fn record(
+    p: Params,
+    plan: &Plan<'_>,
+    admitted: bool,
+    ttl_ms: u64,
+    writes: &mut Writes,
+) -> Result<(), TooLong> {
     if plan.cost == 0 || !(admitted || p.variant == SlidingLogVariant::Attempts) {
-        return;
+        return Ok(());
     }
     let log = &plan.log;
     let count = usize::try_from(plan.cost.min(p.n)).unwrap_or(usize::MAX);
@@ -192,18 +209,23 @@ pub(crate) fn record(p: Params, plan: &Plan<'_>, admitted: bool, ttl_ms: u64, wr
             body.drain(..8 * (held - n));
         }
         writes.push(Write::Set { value: body, ttl_ms });
-        return;
+        return Ok(());
     }
     let n = usize::try_from(p.n).unwrap_or(usize::MAX);
     let needed = log.len - plan.first + count;
-    if needed > log.cap && log.cap < n {
-        let capacity = needed.max(log.cap * 2).max(MIN_SLOTS).min(n);
-        writes.push(rewrite(plan, count, capacity, ttl_ms));
+    let capacity = if needed > log.cap && log.cap < n {
+        needed.max(log.cap * 2).max(MIN_SLOTS).min(n)
     } else if needed * 4 <= log.cap && log.cap > MIN_SLOTS {
-        writes.push(rewrite(plan, count, (needed * 2).max(MIN_SLOTS), ttl_ms));
+        (needed * 2).max(MIN_SLOTS)
     } else {
         write_in_place(plan, count.min(log.cap), ttl_ms, writes);
+        return Ok(());
+    };
+    if capacity > (MAX_VALUE - HEADER) / 8 {
+        return Err(TooLong);
     }
+    writes.push(rewrite(plan, count, capacity, ttl_ms));
+    Ok(())
 }
 
 /// `now` as a slot.
