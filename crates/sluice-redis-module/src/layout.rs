@@ -8,8 +8,9 @@ use sluice::algorithm::sliding_window::BucketCounts;
 use sluice::algorithm::token_bucket::Tokens;
 use sluice::{Algorithm, EXACT_LIMIT, FixedWindow, LeakyBucket, SlidingWindow, TokenBucket};
 
-/// A state the scripts would not have written: the wrong length, or a number that is not
-/// an exact non-negative integer.
+/// A state the scripts would not have written: the wrong length, a number that is not an
+/// exact non-negative integer, or numbers the algorithm never stores (more used than the
+/// limit allows): the core's arithmetic relies on what it stores itself.
 #[derive(Debug)]
 pub(crate) struct Malformed;
 
@@ -29,6 +30,9 @@ impl Layout for FixedWindow {
     fn read(&self, raw: Option<&[u8]>) -> Result<WindowCount, Malformed> {
         let Some(raw) = raw else { return Ok(WindowCount::default()) };
         let [start, used] = doubles(raw)?;
+        if used > self.limit() {
+            return Err(Malformed);
+        }
         Ok(WindowCount { start, used })
     }
 
@@ -45,6 +49,9 @@ impl Layout for TokenBucket {
     fn read(&self, raw: Option<&[u8]>) -> Result<Tokens, Malformed> {
         let Some(raw) = raw else { return Ok(Tokens::default()) };
         let [taken, last] = doubles(raw)?;
+        if taken > self.capacity() {
+            return Err(Malformed);
+        }
         Ok(Tokens { taken, last })
     }
 
@@ -83,6 +90,11 @@ impl Layout for SlidingWindow {
             return Err(Malformed);
         }
         let numbers = raw.chunks_exact(8).map(number).collect::<Result<Vec<_>, _>>()?;
+        // The newest bucket starts before 2^53 µs, as every time the scripts handle.
+        let width = micros(self.window()) / self.buckets();
+        if numbers[0].checked_mul(width).is_none_or(|start| start >= EXACT_LIMIT) {
+            return Err(Malformed);
+        }
         Ok(BucketCounts::from_parts(numbers[0], &numbers[1..]))
     }
 
@@ -131,4 +143,33 @@ pub(crate) fn number(bytes: &[u8]) -> Result<u64, Malformed> {
 pub(crate) fn pack(numbers: &[u64]) -> Vec<u8> {
     #[allow(clippy::cast_precision_loss)]
     numbers.iter().flat_map(|&n| (n as f64).to_le_bytes()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice::{Alignment, TokenBucketSettings};
+    use std::time::Duration;
+
+    #[test]
+    fn states_the_algorithm_never_stores_are_malformed() {
+        let window = FixedWindow::new(3, Duration::from_secs(1), Alignment::Aligned, Duration::ZERO).unwrap();
+        assert!(window.read(Some(&pack(&[0, 3]))).is_ok());
+        assert!(window.read(Some(&pack(&[0, 4]))).is_err());
+        assert!(window.read(Some(&pack(&[0]))).is_err());
+        let settings = TokenBucketSettings { capacity: 2, refill_amount: 1, refill_interval: Duration::from_secs(1) };
+        let bucket = TokenBucket::new(settings).unwrap();
+        assert!(bucket.read(Some(&pack(&[2, 7]))).is_ok());
+        assert!(bucket.read(Some(&pack(&[3, 7]))).is_err());
+        let sliding = SlidingWindow::new(5, Duration::from_micros(20), 2).unwrap();
+        assert!(sliding.read(Some(&pack(&[7, 1, 2, 0]))).is_ok());
+        assert!(sliding.read(Some(&pack(&[EXACT_LIMIT / 5, 1, 2, 0]))).is_err());
+        assert!(sliding.read(Some(&pack(&[7, 1, 2]))).is_err());
+        assert!(
+            LeakyBucket::new(Duration::from_micros(5), 1, sluice::LeakMode::Delay)
+                .unwrap()
+                .read(Some(&[0xff; 8]))
+                .is_err()
+        );
+    }
 }
