@@ -111,11 +111,11 @@ impl RedisServer {
     }
 
     /// Starts a server that will be a node of a cluster: its cluster bus is on a second free
-    /// port, its cluster state in `nodes.conf` in its directory.
-    fn start_cluster_node() -> RedisServer {
+    /// port, its cluster state in `nodes.conf` in its directory; `module`, if any, is loaded.
+    fn start_cluster_node(module: Option<&Path>) -> RedisServer {
         Self::start_with(|dir| {
             let bus_port = free_port();
-            let args = vec![
+            let mut args = vec![
                 "--cluster-enabled".into(),
                 "yes".into(),
                 "--cluster-config-file".into(),
@@ -123,6 +123,9 @@ impl RedisServer {
                 "--cluster-port".into(),
                 bus_port.to_string(),
             ];
+            if let Some(module) = module {
+                args.extend(["--loadmodule".into(), module.display().to_string()]);
+            }
             (Vec::new(), args)
         })
     }
@@ -380,7 +383,16 @@ impl RedisCluster {
     /// If `redis-server` or `redis-cli` is not installed, or the cluster is not ready within
     /// 20 s (the panic shows redis-cli's output or the last `CLUSTER INFO`s).
     pub fn start() -> RedisCluster {
-        let cluster = RedisCluster { nodes: (0..3).map(|_| RedisServer::start_cluster_node()).collect() };
+        Self::start_nodes(None)
+    }
+
+    /// As [`start`](Self::start), with the module at `path` loaded on every node.
+    pub fn start_with_module(path: &Path) -> RedisCluster {
+        Self::start_nodes(Some(path))
+    }
+
+    fn start_nodes(module: Option<&Path>) -> RedisCluster {
+        let cluster = RedisCluster { nodes: (0..3).map(|_| RedisServer::start_cluster_node(module)).collect() };
         cluster.create();
         cluster.wait_ok();
         cluster
