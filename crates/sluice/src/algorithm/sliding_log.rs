@@ -134,6 +134,15 @@ impl SlidingLog {
         hi
     }
 
+    /// [`record`](Algorithm::record), returning how many bytes the log's heap grew by
+    /// (negative when it shrank; zero unless its ring was rebuilt): what the memory store
+    /// counts against its bound.
+    #[inline(always)]
+    pub(crate) fn record_resizing(&self, state: &mut SlidingLogState, plan: SlidingLogPlan, admitted: bool) -> isize {
+        let logs_attempts = self.variant == SlidingLogVariant::Attempts;
+        if admitted || logs_attempts { state.append(&plan, self.limit as usize) } else { 0 }
+    }
+
     /// `t + window − now` for the `rank`-th newest entry (1 = newest).
     fn wait_for_rank(&self, state: &SlidingLogState, rank: u64, now: u64) -> u64 {
         let index = state.len() - usize::try_from(rank).unwrap_or(usize::MAX).min(state.len());
@@ -229,10 +238,7 @@ impl Algorithm for SlidingLog {
 
     #[inline(always)]
     fn record(&self, state: &mut SlidingLogState, plan: SlidingLogPlan, admitted: bool) {
-        let logs_attempts = self.variant == SlidingLogVariant::Attempts;
-        if admitted || logs_attempts {
-            state.append(&plan, self.limit as usize);
-        }
+        self.record_resizing(state, plan, admitted);
     }
 
     fn expires_at(&self, state: &SlidingLogState) -> Timestamp {

@@ -34,7 +34,7 @@ pub use snapshot::{RestoreReport, SnapshotError};
 use crate::store::{Store, StoreError, Verdict};
 use crate::{Decision, Key, Limit, Timestamp};
 use ahash::RandomState;
-use keyed::{Change, Request, Room};
+use keyed::{Request, Room};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
 use std::fmt;
@@ -123,9 +123,7 @@ impl MemoryStore {
         for (index, limit) in limits.iter().enumerate() {
             // A limit listed twice is one state: record the request once.
             if first_listing(limits, index) {
-                let position = shard.table_of(limit);
-                let mut change = Change::default();
-                shard.tables.at(position).settle(request, Some(admitted), &self.inner.hasher, &mut change);
+                let change = shard.record(limit, request, admitted, &self.inner.hasher);
                 shard.count(change, &*self.inner.clock, &self.inner.hasher);
             }
         }
@@ -241,58 +239,51 @@ impl MemoryStore {
         StoreError::Full { max_keys: self.inner.max_keys, max_memory: self.inner.max_memory }
     }
 
+    /// Decides and records `request` under `limit`. The common case (the key holds a state,
+    /// which stays where it is and the same size) does nothing more than find it, decide
+    /// and record; anything else goes out of line.
     #[inline(always)]
     fn settle(&self, shard: &mut Shard, limit: &Limit, request: Request<'_>) -> Result<Decision, StoreError> {
         let Some(position) = shard.tables.position(limit.id()) else {
-            return self.settle_in_new_table(shard, limit, request);
+            return self.settle_new(shard, limit, request);
         };
-        let mut change = Change::default();
-        let decision = shard.tables.at(position).settle(request, None, &self.inner.hasher, &mut change);
-        if change.inserted || change.bytes != 0 {
-            return self.settled(shard, limit, request, change, decision);
+        let mut grown = 0;
+        let Some(decision) = shard.tables.at(position).settle(request, None, &mut grown) else {
+            return self.settle_new(shard, limit, request);
+        };
+        if grown != 0 {
+            self.resized(shard, grown);
         }
         Ok(decision)
     }
 
-    /// [`settle`](Self::settle) for a limit the shard has no table for yet; the table is
-    /// dropped again if the request stored nothing (a peek, a rejection).
+    /// Counts a state's heap reallocated by a check (a sliding log's ring), and makes room
+    /// if that took the shard past its bound.
     #[cold]
-    fn settle_in_new_table(
-        &self,
-        shard: &mut Shard,
-        limit: &Limit,
-        request: Request<'_>,
-    ) -> Result<Decision, StoreError> {
-        let position = shard.table_of(limit);
-        let mut change = Change::default();
-        let decision = shard.tables.at(position).settle(request, None, &self.inner.hasher, &mut change);
-        let settled = self.settled(shard, limit, request, change, decision);
-        shard.drop_table_if_empty(limit.id());
-        settled
+    #[inline(never)]
+    fn resized(&self, shard: &mut Shard, grown: isize) {
+        shard.bytes = shard.bytes.saturating_add_signed(grown);
+        shard.keep_within(self.inner.bound, (self.inner.clock)(), &self.inner.hasher);
     }
 
-    /// Counts what settling a request changed. A new state that takes the shard past its
-    /// bound is taken out again and given room, the request decided again (the algorithm
-    /// is pure: the same decision), or refused when the shard holds only limited states.
-    /// (Room is made after the insertion, not before, to keep the check of a key already
-    /// held free of it.)
+    /// [`settle`](Self::settle) for a key that holds no state under `limit` (its table
+    /// created if the shard has none, and dropped again if the request stored nothing: a
+    /// peek, a rejection). A new state that takes the shard past its bound is taken out
+    /// again and given room, the request decided again (the algorithm is pure: the same
+    /// decision), or refused when the shard holds only limited states. (Room is made after
+    /// the insertion, not before, so that a request that stores nothing never makes room.)
     #[cold]
-    fn settled(
-        &self,
-        shard: &mut Shard,
-        limit: &Limit,
-        request: Request<'_>,
-        change: Change,
-        decision: Decision,
-    ) -> Result<Decision, StoreError> {
+    #[inline(never)]
+    fn settle_new(&self, shard: &mut Shard, limit: &Limit, request: Request<'_>) -> Result<Decision, StoreError> {
         let (clock, hasher, bound) = (&*self.inner.clock, &self.inner.hasher, self.inner.bound);
-        shard.count(change, clock, hasher);
-        if shard.is_within(bound) {
+        let position = shard.table_of(limit);
+        let (decision, change) = shard.tables.at(position).settle_new(request, None, hasher);
+        if !change.inserted {
+            shard.drop_table_if_empty(limit.id());
             return Ok(decision);
         }
-        if !change.inserted {
-            // A state already held grew (a sliding log's entries).
-            shard.keep_within(bound, clock(), hasher);
+        shard.count(change, clock, hasher);
+        if shard.is_within(bound) {
             return Ok(decision);
         }
         shard.forget(limit, request.hash, request.probe, hasher);
@@ -301,8 +292,7 @@ impl MemoryStore {
             return Err(self.full());
         }
         let position = shard.table_of(limit);
-        let mut change = Change::default();
-        let decision = shard.tables.at(position).settle(request, None, hasher, &mut change);
+        let (decision, change) = shard.tables.at(position).settle_new(request, None, hasher);
         shard.count(change, clock, hasher);
         Ok(decision)
     }

@@ -75,6 +75,15 @@ impl Default for Words {
     }
 }
 
+/// What [`SlidingLogState::append_rebuilding`] appends: `count` entries stamped `now` to a
+/// log whose newest entry was `newest`.
+#[derive(Clone, Copy, Debug)]
+struct Appended {
+    newest: u64,
+    now: u64,
+    count: usize,
+}
+
 /// A ring buffer of slots on the heap.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Ring {
@@ -308,31 +317,47 @@ impl SlidingLogState {
 
     /// Logs `plan.cost` entries stamped `plan.now`, after dropping the `plan.first_live`
     /// oldest ones, which have expired (they can never count again: every later decision is
-    /// at `plan.now` or later), keeping only the newest `limit`.
+    /// at `plan.now` or later), keeping only the newest `limit`. Returns how many bytes the
+    /// log's heap grew by (negative when it shrank): zero unless its storage was rebuilt, so
+    /// that a store counts bytes only then.
     #[inline(always)]
-    pub(super) fn append(&mut self, plan: &SlidingLogPlan, limit: usize) {
+    pub(super) fn append(&mut self, plan: &SlidingLogPlan, limit: usize) -> isize {
         let SlidingLogPlan { newest, now, cost, first_live, narrow_window } = *plan;
         let count = cost.min(limit as u64) as usize;
         if count == 0 {
-            return;
+            return 0;
         }
         let tighten = self.drop_oldest(first_live) && self.went_round();
         if count == 1 && !tighten && self.push_one_in_place(now, limit, narrow_window || !self.needs_wide(newest, now))
         {
-            return;
+            return 0;
         }
+        self.append_rebuilding(Appended { newest, now, count }, limit, tighten)
+    }
+
+    /// [`append`](Self::append) when the log may have to be rebuilt (grown, shrunk,
+    /// tightened, widened or moved); returns how many bytes its heap grew by. Out of line,
+    /// and given its inputs by value, so that the common case keeps them in registers.
+    #[cold]
+    #[inline(never)]
+    fn append_rebuilding(&mut self, appended: Appended, limit: usize, tighten: bool) -> isize {
+        let Appended { newest, now, count } = appended;
         let (len, capacity) = (self.len(), self.capacity());
         let wide = self.needs_wide(newest, now);
         let target =
             if tighten { tight(len + count).min(limit) } else { self.target_capacity(len + count, limit, wide) };
+        let mut grown = 0;
         if target != capacity || self.wide() != wide {
+            let held = self.heap_bytes();
             let entries: Vec<u64> = (0..len).map(|index| self.entry_below(newest, index)).collect();
             self.fill(&entries, target, now);
             if let Words::Heap(ring) = &mut self.words {
                 ring.set_grown(target > capacity);
             }
+            grown = self.heap_bytes() as isize - held as isize;
         }
         self.push(now, count, limit);
+        grown
     }
 
     /// The common case: one entry stamped `now` into a log that has room for it and need not

@@ -14,18 +14,19 @@ pub(crate) trait KeyedStates: Send + fmt::Debug {
     /// Judges a request without changing anything.
     fn judge(&mut self, hash: u64, probe: Probe<'_>, now: Timestamp, cost: u64) -> Decision;
 
-    /// Decides and records a request. `admitted` is the outcome of every limit checked
-    /// together, or `None` to use this limit's own decision. Returns the decision, and
-    /// writes into `change` whether a new state was inserted and how the table's memory
-    /// changed (an out-parameter, not a tuple, so that the decision is written once into
-    /// the caller's return slot instead of being copied).
-    fn settle(
-        &mut self,
-        request: Request<'_>,
-        admitted: Option<bool>,
-        hasher: &RandomState,
-        change: &mut Change,
-    ) -> Decision;
+    /// Decides and records a request for a key that holds a state here; `None`, having
+    /// changed nothing, when it holds none (see [`settle_new`](Self::settle_new)).
+    /// `admitted` is the outcome of every limit checked together, or `None` to use this
+    /// limit's own decision. Adds to `grown` how many bytes the state's heap grew by, which
+    /// is zero unless it was reallocated (a sliding log's ring).
+    ///
+    /// This is the check's hot path: no record of what changed, and the decision written
+    /// once, into the caller's return slot (an `Option` of it takes no more room).
+    fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, grown: &mut isize) -> Option<Decision>;
+
+    /// Decides a request for a key that holds no state here, and inserts its state unless
+    /// it stays fresh; returns the decision and what was inserted.
+    fn settle_new(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, Change);
 
     /// Whether `key` has a state here.
     fn holds(&mut self, hash: u64, probe: Probe<'_>) -> bool;
@@ -81,7 +82,7 @@ pub(crate) struct Request<'a> {
     pub(crate) cost: u64,
 }
 
-/// What recording a request changed in a table, besides the decision.
+/// What inserting a state changed in a table, besides the decision.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Change {
     /// A new state was inserted.
@@ -182,7 +183,7 @@ macro_rules! in_class_table {
 
 impl<A> KeyedStates for Keyed<A>
 where
-    A: Persist + fmt::Debug + Send,
+    A: Persist + RecordResizing + fmt::Debug + Send,
     A::State: PartialEq + HeapSize,
 {
     fn judge(&mut self, hash: u64, probe: Probe<'_>, now: Timestamp, cost: u64) -> Decision {
@@ -191,26 +192,21 @@ where
     }
 
     #[inline(always)]
-    fn settle(
-        &mut self,
-        request: Request<'_>,
-        admitted: Option<bool>,
-        hasher: &RandomState,
-        change: &mut Change,
-    ) -> Decision {
+    fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, grown: &mut isize) -> Option<Decision> {
         let Request { hash, probe, now, cost } = request;
         let algorithm = &self.algorithm;
         in_class_table!(self, probe, |table, key| {
-            let Some((_, state)) = table.find_mut(hash, |(stored, _)| stored.is(key)) else {
-                return settle_new(algorithm, table, request, key, admitted, hasher, change);
-            };
+            let (_, state) = table.find_mut(hash, |(stored, _)| stored.is(key))?;
             let (decision, plan) = algorithm.decide(state, now, cost);
-            // Zero, and compiled away, for the algorithms whose state holds no heap.
-            let held = state.heap_size();
-            algorithm.record(state, plan, admitted.unwrap_or(decision.allowed));
-            change.bytes = state.heap_size() as isize - held as isize;
-            decision
+            // A constant zero for the algorithms whose state holds no heap.
+            *grown += algorithm.record_resizing(state, plan, admitted.unwrap_or(decision.allowed));
+            Some(decision)
         })
+    }
+
+    fn settle_new(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, Change) {
+        let algorithm = &self.algorithm;
+        in_class_table!(self, request.probe, |table, key| settle_new(algorithm, table, request, key, admitted, hasher))
     }
 
     fn holds(&mut self, hash: u64, probe: Probe<'_>) -> bool {
@@ -308,7 +304,6 @@ fn judge_in<A: Algorithm, K: StoredKey>(
 }
 
 /// Decides a request for a key with no state, and inserts its state unless it stays fresh.
-#[cold]
 fn settle_new<A: Algorithm, K: StoredKey>(
     algorithm: &A,
     table: &mut Table<K, A>,
@@ -316,20 +311,20 @@ fn settle_new<A: Algorithm, K: StoredKey>(
     key: K::Probe<'_>,
     admitted: Option<bool>,
     hasher: &RandomState,
-    change: &mut Change,
-) -> Decision
+) -> (Decision, Change)
 where
     A::State: PartialEq + HeapSize,
 {
     let (decision, plan) = algorithm.decide(&A::State::default(), request.now, request.cost);
     let mut state = A::State::default();
     algorithm.record(&mut state, plan, admitted.unwrap_or(decision.allowed));
+    let mut change = Change::default();
     if state != A::State::default()
         && let Some(bytes) = insert(table, request.hash, key, state, hasher)
     {
-        *change = Change { inserted: true, bytes: bytes as isize };
+        change = Change { inserted: true, bytes: bytes as isize };
     }
-    decision
+    (decision, change)
 }
 
 /// Inserts a state for a key known to hold none; returns the bytes it added, or `None`
@@ -424,6 +419,39 @@ pub(crate) trait HeapSize {
         0
     }
 }
+
+/// [`Algorithm::record`], telling how many bytes the state's heap grew by: what the store
+/// counts against its bound. Zero unless the heap was reallocated, and a constant zero for
+/// the algorithms whose state holds no heap.
+pub(crate) trait RecordResizing: Algorithm {
+    fn record_resizing(&self, state: &mut Self::State, plan: Self::Plan, admitted: bool) -> isize {
+        self.record(state, plan, admitted);
+        0
+    }
+}
+
+impl RecordResizing for crate::algorithm::sliding_log::SlidingLog {
+    #[inline(always)]
+    fn record_resizing(&self, state: &mut Self::State, plan: Self::Plan, admitted: bool) -> isize {
+        crate::algorithm::sliding_log::SlidingLog::record_resizing(self, state, plan, admitted)
+    }
+}
+impl RecordResizing for crate::algorithm::sliding_window::SlidingWindow {
+    #[inline(always)]
+    fn record_resizing(&self, state: &mut Self::State, plan: Self::Plan, admitted: bool) -> isize {
+        // The counters are allocated once, by the first request recorded.
+        if !state.counts.is_empty() {
+            self.record(state, plan, admitted);
+            return 0;
+        }
+        let held = state.heap_size();
+        self.record(state, plan, admitted);
+        state.heap_size() as isize - held as isize
+    }
+}
+impl RecordResizing for crate::algorithm::fixed_window::FixedWindow {}
+impl RecordResizing for crate::algorithm::token_bucket::TokenBucket {}
+impl RecordResizing for crate::algorithm::leaky_bucket::LeakyBucket {}
 
 impl HeapSize for crate::algorithm::sliding_log::SlidingLogState {
     fn heap_size(&self) -> usize {

@@ -94,6 +94,25 @@ impl Shard {
         }
     }
 
+    /// Decides and records `request` under `limit` (its table created if the shard has
+    /// none), `admitted` the outcome of every limit checked together; returns what that
+    /// changed, to [`count`](Self::count).
+    pub(super) fn record(
+        &mut self,
+        limit: &Limit,
+        request: Request<'_>,
+        admitted: bool,
+        hasher: &RandomState,
+    ) -> Change {
+        let position = self.table_of(limit);
+        let table = self.tables.at(position);
+        let mut grown = 0;
+        match table.settle(request, Some(admitted), &mut grown) {
+            Some(_) => Change { inserted: false, bytes: grown },
+            None => table.settle_new(request, Some(admitted), hasher).1,
+        }
+    }
+
     /// Makes room when states already held grew past `bound` (a sliding log's entries), or
     /// a table's bookkeeping did, after a check.
     pub(super) fn keep_within(&mut self, bound: Bound, now: Timestamp, hasher: &RandomState) {

@@ -31,16 +31,22 @@ pub(crate) trait StoredKey: Sized + Send + 'static {
 /// A key of exactly 16 bytes.
 pub(crate) type Exact = [u8; 16];
 
-impl StoredKey for Exact {
-    type Probe<'a> = [u8; 16];
+/// The 16 bytes of a key, aligned as a word: a [`Probe`] holding them is read back as two
+/// words, not byte by byte.
+#[derive(Clone, Copy, Debug)]
+#[repr(align(8))]
+pub(crate) struct Bytes16([u8; 16]);
 
-    fn store(probe: [u8; 16]) -> Self {
-        probe
+impl StoredKey for Exact {
+    type Probe<'a> = Bytes16;
+
+    fn store(probe: Bytes16) -> Self {
+        probe.0
     }
 
     #[inline]
-    fn is(&self, probe: [u8; 16]) -> bool {
-        u128::from_ne_bytes(*self) == u128::from_ne_bytes(probe)
+    fn is(&self, probe: Bytes16) -> bool {
+        u128::from_ne_bytes(*self) == u128::from_ne_bytes(probe.0)
     }
 
     fn bytes(&self) -> &[u8] {
@@ -48,8 +54,10 @@ impl StoredKey for Exact {
     }
 }
 
-/// A key of at most 15 bytes, zero-padded, its length in the last byte.
+/// A key of at most 15 bytes, zero-padded, its length in the last byte (aligned as a word,
+/// as [`Bytes16`] is).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(align(8))]
 pub(crate) struct Short([u8; 16]);
 
 impl Short {
@@ -135,7 +143,7 @@ impl StoredKey for Long {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Probe<'a> {
     /// Exactly 16 bytes.
-    Exact([u8; 16]),
+    Exact(Bytes16),
     /// At most 15 bytes.
     Short(Short),
     /// More than 16 bytes.
@@ -147,7 +155,7 @@ impl<'a> Probe<'a> {
     #[inline]
     pub(crate) fn of(key: &'a [u8]) -> Self {
         match <[u8; 16]>::try_from(key) {
-            Ok(exact) => Probe::Exact(exact),
+            Ok(exact) => Probe::Exact(Bytes16(exact)),
             Err(_) if key.len() <= Short::MAX_LEN => Probe::Short(Short::encode(key)),
             Err(_) => Probe::Long(key),
         }

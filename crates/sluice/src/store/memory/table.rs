@@ -62,14 +62,12 @@ impl KeyedStates for Table {
     }
 
     #[inline(always)]
-    fn settle(
-        &mut self,
-        request: Request<'_>,
-        admitted: Option<bool>,
-        hasher: &RandomState,
-        change: &mut Change,
-    ) -> Decision {
-        with_keyed!(self, keyed => keyed.settle(request, admitted, hasher, change))
+    fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, grown: &mut isize) -> Option<Decision> {
+        with_keyed!(self, keyed => keyed.settle(request, admitted, grown))
+    }
+
+    fn settle_new(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, Change) {
+        with_keyed!(self, keyed => keyed.settle_new(request, admitted, hasher))
     }
 
     fn holds(&mut self, hash: u64, probe: Probe<'_>) -> bool {
