@@ -10,8 +10,8 @@ pub enum TimeSource {
     /// whatever their own clocks say. The default.
     Redis,
     /// The caller's `now` (the application's clock, or injected time in tests and the
-    /// simulator), for managed Redis services that refuse `TIME` in scripts. TTLs are
-    /// lengthened by `max_skew`, the clock difference allowed between application servers.
+    /// simulator). TTLs are lengthened by `max_skew`, the clock difference allowed between
+    /// application servers. The scripts still read Redis `TIME`, for each check's deadline.
     Application {
         /// The largest difference between two application servers' clocks.
         max_skew: Duration,
