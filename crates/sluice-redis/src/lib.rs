@@ -22,7 +22,7 @@ mod url;
 
 pub use failure::FailureMode;
 pub use health::{Cause, RedisHealth};
-pub use settings::{RedisSettings, TimeSource};
+pub use settings::{ModuleUse, RedisSettings, TimeSource};
 pub use store::RedisStore;
 pub use tls::TlsFiles;
 pub use url::without_password;

@@ -89,6 +89,27 @@ impl Scripts {
     }
 }
 
+/// The module's command for the same check as [`Scripts::invocation`]: `SLUICE.CHECK`, the
+/// keys, then the scripts' packed argument and deadline (the module reads them alike).
+pub(crate) fn module_command(
+    keys: Vec<Vec<u8>>,
+    limits: &[Limit],
+    now: i64,
+    cost: u64,
+    deadline: Option<u64>,
+    settings: &RedisSettings,
+) -> redis::Cmd {
+    let mut command = redis::cmd("SLUICE.CHECK");
+    for key in keys {
+        command.arg(key);
+    }
+    command.arg(arguments(limits, now, cost, settings));
+    if let Some(deadline) = deadline {
+        command.arg((deadline as f64).to_le_bytes().as_slice());
+    }
+    command
+}
+
 /// The one argument of every script (lua/common.lua): little-endian doubles `now` (-1:
 /// Redis `TIME`), `cost`, the TTL settings, then each limit's algorithm id and parameters.
 /// Every value is an integer below 2^53 (times, costs and parameters are bounded by

@@ -18,6 +18,20 @@ pub enum TimeSource {
     },
 }
 
+/// Whether checks run as the `SLUICE.CHECK` command of the Sluice Redis module
+/// (`crates/sluice-redis-module`) or as the Lua scripts; both decide alike, on the same keys.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ModuleUse {
+    /// The module when Redis has it loaded, else the scripts: every probe (at connect, and
+    /// when an outage ends) asks `COMMAND INFO SLUICE.CHECK`. The default.
+    #[default]
+    Detect,
+    /// The module, without asking (a Redis without it answers every check with an error).
+    Always,
+    /// The scripts, even where the module is loaded.
+    Never,
+}
+
 /// Settings of a [`RedisStore`](crate::RedisStore).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RedisSettings {
@@ -44,6 +58,8 @@ pub struct RedisSettings {
     /// Certificates for `rediss://` connections (default: the system's trusted roots, no
     /// client certificate).
     pub tls: TlsFiles,
+    /// Whether checks use the Sluice Redis module (default: when Redis has it).
+    pub module: ModuleUse,
 }
 
 impl Default for RedisSettings {
@@ -57,6 +73,7 @@ impl Default for RedisSettings {
             blocked_cache: true,
             fallback_max_keys: sluice::store::memory::DEFAULT_MAX_KEYS,
             tls: TlsFiles::default(),
+            module: ModuleUse::Detect,
         }
     }
 }

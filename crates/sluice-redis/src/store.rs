@@ -11,8 +11,8 @@ use crate::deadline::{ClockLead, wall_clock};
 use crate::exact_time;
 use crate::health::{Outages, RedisHealth};
 use crate::keys::state_key;
-use crate::script::{Reply, Scripts, decode};
-use crate::settings::{RedisSettings, TimeSource};
+use crate::script::{Reply, Scripts, decode, module_command};
+use crate::settings::{ModuleUse, RedisSettings, TimeSource};
 use crate::url::without_password;
 use channel::{Channel, Request};
 use errors::{Expired, InOutage, is_script_error, is_unavailable_for_now, unavailable, within};
@@ -22,6 +22,7 @@ use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServer
 use sluice::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A store on Redis (standalone or Cluster). Cheap to clone: clones share connections.
 ///
@@ -54,6 +55,8 @@ pub(crate) struct Common {
     outages: Outages,
     /// Redis's clock's lead over this process's, for deadlines.
     lead: ClockLead,
+    /// The last probe found the Sluice module loaded ([`ModuleUse::Detect`]).
+    module_loaded: AtomicBool,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -182,6 +185,7 @@ impl RedisStore {
             fallback: MemoryStore::builder().max_keys(settings.fallback_max_keys).build(),
             outages: Outages::new(target, settings.failure_mode),
             lead: ClockLead::default(),
+            module_loaded: AtomicBool::new(false),
             settings,
         };
         Ok(RedisStore { channel: Channel::open(Arc::new(common))? })
@@ -302,8 +306,13 @@ impl RedisStore {
     ) -> Result<(Reply, Verdict), StoreError> {
         let common = self.common();
         let deadline = common.lead.deadline(wall_clock(), common.settings.timeout);
-        let invocation = common.scripts.invocation(keys, limits, now, cost, deadline, &common.settings);
-        let reply = self.channel.send::<Vec<u8>>(common.settings.timeout, Request::Script(&invocation)).await;
+        let reply = if self.uses_module() {
+            let command = module_command(keys, limits, now, cost, deadline, &common.settings);
+            self.channel.send::<Vec<u8>>(common.settings.timeout, Request::Command(&command)).await
+        } else {
+            let invocation = common.scripts.invocation(keys, limits, now, cost, deadline, &common.settings);
+            self.channel.send::<Vec<u8>>(common.settings.timeout, Request::Script(&invocation)).await
+        };
         let reply = reply.map_err(|error| match error {
             StoreError::Unavailable(cause) if is_script_error(cause.as_ref()) => {
                 StoreError::Malformed(cause.to_string())
@@ -317,6 +326,15 @@ impl RedisStore {
         common.lead.observe(reply.clock, wall_clock());
         let verdict = Verdict::combine(&reply.decisions).ok_or(StoreError::NoLimits)?;
         Ok((reply, verdict))
+    }
+
+    /// Whether checks go to the module's `SLUICE.CHECK` rather than the scripts.
+    pub fn uses_module(&self) -> bool {
+        match self.settings().module {
+            ModuleUse::Detect => self.common().module_loaded.load(Ordering::Relaxed),
+            ModuleUse::Always => true,
+            ModuleUse::Never => false,
+        }
     }
 
     /// The `now` the script gets (-1 to read Redis `TIME`), when the scripts of `limits`

@@ -4,12 +4,14 @@
 use super::{CONNECT_TIMEOUT, Common, Origin, within};
 use crate::deadline::wall_clock;
 use crate::health::{Cause, Link};
+use crate::settings::ModuleUse;
 use crate::store::standalone::{Standalone, is_demoted};
 use arc_swap::ArcSwapOption;
 use redis::FromRedisValue;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster_async::ClusterConnection;
 use sluice::StoreError;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -144,7 +146,28 @@ impl Channel {
         let invocation = script.key(&key);
         let redis_time: u64 = self.send(limit, Request::Script(&invocation)).await?;
         self.common.lead.observe(redis_time, wall_clock());
+        if self.common.settings.module == ModuleUse::Detect {
+            self.detect_module(limit).await;
+        }
         Ok(())
+    }
+
+    /// Asks Redis whether the Sluice module's `SLUICE.CHECK` is there, and records the
+    /// answer; a failure (an ACL without `COMMAND INFO`, say) keeps the last answer.
+    async fn detect_module(self: &Arc<Self>, limit: Duration) {
+        let mut info = redis::cmd("COMMAND");
+        info.arg("INFO").arg("SLUICE.CHECK");
+        if let Ok(answer) = self.send::<Vec<redis::Value>>(limit, Request::Command(&info)).await {
+            let loaded = answer.first().is_some_and(|command| !matches!(command, redis::Value::Nil));
+            if self.common.module_loaded.swap(loaded, Ordering::Relaxed) != loaded {
+                tracing::info!(
+                    module = loaded,
+                    "Sluice module {}: checks run as {}",
+                    if loaded { "found" } else { "not loaded" },
+                    if loaded { "SLUICE.CHECK" } else { "scripts" }
+                );
+            }
+        }
     }
 
     /// Connects a Cluster's connection if none was made yet, and a Sentinel primary's if

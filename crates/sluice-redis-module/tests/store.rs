@@ -1,0 +1,105 @@
+//! `RedisStore` with the module: it finds `SLUICE.CHECK` on a Redis that has it loaded and
+//! sends every check there (no `EVALSHA`), keeps to the scripts where it is absent or when
+//! told to, and a store on the module decides as the memory store, field for field.
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
+
+mod harness;
+#[path = "../../sluice-redis/tests/support/mod.rs"]
+mod support;
+
+use sluice::{Key, Limit, Store, Timestamp, Verdict};
+use sluice_redis::{ModuleUse, RedisSettings, RedisStore};
+use std::time::Duration;
+use support::compare::{compare, policy, start_time, trace};
+use support::redis::{RedisServer, query};
+
+fn settings(module: ModuleUse) -> RedisSettings {
+    RedisSettings { module, timeout: Duration::from_secs(2), blocked_cache: false, ..RedisSettings::injected_time() }
+}
+
+/// The calls of `command` Redis counted since the server started (`INFO commandstats`).
+fn calls(server: &RedisServer, command: &str) -> u64 {
+    let stats = query(server.port(), &["INFO commandstats"]).unwrap().concat();
+    let prefix = format!("cmdstat_{command}:calls=");
+    stats
+        .lines()
+        .find_map(|line| line.strip_prefix(&prefix))
+        .and_then(|rest| rest.split(',').next())
+        .map_or(0, |calls| calls.parse().unwrap())
+}
+
+/// The `EVALSHA` calls so far, once the probes a new store runs (scripts too) are done:
+/// the count has held still for 200 ms.
+async fn settled_evalsha(server: &RedisServer) -> u64 {
+    let mut seen = calls(server, "evalsha");
+    loop {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let now = calls(server, "evalsha");
+        if now == seen {
+            return now;
+        }
+        seen = now;
+    }
+}
+
+async fn check(store: &RedisStore, limits: &[Limit], key: &[u8], at: u64, cost: u64) -> Verdict {
+    store.check(Key::new(key).unwrap(), limits, Timestamp::from_micros(at), cost).await.unwrap()
+}
+
+#[tokio::test]
+async fn a_store_finds_the_module_and_sends_its_checks_there() {
+    let server = harness::start();
+    let store = RedisStore::connect(&server.url(), settings(ModuleUse::Detect)).await.unwrap();
+    assert!(store.uses_module(), "connect's probe found SLUICE.CHECK");
+    let limit = [Limit::new(
+        "m",
+        sluice::SlidingLog::new(3, Duration::from_secs(1), sluice::SlidingLogVariant::Accepted).unwrap(),
+    )];
+    let probes = settled_evalsha(&server).await;
+    for at in 0..5 {
+        check(&store, &limit, b"k", 1_763_700_000_000_000 + at, 1).await;
+    }
+    assert_eq!((calls(&server, "sluice.check"), calls(&server, "evalsha")), (5, probes), "no check ran a script");
+    let scripts = RedisStore::connect(&server.url(), settings(ModuleUse::Never)).await.unwrap();
+    assert!(!scripts.uses_module());
+    let probes = settled_evalsha(&server).await;
+    check(&scripts, &limit, b"k", 1_763_700_000_000_010, 1).await;
+    // Above the probes: the check's script (twice the first time: NOSCRIPT, then loaded).
+    assert!(calls(&server, "evalsha") > probes, "told to keep to the scripts");
+    assert_eq!(calls(&server, "sluice.check"), 5);
+}
+
+#[tokio::test]
+async fn without_the_module_the_store_keeps_to_the_scripts() {
+    let server = RedisServer::start();
+    let store = RedisStore::connect(&server.url(), settings(ModuleUse::Detect)).await.unwrap();
+    assert!(!store.uses_module());
+    let limit = [Limit::new(
+        "s",
+        sluice::SlidingLog::new(3, Duration::from_secs(1), sluice::SlidingLogVariant::Accepted).unwrap(),
+    )];
+    let probes = settled_evalsha(&server).await;
+    let verdict = check(&store, &limit, b"k", 1_763_700_000_000_000, 1).await;
+    assert_eq!((verdict.source, verdict.decision.remaining), (sluice::Source::Store, 2));
+    assert!(calls(&server, "evalsha") > probes, "the check ran its script");
+}
+
+/// The store differential test of `sluice-redis` (random policies and traces, against the
+/// memory store, every field), run through a store on the module.
+#[test]
+fn a_store_on_the_module_decides_as_the_memory_store() {
+    use proptest::strategy::{Strategy, ValueTree};
+    use proptest::test_runner::TestRunner;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let server = harness::start();
+    let store = runtime.block_on(RedisStore::connect(&server.url(), settings(ModuleUse::Detect))).unwrap();
+    assert!(store.uses_module());
+    let mut runner = TestRunner::deterministic();
+    let cases = (policy(), start_time(), trace());
+    for case in 0..200 {
+        let (policy, start, trace) = cases.new_tree(&mut runner).unwrap().current();
+        let limits = [Limit::new(format!("case{case}"), policy)];
+        compare(&runtime, &store, &limits, start, &trace).unwrap_or_else(|mismatch| panic!("case {case}: {mismatch}"));
+    }
+    assert!(calls(&server, "sluice.check") > 1_000, "the checks went to the module");
+}
