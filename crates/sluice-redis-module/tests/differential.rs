@@ -8,10 +8,9 @@ mod harness;
 mod support;
 
 use proptest::prelude::*;
-use sluice::{Key, Limit, ManualClock, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp, Verdict};
+use sluice::{Key, Limit, ManualClock, MemoryStore, Timestamp, Verdict};
 use std::cell::RefCell;
-use std::time::Duration;
-use support::compare::{case_name, policy, start_time, trace};
+use support::compare::{case_name, long_log, long_trace, policy, start_time, trace};
 
 /// Added to every TTL: keys of injected-time traces must outlive the test, and an hour plus
 /// the state's own lifetime (rounded up to ms) still shows that lifetime in the expiry.
@@ -147,14 +146,7 @@ fn long_sliding_logs_wrap_grow_and_shrink_as_the_scripts() {
     // grow and shrink it.
     let server = harness::start();
     let twins = twins(&server);
-    let log =
-        (prop_oneof![20u64..40, 33u64..80, 120u64..200], 1u64..400, any::<bool>()).prop_map(|(n, w, attempts)| {
-            let variant = if attempts { SlidingLogVariant::Attempts } else { SlidingLogVariant::Accepted };
-            SlidingLog::new(n, Duration::from_micros(w), variant).unwrap()
-        });
-    let step = prop_oneof![3 => Just(0i64), 6 => 1i64..20, 1 => 50i64..800, 1 => -30i64..0];
-    let cost = prop_oneof![1 => Just(0u64), 8 => Just(1u64), 2 => 2u64..8, 1 => 8u64..250];
-    let trace = prop::collection::vec((step, cost), 50..300);
+    let (log, trace) = (long_log(), long_trace(50..300));
     proptest!(ProptestConfig::with_cases(80), |(log in log, start in start_time(), trace in trace)| {
         let limits = [Limit::new("log", log.clone())];
         prop_assert_eq!(compare(&mut twins.borrow_mut(), &limits, start, &trace), Ok(()), "{:?}", log);

@@ -80,10 +80,8 @@ impl Scripts {
         for key in keys {
             invocation.key(key);
         }
-        invocation.arg(arguments(limits, now, cost, settings));
-        if let Some(deadline) = deadline {
-            // Below 2^53 for any time before the year 2255, so the double is exact.
-            invocation.arg((deadline as f64).to_le_bytes().as_slice());
+        for arg in packed_args(limits, now, cost, deadline, settings) {
+            invocation.arg(arg);
         }
         invocation
     }
@@ -100,14 +98,16 @@ pub(crate) fn module_command(
     settings: &RedisSettings,
 ) -> redis::Cmd {
     let mut command = redis::cmd("SLUICE.CHECK");
-    for key in keys {
-        command.arg(key);
-    }
-    command.arg(arguments(limits, now, cost, settings));
-    if let Some(deadline) = deadline {
-        command.arg((deadline as f64).to_le_bytes().as_slice());
-    }
+    command.arg(keys).arg(packed_args(limits, now, cost, deadline, settings));
     command
+}
+
+/// What follows the keys, for the scripts and the module alike: the packed argument, then
+/// the deadline if there is one (a little-endian double; below 2^53 for any time before the
+/// year 2255, so exact).
+fn packed_args(limits: &[Limit], now: i64, cost: u64, deadline: Option<u64>, settings: &RedisSettings) -> Vec<Vec<u8>> {
+    let deadline = deadline.map(|deadline| (deadline as f64).to_le_bytes().to_vec());
+    std::iter::once(arguments(limits, now, cost, settings)).chain(deadline).collect()
 }
 
 /// The one argument of every script (lua/common.lua): little-endian doubles `now` (-1:

@@ -5,11 +5,10 @@
 mod support;
 
 use proptest::prelude::*;
-use sluice::{Limit, SlidingLog, SlidingLogVariant};
+use sluice::Limit;
 use sluice_redis::RedisStore;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
-use support::compare::{CACHED, compare, policy, settings, start_time, trace};
+use support::compare::{CACHED, compare, long_log, long_trace, policy, settings, start_time, trace};
 use support::redis::RedisServer;
 
 fn connect(server: &RedisServer, runtime: &tokio::runtime::Runtime) -> RedisStore {
@@ -49,14 +48,7 @@ fn long_sliding_log_traces_decide_the_same_in_redis() {
     // overwrite a full ring (`attempts`), grow and shrink it, and use its cached header.
     let (server, runtime) = (RedisServer::start(), runtime());
     let redis = connect(&server, &runtime);
-    let log =
-        (prop_oneof![20u64..40, 33u64..80, 120u64..200], 1u64..400, any::<bool>()).prop_map(|(n, w, attempts)| {
-            let variant = if attempts { SlidingLogVariant::Attempts } else { SlidingLogVariant::Accepted };
-            SlidingLog::new(n, Duration::from_micros(w), variant).unwrap()
-        });
-    let step = prop_oneof![3 => Just(0i64), 6 => 1i64..20, 1 => 50i64..800, 1 => -30i64..0];
-    let cost = prop_oneof![1 => Just(0u64), 8 => Just(1u64), 2 => 2u64..8, 1 => 8u64..250];
-    let trace = prop::collection::vec((step, cost), 50..400);
+    let (log, trace) = (long_log(), long_trace(50..400));
     proptest!(ProptestConfig::with_cases(120), |(log in log, start in start_time(), trace in trace)| {
         let limits = [Limit::new("log", log.clone())];
         prop_assert_eq!(compare(&runtime, &redis, &limits, start, &trace), Ok(()), "{:?}", log);

@@ -56,6 +56,22 @@ pub fn trace() -> impl Strategy<Value = Vec<(i64, u64)>> {
     prop::collection::vec((step, cost), 1..40)
 }
 
+/// Sliding logs of limits above 32, which keep a ring in Redis: with [`long_trace`], traces
+/// wrap it, overwrite a full ring (`attempts`), grow and shrink it.
+pub fn long_log() -> impl Strategy<Value = SlidingLog> {
+    (prop_oneof![20u64..40, 33u64..80, 120u64..200], 1u64..400, any::<bool>()).prop_map(|(n, w, attempts)| {
+        let variant = if attempts { SlidingLogVariant::Attempts } else { SlidingLogVariant::Accepted };
+        SlidingLog::new(n, Duration::from_micros(w), variant).expect("a valid sliding log")
+    })
+}
+
+/// Long traces (steps and costs) of `lengths` requests, for [`long_log`].
+pub fn long_trace(lengths: std::ops::Range<usize>) -> impl Strategy<Value = Vec<(i64, u64)>> {
+    let step = prop_oneof![3 => Just(0i64), 6 => 1i64..20, 1 => 50i64..800, 1 => -30i64..0];
+    let cost = prop_oneof![1 => Just(0u64), 8 => Just(1u64), 2 => 2u64..8, 1 => 8u64..250];
+    prop::collection::vec((step, cost), lengths)
+}
+
 /// Where traces start: the epoch, just after it, today, or about a second below 2^53 µs,
 /// where Lua's doubles are still exact but only just (every generated trace and policy
 /// stays below 2^53 from there).
