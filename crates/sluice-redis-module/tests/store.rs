@@ -28,18 +28,27 @@ fn calls(server: &RedisServer, command: &str) -> u64 {
         .map_or(0, |calls| calls.parse().unwrap())
 }
 
-/// The `EVALSHA` calls so far, once the probes a new store runs (scripts too) are done:
-/// the count has held still for 200 ms.
-async fn settled_evalsha(server: &RedisServer) -> u64 {
-    let mut seen = calls(server, "evalsha");
-    loop {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        let now = calls(server, "evalsha");
-        if now == seen {
-            return now;
-        }
-        seen = now;
+/// Checks a new store makes: more than the probes it may still run (one at start besides
+/// connect's own), so that counting `EVALSHA` tells whether the checks ran scripts without
+/// waiting for the probes to end.
+const CHECKS: u64 = 20;
+
+/// Probes a store starts with, at most (its background probe and connect's).
+const START_PROBES: u64 = 2;
+
+/// Sends [`CHECKS`] checks of one key through `store`; returns the `EVALSHA` calls Redis
+/// counted meanwhile.
+async fn evalsha_during_checks(server: &RedisServer, store: &RedisStore, limit: &[Limit]) -> u64 {
+    let before = calls(server, "evalsha");
+    for at in 0..CHECKS {
+        check(store, limit, b"k", 1_763_700_000_000_000 + at, 1).await;
     }
+    calls(server, "evalsha") - before
+}
+
+fn one_sliding_log() -> [Limit; 1] {
+    let log = sluice::SlidingLog::new(3, Duration::from_secs(1), sluice::SlidingLogVariant::Accepted).unwrap();
+    [Limit::new("m", log)]
 }
 
 async fn check(store: &RedisStore, limits: &[Limit], key: &[u8], at: u64, cost: u64) -> Verdict {
@@ -51,22 +60,15 @@ async fn a_store_finds_the_module_and_sends_its_checks_there() {
     let server = harness::start();
     let store = RedisStore::connect(&server.url(), settings(ModuleUse::Detect)).await.unwrap();
     assert!(store.uses_module(), "connect's probe found SLUICE.CHECK");
-    let limit = [Limit::new(
-        "m",
-        sluice::SlidingLog::new(3, Duration::from_secs(1), sluice::SlidingLogVariant::Accepted).unwrap(),
-    )];
-    let probes = settled_evalsha(&server).await;
-    for at in 0..5 {
-        check(&store, &limit, b"k", 1_763_700_000_000_000 + at, 1).await;
-    }
-    assert_eq!((calls(&server, "sluice.check"), calls(&server, "evalsha")), (5, probes), "no check ran a script");
+    let limit = one_sliding_log();
+    let scripts_run = evalsha_during_checks(&server, &store, &limit).await;
+    assert!(scripts_run <= START_PROBES, "{scripts_run} EVALSHA for {CHECKS} checks: the checks ran scripts");
+    assert_eq!(calls(&server, "sluice.check"), CHECKS);
     let scripts = RedisStore::connect(&server.url(), settings(ModuleUse::Never)).await.unwrap();
     assert!(!scripts.uses_module());
-    let probes = settled_evalsha(&server).await;
-    check(&scripts, &limit, b"k", 1_763_700_000_000_010, 1).await;
-    // Above the probes: the check's script (twice the first time: NOSCRIPT, then loaded).
-    assert!(calls(&server, "evalsha") > probes, "told to keep to the scripts");
-    assert_eq!(calls(&server, "sluice.check"), 5);
+    let scripts_run = evalsha_during_checks(&server, &scripts, &limit).await;
+    assert!(scripts_run >= CHECKS, "told to keep to the scripts: {scripts_run} EVALSHA");
+    assert_eq!(calls(&server, "sluice.check"), CHECKS, "and nothing more went to the module");
 }
 
 #[tokio::test]
@@ -74,14 +76,11 @@ async fn without_the_module_the_store_keeps_to_the_scripts() {
     let server = RedisServer::start();
     let store = RedisStore::connect(&server.url(), settings(ModuleUse::Detect)).await.unwrap();
     assert!(!store.uses_module());
-    let limit = [Limit::new(
-        "s",
-        sluice::SlidingLog::new(3, Duration::from_secs(1), sluice::SlidingLogVariant::Accepted).unwrap(),
-    )];
-    let probes = settled_evalsha(&server).await;
-    let verdict = check(&store, &limit, b"k", 1_763_700_000_000_000, 1).await;
+    let limit = one_sliding_log();
+    let verdict = check(&store, &limit, b"first", 1_763_700_000_000_000, 1).await;
     assert_eq!((verdict.source, verdict.decision.remaining), (sluice::Source::Store, 2));
-    assert!(calls(&server, "evalsha") > probes, "the check ran its script");
+    let scripts_run = evalsha_during_checks(&server, &store, &limit).await;
+    assert!(scripts_run >= CHECKS, "{scripts_run} EVALSHA for {CHECKS} checks");
 }
 
 /// The store differential test of `sluice-redis` (random policies and traces, against the
