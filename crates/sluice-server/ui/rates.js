@@ -1,26 +1,14 @@
 // The live view's chart: checks allowed and rejected in each of the last minutes' seconds
 // (GET /v1/live's `per_second`), stacked, allowed below rejected.
 
-const NS = 'http://www.w3.org/2000/svg';
+import { niceStep, svg } from '/ui/timeline.js';
+
 const WIDTH = 960;
 const HEIGHT = 170;
 const LEFT = 56;
 const RIGHT = 10;
 const TOP = 10;
 const BOTTOM = 28;
-
-function svg(name, attributes = {}, parent = null) {
-  const element = document.createElementNS(NS, name);
-  for (const [key, value] of Object.entries(attributes)) element.setAttribute(key, String(value));
-  if (parent) parent.append(element);
-  return element;
-}
-
-/** A round step (1, 2 or 5 times a power of ten) of at least `rough`, and at least 1. */
-function niceStep(rough) {
-  const power = 10 ** Math.floor(Math.log10(Math.max(rough, 1)));
-  return [1, 2, 5, 10].map((factor) => factor * power).find((step) => step >= rough) || power * 10;
-}
 
 /** Draws `counts` ({last, allowed, rejected}, one entry per second) into `container`. */
 export function drawRates(container, counts) {

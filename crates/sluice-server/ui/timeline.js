@@ -12,8 +12,8 @@ const LEVEL_BOTTOM = 76;
 const DOT_Y = 100;
 const AXIS_Y = 124;
 
-/** An SVG element with `attributes`, appended to `parent` when given. */
-function svg(name, attributes = {}, parent = null) {
+/** An SVG element with `attributes`, appended to `parent` when given (the live view's chart uses it too). */
+export function svg(name, attributes = {}, parent = null) {
   const element = document.createElementNS(NS, name);
   for (const [key, value] of Object.entries(attributes)) {
     element.setAttribute(key, String(value));
@@ -142,8 +142,8 @@ function drawAxis(root, spanMs, x) {
   }
 }
 
-/** A round step (1, 2 or 5 times a power of ten) near `rough`. */
-function niceStep(rough) {
+/** A round step (1, 2 or 5 times a power of ten) of at least `rough`, and at least 1. */
+export function niceStep(rough) {
   const power = 10 ** Math.floor(Math.log10(Math.max(rough, 1)));
   return [1, 2, 5, 10].map((factor) => factor * power).find((step) => step >= rough) || power * 10;
 }
