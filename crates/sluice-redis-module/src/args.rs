@@ -1,7 +1,7 @@
 //! The command's arguments: where its keys are, and the packed argument the Lua scripts take
 //! (`crates/sluice-redis/lua/common.lua`), validated before anything is read or written.
 
-use sluice::{
+use sluice_core::{
     Alignment, EXACT_LIMIT, FixedWindow, LeakMode, LeakyBucket, Policy, SlidingLog, SlidingLogVariant, SlidingWindow,
     TokenBucket, TokenBucketSettings,
 };

@@ -4,7 +4,7 @@
 use crate::args::Check;
 use crate::layout::{Layout, Malformed, micros, pack};
 use crate::sliding_log::{self, Log};
-use sluice::{Decision, Policy, RetryAfter, Timestamp};
+use sluice_core::{Decision, Policy, RetryAfter, Timestamp};
 
 /// One write to a key, as the script makes it (and as it is replicated).
 #[derive(Debug, Clone, PartialEq, Eq)]

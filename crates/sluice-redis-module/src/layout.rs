@@ -2,11 +2,11 @@
 //! little-endian doubles ('<d'), each an integer below 2^53. These run the core's own
 //! `decide`; only the sliding log has a layout of its own (`sliding_log.rs`).
 
-use sluice::algorithm::fixed_window::WindowCount;
-use sluice::algorithm::leaky_bucket::Tat;
-use sluice::algorithm::sliding_window::BucketCounts;
-use sluice::algorithm::token_bucket::Tokens;
-use sluice::{Algorithm, EXACT_LIMIT, FixedWindow, LeakyBucket, SlidingWindow, TokenBucket};
+use sluice_core::algorithm::fixed_window::WindowCount;
+use sluice_core::algorithm::leaky_bucket::Tat;
+use sluice_core::algorithm::sliding_window::BucketCounts;
+use sluice_core::algorithm::token_bucket::Tokens;
+use sluice_core::{Algorithm, EXACT_LIMIT, FixedWindow, LeakyBucket, SlidingWindow, TokenBucket};
 
 /// A state the scripts would not have written: the wrong length, a number that is not an
 /// exact non-negative integer, or numbers the algorithm never stores (more used than the
@@ -148,7 +148,7 @@ pub(crate) fn pack(numbers: &[u64]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice::{Alignment, TokenBucketSettings};
+    use sluice_core::{Alignment, TokenBucketSettings};
     use std::time::Duration;
 
     #[test]
@@ -166,7 +166,7 @@ mod tests {
         assert!(sliding.read(Some(&pack(&[EXACT_LIMIT / 5, 1, 2, 0]))).is_err());
         assert!(sliding.read(Some(&pack(&[7, 1, 2]))).is_err());
         assert!(
-            LeakyBucket::new(Duration::from_micros(5), 1, sluice::LeakMode::Delay)
+            LeakyBucket::new(Duration::from_micros(5), 1, sluice_core::LeakMode::Delay)
                 .unwrap()
                 .read(Some(&[0xff; 8]))
                 .is_err()

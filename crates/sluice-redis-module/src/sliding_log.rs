@@ -11,7 +11,7 @@
 
 use crate::check::{Write, Writes};
 use crate::layout::{Malformed, number};
-use sluice::SlidingLogVariant;
+use sluice_core::SlidingLogVariant;
 
 /// Logs of at most this many entries are stored whole.
 const WHOLE: u64 = 32;

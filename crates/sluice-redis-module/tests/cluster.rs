@@ -8,7 +8,7 @@ mod harness;
 #[path = "../../sluice-redis/tests/support/mod.rs"]
 mod support;
 
-use sluice::{Alignment, FixedWindow, LeakMode, LeakyBucket, Limit};
+use sluice_core::{Alignment, FixedWindow, LeakMode, LeakyBucket, Limit};
 use std::time::Duration;
 use support::redis::RedisCluster;
 

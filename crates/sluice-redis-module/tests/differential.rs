@@ -8,7 +8,7 @@ mod harness;
 mod support;
 
 use proptest::prelude::*;
-use sluice::{Key, Limit, ManualClock, MemoryStore, Timestamp, Verdict};
+use sluice_core::{Key, Limit, ManualClock, MemoryStore, Timestamp, Verdict};
 use std::cell::RefCell;
 use support::compare::{case_name, long_log, long_trace, policy, start_time, trace};
 

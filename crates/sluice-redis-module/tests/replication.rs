@@ -7,7 +7,7 @@ mod harness;
 #[path = "../../sluice-redis/tests/support/mod.rs"]
 mod support;
 
-use sluice::{
+use sluice_core::{
     Alignment, FixedWindow, LeakMode, LeakyBucket, Limit, Policy, SlidingLog, SlidingLogVariant, SlidingWindow,
     TokenBucket, TokenBucketSettings,
 };

@@ -134,9 +134,9 @@ fn a_key_of_another_type_is_a_wrongtype_error_and_is_left_alone() {
     let server = harness::start();
     let mut con = harness::connect(&server);
     let () = redis::cmd("RPUSH").arg("list").arg("x").query(&mut con).unwrap();
-    let limits = [sluice::Limit::new(
+    let limits = [sluice_core::Limit::new(
         "p",
-        sluice::LeakyBucket::new(std::time::Duration::from_secs(1), 1, sluice::LeakMode::NoDelay).unwrap(),
+        sluice_core::LeakyBucket::new(std::time::Duration::from_secs(1), 1, sluice_core::LeakMode::NoDelay).unwrap(),
     )];
     let packed = harness::packed(&limits, None, 1, 0, 1);
     let reply: redis::RedisResult<Vec<u8>> = redis::cmd("SLUICE.CHECK").arg("list").arg(&packed).query(&mut con);
@@ -149,11 +149,12 @@ fn a_key_of_another_type_is_a_wrongtype_error_and_is_left_alone() {
 fn the_command_reports_its_keys_for_cluster_routing() {
     let server = harness::start();
     let mut con = harness::connect(&server);
-    let limits: Vec<sluice::Limit> = (0..2)
+    let limits: Vec<sluice_core::Limit> = (0..2)
         .map(|i| {
-            sluice::Limit::new(
+            sluice_core::Limit::new(
                 format!("p{i}"),
-                sluice::LeakyBucket::new(std::time::Duration::from_secs(1), 1, sluice::LeakMode::NoDelay).unwrap(),
+                sluice_core::LeakyBucket::new(std::time::Duration::from_secs(1), 1, sluice_core::LeakMode::NoDelay)
+                    .unwrap(),
             )
         })
         .collect();

@@ -7,7 +7,7 @@ mod harness;
 #[path = "../../sluice-redis/tests/support/mod.rs"]
 mod support;
 
-use sluice::{Key, Limit, Store, Timestamp, Verdict};
+use sluice_core::{Key, Limit, Store, Timestamp, Verdict};
 use sluice_redis::{ModuleUse, RedisSettings, RedisStore};
 use std::time::Duration;
 use support::compare::{compare, policy, start_time, trace};
@@ -47,7 +47,8 @@ async fn evalsha_during_checks(server: &RedisServer, store: &RedisStore, limit: 
 }
 
 fn one_sliding_log() -> [Limit; 1] {
-    let log = sluice::SlidingLog::new(3, Duration::from_secs(1), sluice::SlidingLogVariant::Accepted).unwrap();
+    let log =
+        sluice_core::SlidingLog::new(3, Duration::from_secs(1), sluice_core::SlidingLogVariant::Accepted).unwrap();
     [Limit::new("m", log)]
 }
 
@@ -78,7 +79,7 @@ async fn without_the_module_the_store_keeps_to_the_scripts() {
     assert!(!store.uses_module());
     let limit = one_sliding_log();
     let verdict = check(&store, &limit, b"first", 1_763_700_000_000_000, 1).await;
-    assert_eq!((verdict.source, verdict.decision.remaining), (sluice::Source::Store, 2));
+    assert_eq!((verdict.source, verdict.decision.remaining), (sluice_core::Source::Store, 2));
     let scripts_run = evalsha_during_checks(&server, &store, &limit).await;
     assert!(scripts_run >= CHECKS, "{scripts_run} EVALSHA for {CHECKS} checks");
 }

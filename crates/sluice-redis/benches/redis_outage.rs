@@ -14,7 +14,7 @@
 mod redis_support;
 
 use redis_support::{ClosedPort, RedisServer};
-use sluice::{Key, Limit, MemoryStore, Store, Timestamp, TokenBucket, TokenBucketSettings};
+use sluice_core::{Key, Limit, MemoryStore, Store, Timestamp, TokenBucket, TokenBucketSettings};
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
 use std::time::{Duration, Instant};
 
@@ -115,7 +115,7 @@ fn signal(server: &RedisServer, signal: &str) {
 }
 
 fn now() -> Timestamp {
-    sluice::Clock::now(&sluice::SystemClock::new())
+    sluice_core::Clock::now(&sluice_core::SystemClock::new())
 }
 
 fn report(what: &str, times: &mut [Duration]) {

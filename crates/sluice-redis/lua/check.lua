@@ -1,6 +1,6 @@
 -- check.lua: the driver for several limits: one decision for one key against L limits, all
 -- or nothing (docs/semantics.md), in one round trip. Mirror of
--- crates/sluice/src/store/memory.rs (MemoryStore::check_now). script.rs puts it after
+-- crates/sluice-core/src/store/memory.rs (MemoryStore::check_now). script.rs puts it after
 -- common.lua and every algorithm file; single.lua is the lean driver for one limit.
 -- returns  '<d' × (1 + 7 L): now_us, then per limit: allowed (0|1), limit, remaining,
 --          reset_after_us, retry_after_us (-1 none, -2 never), delay_us, judged_at_us

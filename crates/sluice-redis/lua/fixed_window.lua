@@ -1,4 +1,4 @@
--- fixed_window.lua: mirror of crates/sluice/src/algorithm/fixed_window.rs (FixedWindow).
+-- fixed_window.lua: mirror of crates/sluice-core/src/algorithm/fixed_window.rs (FixedWindow).
 -- Change both together: the differential tests compare every field with the memory store.
 -- State: a string '<dd' (window start µs, used). Missing key = fresh.
 -- Params: p1 = limit N, p2 = window µs, p3 = 1 when anchored, p4 = offset µs.

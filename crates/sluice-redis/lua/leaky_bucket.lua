@@ -1,4 +1,4 @@
--- leaky_bucket.lua: mirror of crates/sluice/src/algorithm/leaky_bucket.rs (LeakyBucket, GCRA).
+-- leaky_bucket.lua: mirror of crates/sluice-core/src/algorithm/leaky_bucket.rs (LeakyBucket, GCRA).
 -- Change both together: the differential tests compare every field with the memory store.
 -- State: a string '<d', the theoretical arrival time µs. Missing = 0 (fresh).
 -- Params: p1 = interval µs, p2 = burst, p3 = 1 in `delay` (shaper) mode.

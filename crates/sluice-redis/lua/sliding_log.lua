@@ -1,4 +1,4 @@
--- sliding_log.lua: mirror of crates/sluice/src/algorithm/sliding_log.rs (SlidingLog).
+-- sliding_log.lua: mirror of crates/sluice-core/src/algorithm/sliding_log.rs (SlidingLog).
 -- Change both together: the differential tests compare every field with the memory store.
 -- Params: p1 = limit N, p2 = window µs, p3 = 1 for the `attempts` variant.
 -- State, a Redis string, in one of two layouts chosen by the limit N:

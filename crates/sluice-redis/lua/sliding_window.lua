@@ -1,4 +1,4 @@
--- sliding_window.lua: mirror of crates/sluice/src/algorithm/sliding_window.rs (SlidingWindow).
+-- sliding_window.lua: mirror of crates/sluice-core/src/algorithm/sliding_window.rs (SlidingWindow).
 -- Change both together: the differential tests compare every field with the memory store.
 -- State: a string '<d' newest bucket index, then B + 1 counters '<d' indexed by
 -- bucket % (B + 1). Missing key = fresh.

@@ -1,4 +1,4 @@
--- token_bucket.lua: mirror of crates/sluice/src/algorithm/token_bucket.rs (TokenBucket).
+-- token_bucket.lua: mirror of crates/sluice-core/src/algorithm/token_bucket.rs (TokenBucket).
 -- Change both together: the differential tests compare every field with the memory store.
 -- State: a string '<dd' (tokens taken out of a full bucket, last refill µs). Missing = full.
 -- Params: p1 = capacity C, p2 = refill_amount, p3 = refill_interval µs.

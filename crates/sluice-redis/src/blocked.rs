@@ -9,7 +9,7 @@
 //! attempts (the sliding log's `attempts` variant), whose every attempt changes the state.
 
 use parking_lot::Mutex;
-use sluice::{Limit, RetryAfter, Source, Verdict};
+use sluice_core::{Limit, RetryAfter, Source, Verdict};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -169,7 +169,7 @@ fn micros(duration: Duration) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice::{Alignment, Decision, FixedWindow, Quota};
+    use sluice_core::{Alignment, Decision, FixedWindow, Quota};
 
     const ID: &[u8] = b"state-key";
 

@@ -4,7 +4,7 @@
 //! reach is 2^53 µs or more would be decided on rounded times (and a sliding window's loop
 //! over its buckets would never end, holding Redis), so it is refused instead.
 
-use sluice::{EXACT_LIMIT, Limit, Policy, StoreError};
+use sluice_core::{EXACT_LIMIT, Limit, Policy, StoreError};
 
 /// The latest Redis `TIME` a policy's reach is checked against when the scripts read Redis's
 /// clock: 2^52 µs after the Unix epoch, in the year 2112.
@@ -58,7 +58,7 @@ pub(crate) fn refuse_inexact(now: Option<u64>, limits: &[Limit]) -> Result<(), S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice::{
+    use sluice_core::{
         LeakMode, LeakyBucket, SlidingLog, SlidingLogVariant, SlidingWindow, TokenBucket, TokenBucketSettings,
     };
     use std::time::Duration;

@@ -1,6 +1,6 @@
 //! What a check decides when Redis cannot answer.
 
-use sluice::{Decision, Key, Limit, MemoryStore, RetryAfter, Source, Timestamp, Verdict};
+use sluice_core::{Decision, Key, Limit, MemoryStore, RetryAfter, Source, Timestamp, Verdict};
 use std::time::Duration;
 
 /// What to decide while Redis is unreachable or too slow.

@@ -1,6 +1,6 @@
 //! Redis key names: every state of one caller key shares a Cluster hash tag.
 
-use sluice::{Key, Limit};
+use sluice_core::{Key, Limit};
 
 /// The Redis key holding `limit`'s state for `key`: `<prefix>{<key>}:<limit id>`.
 ///
@@ -29,7 +29,7 @@ pub(crate) fn state_key(prefix: &str, key: Key<'_>, limit: &Limit) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice::{SlidingLog, SlidingLogVariant};
+    use sluice_core::{SlidingLog, SlidingLogVariant};
     use std::time::Duration;
 
     fn limit() -> Limit {

@@ -1,7 +1,7 @@
 //! The check script and its arguments: one `EVALSHA` per check, whatever the limits.
 
 use crate::settings::RedisSettings;
-use sluice::{Decision, EXACT_LIMIT, LeakMode, Limit, Policy, Quota, RetryAfter, StoreError};
+use sluice_core::{Decision, EXACT_LIMIT, LeakMode, Limit, Policy, Quota, RetryAfter, StoreError};
 use std::time::Duration;
 
 /// The script for several limits at once, all or nothing: the common start, every
@@ -148,10 +148,10 @@ fn script_args(policy: &Policy) -> (u8, [u64; 4]) {
     let flag = |on: bool| u64::from(on);
     match policy {
         Policy::SlidingLog(p) => {
-            (1, [p.limit(), micros(p.window()), flag(p.variant() == sluice::SlidingLogVariant::Attempts), 0])
+            (1, [p.limit(), micros(p.window()), flag(p.variant() == sluice_core::SlidingLogVariant::Attempts), 0])
         }
         Policy::FixedWindow(p) => {
-            let anchored = flag(p.alignment() == sluice::Alignment::Anchored);
+            let anchored = flag(p.alignment() == sluice_core::Alignment::Anchored);
             (2, [p.limit(), micros(p.window()), anchored, micros(p.offset())])
         }
         Policy::SlidingWindow(p) => (3, [p.limit(), micros(p.window()) / p.buckets(), p.buckets(), 0]),

@@ -52,7 +52,7 @@ pub struct RedisSettings {
     /// (default: on). Exact: see the `blocked` module.
     pub blocked_cache: bool,
     /// The most states [`FailureMode::Fallback`] keeps in this process while Redis is down
-    /// (default [`sluice::store::memory::DEFAULT_MAX_KEYS`]), dropped as the memory store
+    /// (default [`sluice_core::store::memory::DEFAULT_MAX_KEYS`]), dropped as the memory store
     /// drops them when full: the states that would become fresh soonest.
     pub fallback_max_keys: usize,
     /// Certificates for `rediss://` connections (default: the system's trusted roots, no
@@ -71,7 +71,7 @@ impl Default for RedisSettings {
             min_ttl: Duration::from_millis(1),
             failure_mode: FailureMode::Open,
             blocked_cache: true,
-            fallback_max_keys: sluice::store::memory::DEFAULT_MAX_KEYS,
+            fallback_max_keys: sluice_core::store::memory::DEFAULT_MAX_KEYS,
             tls: TlsFiles::default(),
             module: ModuleUse::Detect,
         }

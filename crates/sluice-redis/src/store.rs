@@ -19,7 +19,7 @@ use errors::{Expired, InOutage, is_script_error, is_unavailable_for_now, unavail
 use origin::{CONNECT_TIMEOUT, Origin, tcp_settings};
 use redis::cluster::ClusterClient;
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
-use sluice::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
+use sluice_core::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -2,7 +2,7 @@
 //! system's, and a client certificate for Redis servers that ask for one
 //! (`tls-auth-clients yes`). The URL's `#insecure` fragment skips verification, for tests.
 
-use sluice::StoreError;
+use sluice_core::StoreError;
 use std::path::{Path, PathBuf};
 
 /// PEM files for TLS connections, each optional.

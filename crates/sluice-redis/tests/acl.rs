@@ -6,7 +6,7 @@
 
 mod support;
 
-use sluice::{
+use sluice_core::{
     Alignment, FixedWindow, Key, LeakMode, LeakyBucket, Limit, SlidingLog, SlidingLogVariant, SlidingWindow, Source,
     Store, Timestamp, TokenBucket, TokenBucketSettings,
 };
@@ -59,7 +59,7 @@ async fn a_user_denied_what_sluice_needs_is_refused_at_connect_with_the_reason()
     let without_time = MINIMAL_ACL.replace(" +time", "");
     assert_eq!(query(server.port(), &[&without_time]).unwrap(), ["+OK"]);
     let url = format!("redis://sluice:s3cret@127.0.0.1:{}/", server.port());
-    let causes = |error: &sluice::StoreError| {
+    let causes = |error: &sluice_core::StoreError| {
         std::iter::successors(std::error::Error::source(error), |cause| cause.source())
             .map(ToString::to_string)
             .collect::<Vec<_>>()

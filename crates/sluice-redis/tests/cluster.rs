@@ -6,7 +6,7 @@
 mod support;
 
 use proptest::prelude::*;
-use sluice::Limit;
+use sluice_core::Limit;
 use sluice_redis::RedisStore;
 use support::compare::{compare, policy, settings, start_time, trace};
 use support::redis::{RedisCluster, query};

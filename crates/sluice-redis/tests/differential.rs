@@ -5,7 +5,7 @@
 mod support;
 
 use proptest::prelude::*;
-use sluice::Limit;
+use sluice_core::Limit;
 use sluice_redis::RedisStore;
 use std::sync::atomic::Ordering;
 use support::compare::{CACHED, compare, long_log, long_trace, policy, settings, start_time, trace};

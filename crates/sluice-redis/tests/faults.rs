@@ -11,7 +11,9 @@
 
 mod support;
 
-use sluice::{Alignment, FixedWindow, Key, Limit, Source, Store, Timestamp, TokenBucket, TokenBucketSettings, Verdict};
+use sluice_core::{
+    Alignment, FixedWindow, Key, Limit, Source, Store, Timestamp, TokenBucket, TokenBucketSettings, Verdict,
+};
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
 use std::time::{Duration, Instant};
 use support::faulty_link::{Fault, FaultyLink};

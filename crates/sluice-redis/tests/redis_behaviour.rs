@@ -4,7 +4,7 @@
 
 mod support;
 
-use sluice::{
+use sluice_core::{
     Alignment, EXACT_LIMIT, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, RetryAfter,
     SlidingLog, SlidingLogVariant, SlidingWindow, Store, StoreError, Timestamp, TokenBucket, TokenBucketSettings,
     Verdict,
@@ -190,17 +190,17 @@ async fn a_blocked_key_is_answered_locally_until_its_retry_time() {
     let limit = log_limit(1, Duration::from_secs(60));
     assert!(check(&store, &limit, "k", NOW, 1).await.decision.allowed);
     let rejected = check(&store, &limit, "k", NOW + 1_000_000, 1).await;
-    assert_eq!(rejected.source, sluice::Source::Store);
+    assert_eq!(rejected.source, sluice_core::Source::Store);
     raw(&server, &["CONFIG", "RESETSTAT"]).await;
     for second in 2..60 {
         let verdict = check(&store, &limit, "k", NOW + second * 1_000_000, 1).await;
-        assert_eq!(verdict.source, sluice::Source::Cache);
+        assert_eq!(verdict.source, sluice_core::Source::Cache);
         assert_eq!(verdict.decision.retry_after_micros(), Some((60 - second) * 1_000_000));
     }
     assert_eq!(script_calls(&server).await, 0, "no round trip while the key is blocked");
     // At the retry time Redis is asked again, and allows.
     let allowed = check(&store, &limit, "k", NOW + 60_000_000, 1).await;
-    assert_eq!((allowed.source, allowed.decision.allowed), (sluice::Source::Store, true));
+    assert_eq!((allowed.source, allowed.decision.allowed), (sluice_core::Source::Store, true));
     assert_eq!(script_calls(&server).await, 1);
 }
 
@@ -212,7 +212,7 @@ async fn attempts_are_never_answered_from_the_cache() {
     let limit = Limit::new("login", SlidingLog::new(1, Duration::from_secs(60), SlidingLogVariant::Attempts).unwrap());
     for second in 0..5 {
         let verdict = check(&store, &limit, "k", NOW + second * 1_000_000, 1).await;
-        assert_eq!(verdict.source, sluice::Source::Store);
+        assert_eq!(verdict.source, sluice_core::Source::Store);
     }
     let last = check(&store, &limit, "k", NOW + 5_000_000, 0).await.decision;
     assert_eq!(last.retry_after_micros(), Some(59_000_000), "the attempt at 4 s is in the log");
@@ -243,11 +243,11 @@ async fn under_redis_time_the_cache_ages_its_answer_by_the_local_clock() {
     // The `now` passed is ignored: Redis TIME decides.
     assert!(check(&store, &limit, "k", 0, 1).await.decision.allowed);
     let rejected = check(&store, &limit, "k", 0, 1).await;
-    assert_eq!(rejected.source, sluice::Source::Store);
+    assert_eq!(rejected.source, sluice_core::Source::Store);
     let first_wait = rejected.decision.retry_after_micros().unwrap();
     tokio::time::sleep(Duration::from_millis(20)).await;
     let cached = check(&store, &limit, "k", 0, 1).await;
-    assert_eq!(cached.source, sluice::Source::Cache);
+    assert_eq!(cached.source, sluice_core::Source::Cache);
     let wait = cached.decision.retry_after_micros().unwrap();
     assert!(wait < first_wait && first_wait - wait >= 20_000, "{first_wait} µs then {wait} µs");
     assert!(first_wait - wait < 1_000_000, "aged by about the 20 ms slept, not more");
@@ -295,12 +295,12 @@ async fn a_reset_key_is_asked_of_redis_again_not_of_the_blocked_cache() {
     // Cached twice: for the log alone and for both limits together.
     for limits in [std::slice::from_ref(&log), &both[..]] {
         store.check(key, limits, at(1), 1).await.unwrap();
-        assert_eq!(store.check(key, limits, at(2), 1).await.unwrap().source, sluice::Source::Cache);
+        assert_eq!(store.check(key, limits, at(2), 1).await.unwrap().source, sluice_core::Source::Cache);
     }
     reset(&store, std::slice::from_ref(&log), "k").await;
     for limits in [std::slice::from_ref(&log), &both[..]] {
         let verdict = store.check(key, limits, at(3), 0).await.unwrap();
-        assert_eq!((verdict.source, verdict.decision.allowed), (sluice::Source::Store, true), "{limits:?}");
+        assert_eq!((verdict.source, verdict.decision.allowed), (sluice_core::Source::Store, true), "{limits:?}");
     }
 }
 
@@ -312,7 +312,7 @@ fn a_store_connected_again_on_another_runtime_shares_state_and_blocked_cache() {
     let main = runtime();
     let first = main.block_on(store(&server, injected_time()));
     let verdict = main.block_on(check(&first, &limit, "k", NOW, 1));
-    assert_eq!((verdict.decision.allowed, verdict.source), (true, sluice::Source::Store));
+    assert_eq!((verdict.decision.allowed, verdict.source), (true, sluice_core::Source::Store));
     // The second connection is opened and used on another thread's runtime, as each
     // `sluice serve` worker does.
     let (again, limit_again) = (first.clone(), limit.clone());
@@ -325,12 +325,12 @@ fn a_store_connected_again_on_another_runtime_shares_state_and_blocked_cache() {
         })
     });
     let [second, third] = on_another_thread.join().unwrap();
-    assert_eq!(second, (true, sluice::Source::Store), "the second request passes, on the shared state");
-    assert_eq!(third, (false, sluice::Source::Store), "the third is over the shared limit");
+    assert_eq!(second, (true, sluice_core::Source::Store), "the second request passes, on the shared state");
+    assert_eq!(third, (false, sluice_core::Source::Store), "the third is over the shared limit");
     // The rejection learnt through the second connection is in the first one's cache.
     main.block_on(raw(&server, &["CONFIG", "RESETSTAT"]));
     let cached = main.block_on(check(&first, &limit, "k", NOW + 3, 1));
-    assert_eq!((cached.decision.allowed, cached.source), (false, sluice::Source::Cache));
+    assert_eq!((cached.decision.allowed, cached.source), (false, sluice_core::Source::Cache));
     assert_eq!(main.block_on(script_calls(&server)), 0);
 }
 

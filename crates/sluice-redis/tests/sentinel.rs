@@ -6,7 +6,7 @@
 
 mod support;
 
-use sluice::{Key, Limit, Source, Store, Timestamp, TokenBucket, TokenBucketSettings};
+use sluice_core::{Key, Limit, Source, Store, Timestamp, TokenBucket, TokenBucketSettings};
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
 use std::time::{Duration, Instant};
 use support::redis::{RedisServer, query};

@@ -6,7 +6,7 @@
 
 mod support;
 
-use sluice::{Key, Limit, SlidingLog, SlidingLogVariant, Source, Store, Timestamp};
+use sluice_core::{Key, Limit, SlidingLog, SlidingLogVariant, Source, Store, Timestamp};
 use sluice_redis::{RedisSettings, RedisStore, TlsFiles};
 use std::time::Duration;
 use support::certificates::Certificates;
@@ -29,7 +29,7 @@ async fn decides(store: &RedisStore) {
 }
 
 /// The error's sources, joined.
-fn causes(error: &sluice::StoreError) -> String {
+fn causes(error: &sluice_core::StoreError) -> String {
     std::iter::successors(std::error::Error::source(error), |cause| cause.source())
         .map(ToString::to_string)
         .collect::<Vec<_>>()

@@ -1,7 +1,7 @@
 //! The store the service decides with: the embedded one or Redis.
 
 use crate::settings::Settings;
-use sluice::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
+use sluice_core::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
 use sluice_redis::{RedisSettings, RedisStore};
 
 /// The service's store. An enum, since [`Store`] is not object safe (its futures are

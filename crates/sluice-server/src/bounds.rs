@@ -6,7 +6,7 @@
 
 use crate::cli_serve::ServeArgs;
 use crate::settings::{ServerSection, positive};
-use sluice::config::reader::Problems;
+use sluice_core::config::reader::Problems;
 use std::time::Duration;
 
 /// Connections each listener serves at once by default: an application's pool of

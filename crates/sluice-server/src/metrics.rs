@@ -8,7 +8,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use sluice::Source;
+use sluice_core::Source;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
@@ -194,12 +194,12 @@ impl Metrics {
     }
 
     /// Counts a store error.
-    pub(crate) fn count_store_error(&self, error: &sluice::StoreError) {
+    pub(crate) fn count_store_error(&self, error: &sluice_core::StoreError) {
         let kind = match error {
-            sluice::StoreError::Unavailable(_) => "unavailable",
-            sluice::StoreError::Malformed(_) => "malformed",
-            sluice::StoreError::Refused(_) => "refused",
-            sluice::StoreError::Full { .. } => "full",
+            sluice_core::StoreError::Unavailable(_) => "unavailable",
+            sluice_core::StoreError::Malformed(_) => "malformed",
+            sluice_core::StoreError::Refused(_) => "refused",
+            sluice_core::StoreError::Full { .. } => "full",
             _ => "other",
         };
         self.store_errors.get_or_create(&KindLabels { kind }).inc();

@@ -15,8 +15,8 @@ mod level;
 use crate::http::api::micros;
 use level::{Level, LevelPoint};
 use serde::{Deserialize, Serialize};
-use sluice::config::reader::Problems;
-use sluice::{Key, Limit, ManualClock, MemoryStore, RetryAfter, Timestamp};
+use sluice_core::config::reader::Problems;
+use sluice_core::{Key, Limit, ManualClock, MemoryStore, RetryAfter, Timestamp};
 use utoipa::ToSchema;
 
 /// The most requests one trace may hold.
@@ -171,7 +171,7 @@ impl PlaygroundRequest {
     /// The policies, validated as the configuration file's are (the same messages).
     fn limits(&self) -> Result<Vec<Limit>, PlaygroundError> {
         let mut problems = Problems::default();
-        let limits = sluice::config::parse_policies(&self.policies, &mut problems);
+        let limits = sluice_core::config::parse_policies(&self.policies, &mut problems);
         problems.into_result(limits).map_err(|error| PlaygroundError::Invalid(error.to_string()))
     }
 
@@ -233,7 +233,7 @@ fn check_counters(limits: &[Limit], keys: &[Key<'_>]) -> Result<(), PlaygroundEr
     let per_key: u64 = limits
         .iter()
         .filter_map(|limit| match limit.policy() {
-            sluice::Policy::SlidingWindow(window) => Some(window.buckets() + 1),
+            sluice_core::Policy::SlidingWindow(window) => Some(window.buckets() + 1),
             _ => None,
         })
         .sum();
@@ -246,7 +246,7 @@ fn check_counters(limits: &[Limit], keys: &[Key<'_>]) -> Result<(), PlaygroundEr
     Ok(())
 }
 
-fn traced(at_us: u64, decision: &sluice::Decision) -> TracedDecision {
+fn traced(at_us: u64, decision: &sluice_core::Decision) -> TracedDecision {
     TracedDecision {
         at_us,
         allowed: decision.allowed,

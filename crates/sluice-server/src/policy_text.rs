@@ -1,7 +1,7 @@
 //! A policy's parameters in a few words, as `check-config`, the dashboard's live view and
 //! the replay report print them: `2 / 1 s`, `5 / 15 min, attempts`, `capacity 100, 10 per 1 s`.
 
-use sluice::{Alignment, LeakMode, Policy, SlidingLogVariant};
+use sluice_core::{Alignment, LeakMode, Policy, SlidingLogVariant};
 use std::time::Duration;
 
 /// The limit with its window (window algorithms), or the bucket's size and rate, followed
@@ -52,13 +52,13 @@ pub(crate) fn duration(duration: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice::config::reader::Problems;
+    use sluice_core::config::reader::Problems;
 
     /// The descriptions of every policy in `yaml` (a `policies:` mapping), by name.
     fn described(yaml: &str) -> Vec<(String, String)> {
         let mapping: serde_yaml_ng::Mapping = serde_yaml_ng::from_str(yaml).unwrap();
         let mut problems = Problems::default();
-        let limits = sluice::config::parse_policies(&mapping, &mut problems);
+        let limits = sluice_core::config::parse_policies(&mapping, &mut problems);
         let limits = problems.into_result(limits).unwrap();
         limits.iter().map(|limit| (limit.name().to_owned(), describe(limit.policy()))).collect()
     }

@@ -27,7 +27,7 @@ use filter::LineFilter;
 use format::Parser;
 use input::Input;
 use pass::Replayed;
-use sluice::Limit;
+use sluice_core::Limit;
 use std::io::Write;
 use std::process::ExitCode;
 use summary::{PolicySummary, Summary, TOP_KEYS};

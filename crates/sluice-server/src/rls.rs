@@ -20,7 +20,7 @@ use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimit
 use envoy_types::pb::envoy::r#type::v3::RateLimitUnit;
 use envoy_types::pb::google::protobuf::Duration as ProtoDuration;
 use futures_util::future::join_all;
-use sluice::{Key, Source, StoreError};
+use sluice_core::{Key, Source, StoreError};
 use std::sync::Arc;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
@@ -217,7 +217,7 @@ fn unit_of(proto: i32) -> Result<Unit, Status> {
 fn key_too_long(len: usize) -> Status {
     Status::invalid_argument(format!(
         "descriptor too long: its state key would be {len} bytes, over the {} allowed",
-        sluice::Key::MAX_LEN
+        sluice_core::Key::MAX_LEN
     ))
 }
 

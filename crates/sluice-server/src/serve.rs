@@ -16,7 +16,7 @@ use crate::workers::{Job, Workers};
 use crate::{http, reload, snapshot};
 use anyhow::Context;
 use futures_util::future::join_all;
-use sluice::Limit;
+use sluice_core::Limit;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;

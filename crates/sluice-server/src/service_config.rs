@@ -18,9 +18,9 @@ use crate::cli_serve::ServeArgs;
 use crate::envoy::Rules;
 use crate::settings::{ServerSection, Settings};
 use serde_yaml_ng::{Mapping, Value};
-use sluice::config::ConfigError;
-use sluice::config::reader::{Problems, show};
-use sluice::{Limit, LimitId};
+use sluice_core::config::ConfigError;
+use sluice_core::config::reader::{Problems, show};
+use sluice_core::{Limit, LimitId};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -163,7 +163,7 @@ fn parse_policies(top: &Mapping, problems: &mut Problems) -> Vec<PolicyEntry> {
         problems.push("policies", "must be a mapping of policy names to policies");
         return Vec::new();
     };
-    sluice::config::parse_policies_with_shadow_mode(section, problems)
+    sluice_core::config::parse_policies_with_shadow_mode(section, problems)
         .into_iter()
         .map(|(limit, shadow)| PolicyEntry { limit, shadow })
         .collect()

@@ -6,8 +6,8 @@ use crate::byte_size::{RawSize, parse_size};
 use crate::cli_serve::ServeArgs;
 pub(crate) use crate::store_choice::StoreChoice;
 use serde::Deserialize;
-use sluice::config::reader::Problems;
-use sluice::config::{ConfigError, parse_duration};
+use sluice_core::config::reader::Problems;
+use sluice_core::config::{ConfigError, parse_duration};
 use sluice_redis::{FailureMode, TlsFiles};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -141,12 +141,12 @@ impl Settings {
         let grace = pick(&args.shutdown_grace, &file.shutdown_grace, "5s");
         let shutdown_grace = problems.take("shutdown_grace", parse_duration(&grace));
         let json_logs = problems.take("log_format", log_format(&pick(&args.log_format, &file.log_format, "text")));
-        let max_keys = args.max_keys.or(file.max_keys).unwrap_or(sluice::store::memory::DEFAULT_MAX_KEYS);
+        let max_keys = args.max_keys.or(file.max_keys).unwrap_or(sluice_core::store::memory::DEFAULT_MAX_KEYS);
         let max_keys = problems.take("max_keys", at_least_one(max_keys));
         let max_memory = match (&args.max_memory, &file.max_memory) {
             (Some(flag), _) => parse_size(flag),
             (None, Some(file)) => file.bytes(),
-            (None, None) => Ok(sluice::store::memory::DEFAULT_MAX_MEMORY),
+            (None, None) => Ok(sluice_core::store::memory::DEFAULT_MAX_MEMORY),
         };
         let max_memory = problems.take("max_memory", max_memory.and_then(at_least_a_mebibyte));
         let workers = args.workers.or(file.workers).unwrap_or_else(crate::workers::default_count);
@@ -260,7 +260,7 @@ mod tests {
         assert_eq!(settings.grpc_keepalive, Some(Duration::from_secs(60)));
         assert_eq!(settings.grpc_keepalive_timeout(), Some(Duration::from_secs(20)));
         assert_eq!(settings.shutdown_grace, Duration::from_secs(5));
-        assert_eq!(settings.max_memory, sluice::store::memory::DEFAULT_MAX_MEMORY);
+        assert_eq!(settings.max_memory, sluice_core::store::memory::DEFAULT_MAX_MEMORY);
     }
 
     #[test]

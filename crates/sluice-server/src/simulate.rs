@@ -6,7 +6,7 @@ use crate::store_choice::StoreChoice;
 use crate::trace::{TraceRequest, parse_line};
 use anyhow::{Context, bail};
 use serde::Serialize;
-use sluice::{Key, Limit, ManualClock, MemoryStore, Store, Verdict};
+use sluice_core::{Key, Limit, ManualClock, MemoryStore, Store, Verdict};
 use sluice_redis::{RedisSettings, RedisStore};
 use std::io::{BufRead, BufWriter, Write};
 use std::process::ExitCode;

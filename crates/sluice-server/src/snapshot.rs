@@ -10,7 +10,7 @@ mod temporary;
 use crate::envoy::OVERRIDE_NAME;
 use crate::service::Service;
 use anyhow::Context;
-use sluice::{Limit, MemoryStore};
+use sluice_core::{Limit, MemoryStore};
 use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
@@ -51,8 +51,8 @@ pub(crate) fn load(path: &Path, store: &MemoryStore, limits: &[Limit], discard_b
 }
 
 /// What a restore did, in a sentence.
-fn describe(report: &sluice::RestoreReport) -> String {
-    let now = sluice::Clock::now(&sluice::SystemClock::new());
+fn describe(report: &sluice_core::RestoreReport) -> String {
+    let now = sluice_core::Clock::now(&sluice_core::SystemClock::new());
     let age = now.as_micros().saturating_sub(report.taken_at.as_micros()) / 1_000_000;
     let mut text = format!("snapshot loaded, taken {age} s ago: {} states restored", report.restored);
     if report.fresh > 0 {
@@ -176,7 +176,7 @@ pub(crate) async fn run_periodically(service: Arc<Service>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice::{Key, SlidingLog, SlidingLogVariant, Timestamp};
+    use sluice_core::{Key, SlidingLog, SlidingLogVariant, Timestamp};
     use std::time::Duration;
 
     /// Saves racing each other (a periodic one and the last one at shutdown) each leave

@@ -1,6 +1,6 @@
 //! Trace lines: `<time in µs since the Unix epoch> <key> [cost]`.
 
-use sluice::{Key, Timestamp};
+use sluice_core::{Key, Timestamp};
 
 /// One request of a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]

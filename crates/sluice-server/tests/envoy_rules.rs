@@ -10,9 +10,9 @@ mod envoy_rules {
 }
 
 use serde_yaml_ng::Value;
-use sluice::config::parse_policies;
-use sluice::config::reader::Problems;
-use sluice::{ConfigError, Limit, Policy};
+use sluice_core::config::parse_policies;
+use sluice_core::config::reader::Problems;
+use sluice_core::{ConfigError, Limit, Policy};
 use sluice_server::envoy::{Resolution, Rule, Rules};
 
 /// Loads a file as the server will: its `policies` section first, then the rules.

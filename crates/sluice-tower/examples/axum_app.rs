@@ -7,7 +7,7 @@
 //! ```
 
 use axum::{Router, http::HeaderName, routing::get};
-use sluice::{Limit, SlidingLog, SlidingLogVariant, TokenBucket, TokenBucketSettings};
+use sluice_core::{Limit, SlidingLog, SlidingLogVariant, TokenBucket, TokenBucketSettings};
 use sluice_tower::RateLimitLayer;
 use sluice_tower::key::{HeaderKey, PeerIp};
 use std::net::SocketAddr;

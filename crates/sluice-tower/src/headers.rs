@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use http::HeaderMap;
-//! use sluice::{Key, Limit, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp};
+//! use sluice_core::{Key, Limit, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp};
 //! use sluice_tower::headers::{Fields, insert_rate_limit_headers};
 //! use std::time::Duration;
 //!
@@ -29,7 +29,7 @@
 use bytes::Bytes;
 use http::header::RETRY_AFTER;
 use http::{HeaderMap, HeaderName, HeaderValue};
-use sluice::{Decision, Policy, RetryAfter};
+use sluice_core::{Decision, Policy, RetryAfter};
 use smallvec::SmallVec;
 use std::ops::Range;
 use std::time::Duration;
@@ -307,13 +307,13 @@ mod tests {
 
     #[test]
     fn policy_fields_match_the_buffer_rendering() {
-        use sluice::{Limit, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp};
+        use sluice_core::{Limit, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp};
         let policy = SlidingLog::new(3, Duration::from_millis(1500), SlidingLogVariant::Accepted).unwrap();
         // A short name with a quote to escape, and one longer than any inline buffer.
         for name in [r#"we"ird"#.to_owned(), "long-".repeat(30)] {
             let limit = Limit::new(name.as_str(), policy.clone());
             let store = MemoryStore::new();
-            let key = sluice::Key::new(b"k").unwrap();
+            let key = sluice_core::Key::new(b"k").unwrap();
             let decision =
                 store.check_now(key, std::slice::from_ref(&limit), Timestamp::from_micros(7), 1).unwrap().decision;
             for fields in [Fields::Ietf, Fields::IetfAndLegacy] {
@@ -331,10 +331,10 @@ mod tests {
     /// rather than a header that parsers refuse.
     #[test]
     fn a_name_beyond_printable_ascii_gets_no_fields() {
-        use sluice::{Limit, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp};
+        use sluice_core::{Limit, MemoryStore, SlidingLog, SlidingLogVariant, Timestamp};
         let policy = SlidingLog::new(1, Duration::from_secs(1), SlidingLogVariant::Accepted).unwrap();
         let store = MemoryStore::new();
-        let key = sluice::Key::new(b"k").unwrap();
+        let key = sluice_core::Key::new(b"k").unwrap();
         for name in ["café", "tab\there"] {
             let limit = Limit::new(name, policy.clone());
             let limits = std::slice::from_ref(&limit);

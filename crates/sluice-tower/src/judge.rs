@@ -7,7 +7,7 @@ use crate::response::{Rejection, RejectionBody, unchecked};
 use crate::shared::{OnStoreError, Shared};
 use http::request::Parts;
 use http::{Response, StatusCode};
-use sluice::{Decision, Limit, RetryAfter, Source, StoreError, Verdict};
+use sluice_core::{Decision, Limit, RetryAfter, Source, StoreError, Verdict};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -29,7 +29,7 @@ pub(crate) fn request_key<S, C>(shared: &Shared<S, C>, parts: &Parts) -> Option<
 /// (and it is valid itself).
 #[inline]
 pub(crate) fn or_shared_key<S, C>(shared: &Shared<S, C>, key: Option<RequestKey>) -> Option<RequestKey> {
-    let valid = |key: &RequestKey| sluice::Key::new(key.as_bytes()).is_ok();
+    let valid = |key: &RequestKey| sluice_core::Key::new(key.as_bytes()).is_ok();
     match (key.filter(valid), &shared.missing_key) {
         (Some(key), _) => Some(key),
         (None, MissingKey::Shared(key)) if valid(key) => Some(key.clone()),

@@ -6,7 +6,7 @@ use crate::response::{Rejection, RejectionBody, default_rejection};
 use crate::service::RateLimit;
 use crate::shared::{OnStoreError, Shared, policy_fields};
 use http::request::Parts;
-use sluice::{Clock, Limit, MemoryStore, RateLimiter, Store, SystemClock};
+use sluice_core::{Clock, Limit, MemoryStore, RateLimiter, Store, SystemClock};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +21,7 @@ use tower::Layer;
 /// # Examples
 ///
 /// ```
-/// use sluice::{Limit, TokenBucket, TokenBucketSettings};
+/// use sluice_core::{Limit, TokenBucket, TokenBucketSettings};
 /// use sluice_tower::{RateLimitLayer, key::HeaderKey};
 /// use std::time::Duration;
 ///
@@ -31,7 +31,7 @@ use tower::Layer;
 ///     .cost(|parts| if parts.method == http::Method::POST { 5 } else { 1 });
 /// let app = axum::Router::<()>::new().route("/api", axum::routing::get(|| async { "ok" })).layer(layer);
 /// # let _ = app;
-/// # Ok::<(), sluice::PolicyError>(())
+/// # Ok::<(), sluice_core::PolicyError>(())
 /// ```
 #[must_use]
 pub struct RateLimitLayer<S = MemoryStore, C = SystemClock> {
@@ -58,7 +58,7 @@ impl<S: Store + Clone, C: Clock + Clone> RateLimitLayer<S, C> {
     /// # Examples
     ///
     /// ```
-    /// use sluice::{Limit, RateLimiter, SlidingLog, SlidingLogVariant};
+    /// use sluice_core::{Limit, RateLimiter, SlidingLog, SlidingLogVariant};
     /// use sluice_tower::{RateLimitLayer, key::PeerIp};
     /// use std::time::Duration;
     ///

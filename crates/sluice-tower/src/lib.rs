@@ -2,14 +2,14 @@
 //!
 //! ```
 //! use axum::{Router, routing::get};
-//! use sluice::{Limit, SlidingLog, SlidingLogVariant};
+//! use sluice_core::{Limit, SlidingLog, SlidingLogVariant};
 //! use sluice_tower::{RateLimitLayer, key::PeerIp};
 //! use std::time::Duration;
 //!
 //! let hello = Limit::new("hello", SlidingLog::new(5, Duration::from_secs(10), SlidingLogVariant::Accepted)?);
 //! let limited = RateLimitLayer::new(hello, PeerIp::new());
 //! let app: Router = Router::new().route("/hello", get(|| async { "hi" }).route_layer(limited));
-//! # Ok::<(), sluice::PolicyError>(())
+//! # Ok::<(), sluice_core::PolicyError>(())
 //! ```
 //!
 //! On a route, use `route_layer`: axum's `layer` on a method router also wraps its
@@ -21,15 +21,15 @@
 //!
 //! [`RateLimitLayer::new`] takes one policy, in memory, on the system clock. For several
 //! policies, another clock (a `ManualClock` in tests) or another store (such as a
-//! `RedisStore` shared by every instance of the service), build a [`sluice::RateLimiter`]
-//! with [`sluice::RateLimiter::builder`] and give it to [`RateLimitLayer::from_limiter`]:
+//! `RedisStore` shared by every instance of the service), build a [`sluice_core::RateLimiter`]
+//! with [`sluice_core::RateLimiter::builder`] and give it to [`RateLimitLayer::from_limiter`]:
 //! a memory store made by that builder follows the limiter's clock.
 //!
 //! # How it works
 //!
 //! For each request the layer takes a key from the request head (the [`key`] module's
 //! extractors, or a closure), checks it against every policy of the layer in one
-//! [`sluice::Store::check`] (all or nothing: 10 per second *and* 1000 per day), and then:
+//! [`sluice_core::Store::check`] (all or nothing: 10 per second *and* 1000 per day), and then:
 //!
 //! - **allowed**: the inner service answers, and the response gets the IETF
 //!   `RateLimit-Policy` and `RateLimit` fields (optionally `X-RateLimit-*`) of the most

@@ -1,9 +1,9 @@
 //! Named policies from the YAML file the service reads, so code and configuration agree.
 
 use serde_yaml_ng::Value;
-use sluice::Limit;
-use sluice::config::reader::Problems;
-use sluice::config::{ConfigError, parse_policies_with_shadow_mode};
+use sluice_core::Limit;
+use sluice_core::config::reader::Problems;
+use sluice_core::config::{ConfigError, parse_policies_with_shadow_mode};
 
 /// The policies of a configuration file, by name.
 ///
@@ -72,7 +72,7 @@ impl Policies {
         found.ok_or_else(|| PolicyLookupError::Unknown(name.to_owned()))
     }
 
-    /// The policies called `names`, for [`RateLimiterBuilder::limits`](sluice::RateLimiterBuilder::limits).
+    /// The policies called `names`, for [`RateLimiterBuilder::limits`](sluice_core::RateLimiterBuilder::limits).
     ///
     /// # Errors
     ///

@@ -7,7 +7,7 @@ use http::header::CONTENT_TYPE;
 use http::request::Parts;
 use http::{HeaderValue, Response, StatusCode};
 use http_body_util::Full;
-use sluice::{Decision, Limit, RetryAfter};
+use sluice_core::{Decision, Limit, RetryAfter};
 use std::time::Duration;
 use tonic_types::{ErrorDetails, StatusExt};
 

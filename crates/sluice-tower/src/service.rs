@@ -7,7 +7,7 @@ use crate::response::LayerBody;
 use crate::shared::{AtOnce, Shared};
 use http::request::Parts;
 use http::{Request, Response};
-use sluice::{Clock, Decision, Key, Source, Store, StoreError, Verdict};
+use sluice_core::{Clock, Decision, Key, Source, Store, StoreError, Verdict};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tower::Service;

@@ -6,7 +6,7 @@ use crate::key::{Extractor, KeyBuffer, MissingKey};
 use crate::response::{Rejection, RejectionBody};
 use http::request::Parts;
 use http::{Extensions, HeaderMap};
-use sluice::{Clock, Decision, Key, Limit, MemoryStore, RateLimiter, Store};
+use sluice_core::{Clock, Decision, Key, Limit, MemoryStore, RateLimiter, Store};
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;

@@ -3,7 +3,7 @@
 
 mod support;
 
-use sluice::{Key, Limit, RateLimiter, RetryAfter, Source, Store, StoreError, Timestamp, Verdict};
+use sluice_core::{Key, Limit, RateLimiter, RetryAfter, Source, Store, StoreError, Timestamp, Verdict};
 use sluice_tower::key::PeerIp;
 use sluice_tower::{OnStoreError, RateLimitLayer};
 use std::time::Duration;
@@ -36,7 +36,7 @@ impl Store for DownStore {
     }
 }
 
-fn layer(store: DownStore) -> RateLimitLayer<DownStore, sluice::ManualClock> {
+fn layer(store: DownStore) -> RateLimitLayer<DownStore, sluice_core::ManualClock> {
     let limit = sliding_log("api", 5, Duration::from_secs(60));
     let limiter = RateLimiter::builder().limit(limit).store(store).clock(clock()).build().expect("one limit");
     RateLimitLayer::from_limiter(limiter, PeerIp::new())

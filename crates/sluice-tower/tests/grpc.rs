@@ -23,8 +23,8 @@ struct Served {
 impl Served {
     async fn start<S, C>(layer: RateLimitLayer<S, C>) -> Served
     where
-        S: sluice::Store + Clone + Send + Sync + 'static,
-        C: sluice::Clock + Clone + Send + Sync + 'static,
+        S: sluice_core::Store + Clone + Send + Sync + 'static,
+        C: sluice_core::Clock + Clone + Send + Sync + 'static,
     {
         let (_reporter, health) = tonic_health::server::health_reporter();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -11,7 +11,7 @@ use sluice_tower::{OnStoreError, RateLimitLayer};
 use std::time::Duration;
 use support::*;
 
-fn one_per_minute() -> sluice::Limit {
+fn one_per_minute() -> sluice_core::Limit {
     sliding_log("one", 1, Duration::from_secs(60))
 }
 

@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 use support::*;
 
-fn layer(limit: u64) -> RateLimitLayer<sluice::MemoryStore, sluice::ManualClock> {
+fn layer(limit: u64) -> RateLimitLayer<sluice_core::MemoryStore, sluice_core::ManualClock> {
     RateLimitLayer::from_limiter(
         limiter([sliding_log("route", limit, Duration::from_secs(60))], clock()),
         PeerIp::new(),

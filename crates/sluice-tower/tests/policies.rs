@@ -5,7 +5,7 @@ mod support;
 
 use axum::body::Body;
 use http::{Method, Request};
-use sluice::Clock;
+use sluice_core::Clock;
 use sluice_tower::key::PeerIp;
 use sluice_tower::{Policies, PolicyLookupError, RateLimitLayer};
 use std::time::Duration;

@@ -9,7 +9,7 @@ mod redis_server;
 
 use axum::Router;
 use redis_server::RedisServer;
-use sluice::RateLimiter;
+use sluice_core::RateLimiter;
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
 use sluice_tower::RateLimitLayer;
 use sluice_tower::key::PeerIp;
@@ -25,7 +25,7 @@ async fn instance(
     server: &RedisServer,
     failure_mode: FailureMode,
     timeout: Duration,
-    clock: &sluice::ManualClock,
+    clock: &sluice_core::ManualClock,
 ) -> Router {
     let settings = RedisSettings { failure_mode, timeout, ..RedisSettings::injected_time() };
     let store = RedisStore::connect(&server.url(), settings).await.expect("connect to redis-server");

@@ -5,7 +5,7 @@ mod support;
 
 use http::{Response, StatusCode};
 use http_body_util::Full;
-use sluice::{Clock, LeakMode, LeakyBucket, TokenBucket, TokenBucketSettings};
+use sluice_core::{Clock, LeakMode, LeakyBucket, TokenBucket, TokenBucketSettings};
 use sluice_tower::RateLimitLayer;
 use sluice_tower::headers::Fields;
 use sluice_tower::key::PeerIp;
@@ -123,7 +123,7 @@ async fn a_cost_no_policy_can_ever_allow_gets_429_without_retry_after() {
 #[tokio::test]
 async fn token_bucket_fields_use_the_time_to_refill_from_empty() {
     let bucket = TokenBucketSettings { capacity: 10, refill_amount: 1, refill_interval: Duration::from_secs(1) };
-    let bucket = sluice::Limit::new("api", TokenBucket::new(bucket).unwrap());
+    let bucket = sluice_core::Limit::new("api", TokenBucket::new(bucket).unwrap());
     let response =
         send(&app(RateLimitLayer::from_limiter(limiter([bucket], clock()), PeerIp::new())), from_peer(PEER)).await;
     assert_eq!(header(&response, "ratelimit-policy"), Some(r#""api";q=10;w=10"#));
@@ -173,7 +173,8 @@ async fn grpc_requests_are_rejected_with_resource_exhausted_and_retry_info() {
 #[tokio::test]
 async fn a_shaping_delay_waits_on_the_layer_clock() {
     let clock = clock();
-    let shaper = sluice::Limit::new("shape", LeakyBucket::new(Duration::from_millis(200), 3, LeakMode::Delay).unwrap());
+    let shaper =
+        sluice_core::Limit::new("shape", LeakyBucket::new(Duration::from_millis(200), 3, LeakMode::Delay).unwrap());
     let app = app(RateLimitLayer::from_limiter(limiter([shaper], clock.clone()), PeerIp::new()));
     for expected_wait_ms in [0, 200, 400, 600] {
         let before = clock.now();
@@ -187,7 +188,8 @@ async fn a_shaping_delay_waits_on_the_layer_clock() {
 #[tokio::test]
 async fn a_full_queue_rejects_without_taking_a_turn_so_the_leak_rate_passes() {
     let clock = clock();
-    let shaper = sluice::Limit::new("shape", LeakyBucket::new(Duration::from_secs(1), 2, LeakMode::Delay).unwrap());
+    let shaper =
+        sluice_core::Limit::new("shape", LeakyBucket::new(Duration::from_secs(1), 2, LeakMode::Delay).unwrap());
     let app = app(RateLimitLayer::from_limiter(limiter([shaper], clock.clone()), PeerIp::new()));
     let start = clock.now();
     for _ in 0..3 {
@@ -207,7 +209,8 @@ async fn a_full_queue_rejects_without_taking_a_turn_so_the_leak_rate_passes() {
 #[tokio::test]
 async fn a_shaping_delay_past_the_maximum_is_a_rejection() {
     let clock = clock();
-    let shaper = sluice::Limit::new("shape", LeakyBucket::new(Duration::from_secs(1), 5, LeakMode::Delay).unwrap());
+    let shaper =
+        sluice_core::Limit::new("shape", LeakyBucket::new(Duration::from_secs(1), 5, LeakMode::Delay).unwrap());
     let layer = RateLimitLayer::from_limiter(limiter([shaper], clock.clone()), PeerIp::new())
         .max_delay(Duration::from_millis(1_500));
     let app = app(layer);

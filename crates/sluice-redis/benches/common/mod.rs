@@ -12,7 +12,7 @@
 #![allow(dead_code)]
 
 use redis::aio::ConnectionManager;
-use sluice::{Key, Limit, SlidingLog, SlidingLogVariant, Source, Store, Timestamp};
+use sluice_core::{Key, Limit, SlidingLog, SlidingLogVariant, Source, Store, Timestamp};
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

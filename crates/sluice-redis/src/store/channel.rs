@@ -10,7 +10,7 @@ use arc_swap::ArcSwapOption;
 use redis::FromRedisValue;
 use redis::aio::{ConnectionLike, ConnectionManager};
 use redis::cluster_async::ClusterConnection;
-use sluice::StoreError;
+use sluice_core::StoreError;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! What a failed call to Redis is: unavailable for now (the failure mode answers), or a
 //! fault of the script or of this client, which retrying would not mend.
 
-use sluice::StoreError;
+use sluice_core::StoreError;
 use std::future::Future;
 use std::time::Duration;
 

@@ -6,7 +6,7 @@ use super::errors::{unavailable, within};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::sentinel::SentinelClient;
-use sluice::StoreError;
+use sluice_core::StoreError;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 

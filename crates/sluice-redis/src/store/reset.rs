@@ -3,7 +3,7 @@
 use super::RedisStore;
 use super::channel::Request;
 use crate::keys::state_key;
-use sluice::{Key, Limit, StoreError};
+use sluice_core::{Key, Limit, StoreError};
 
 impl RedisStore {
     /// Deletes `key`'s state for each of `limits` with one `DEL` (the keys share a hash tag,

@@ -2,7 +2,7 @@
 //! standalone and Cluster differential tests.
 
 use proptest::prelude::*;
-use sluice::{
+use sluice_core::{
     Alignment, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, Policy, SlidingLog,
     SlidingLogVariant, SlidingWindow, Source, Store, Timestamp, TokenBucket, TokenBucketSettings,
 };
@@ -76,7 +76,7 @@ pub fn long_trace(lengths: std::ops::Range<usize>) -> impl Strategy<Value = Vec<
 /// where Lua's doubles are still exact but only just (every generated trace and policy
 /// stays below 2^53 from there).
 pub fn start_time() -> impl Strategy<Value = u64> {
-    prop_oneof![Just(0u64), 0u64..1_000, Just(1_763_700_000_000_000u64), Just(sluice::EXACT_LIMIT - (1 << 20))]
+    prop_oneof![Just(0u64), 0u64..1_000, Just(1_763_700_000_000_000u64), Just(sluice_core::EXACT_LIMIT - (1 << 20))]
 }
 
 /// Injected time, and a timeout for tests rather than for a request path (a debug build

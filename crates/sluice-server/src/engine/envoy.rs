@@ -7,7 +7,7 @@
 
 use crate::engine::{CheckError, Engine, Loaded, Outcome};
 use crate::envoy::{Rule, Unit};
-use sluice::{Clock, Key, Limit};
+use sluice_core::{Clock, Key, Limit};
 use std::time::Duration;
 
 impl Engine {

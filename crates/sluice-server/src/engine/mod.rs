@@ -10,7 +10,7 @@ use crate::backend::Backend;
 use crate::metrics::{Metrics, PolicyCounters};
 use crate::service_config::ServiceConfig;
 use arc_swap::ArcSwap;
-use sluice::{Clock, Decision, Key, Limit, Source, StoreError, SystemClock, Timestamp, Verdict};
+use sluice_core::{Clock, Decision, Key, Limit, Source, StoreError, SystemClock, Timestamp, Verdict};
 use smallvec::SmallVec;
 use std::sync::Arc;
 use std::time::Instant;

@@ -1,7 +1,7 @@
 //! Rate-limit rules in the envoyproxy/ratelimit YAML format, and their resolution for Envoy
 //! rate-limit requests (a domain and descriptors), as envoyproxy/ratelimit resolves them.
 //!
-//! Pure: no I/O, no clock, no store. [`Rules::resolve`] says which [`sluice::Limit`] applies
+//! Pure: no I/O, no clock, no store. [`Rules::resolve`] says which [`sluice_core::Limit`] applies
 //! to a descriptor and the [`StateKey`] to check it at; the caller asks its store.
 //!
 //! # Format
@@ -28,7 +28,7 @@
 //! ```
 //!
 //! `unit` is `second`, `minute`, `hour`, `day` or `week`, in any case. A `rate_limit` becomes
-//! a [`sluice::FixedWindow`] of `requests_per_unit` per unit, aligned to the Unix epoch as
+//! a [`sluice_core::FixedWindow`] of `requests_per_unit` per unit, aligned to the Unix epoch as
 //! envoyproxy/ratelimit's windows are, named by `rate_limit.name` or else by the rule's
 //! [`path`](Rule::path) (`mongo_cps.database_users`). The limit's id hashes that name and the
 //! parameters, so editing a rule starts its counters afresh while the others keep theirs.

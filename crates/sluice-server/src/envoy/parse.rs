@@ -4,8 +4,8 @@ mod spec;
 
 use super::rules::{Level, Node, Quota, Rule, Rules};
 use serde_yaml_ng::{Mapping, Value};
-use sluice::config::reader::{Fields, Problems, join, text};
-use sluice::{ConfigError, Limit};
+use sluice_core::config::reader::{Fields, Problems, join, text};
+use sluice_core::{ConfigError, Limit};
 use spec::{Kind, Spec};
 use std::collections::HashMap;
 use std::collections::hash_map::Entry;

@@ -10,7 +10,7 @@
 use super::rules::{Choices, Level, Node, Quota, Rule, Rules};
 use super::state_key::StateKey;
 use super::unit::Unit;
-use sluice::{Alignment, FixedWindow, Limit};
+use sluice_core::{Alignment, FixedWindow, Limit};
 use std::time::Duration;
 
 /// What applies to one request descriptor.
@@ -48,7 +48,7 @@ pub enum Resolution<'a> {
         key: StateKey,
     },
     /// A rule with a limit matched (or an override applies), but its state key would be `len`
-    /// bytes, more than a store accepts ([`sluice::Key::MAX_LEN`]).
+    /// bytes, more than a store accepts ([`sluice_core::Key::MAX_LEN`]).
     KeyTooLong {
         /// The rule that matched; `None` for an override.
         rule: Option<&'a Rule>,

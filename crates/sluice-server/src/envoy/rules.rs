@@ -3,7 +3,7 @@
 use super::Unit;
 use super::parse::Parser;
 use serde_yaml_ng::Value;
-use sluice::{ConfigError, Limit};
+use sluice_core::{ConfigError, Limit};
 use std::collections::HashMap;
 use std::sync::Arc;
 

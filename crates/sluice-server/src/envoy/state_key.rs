@@ -11,7 +11,7 @@
 //! request's values rather than the rule's, so a rule without a value (or with a wildcard)
 //! gives each value its own counter.
 
-use sluice::Key;
+use sluice_core::Key;
 use std::fmt;
 
 /// Between the domain and each entry.

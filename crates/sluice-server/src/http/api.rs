@@ -2,7 +2,7 @@
 
 use crate::engine::Outcome;
 use serde::{Deserialize, Serialize};
-use sluice::{RetryAfter, Source};
+use sluice_core::{RetryAfter, Source};
 use smallvec::SmallVec;
 use std::borrow::Cow;
 use utoipa::ToSchema;

@@ -12,7 +12,7 @@ use axum::http::header::CONTENT_TYPE;
 use axum::http::{self, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use sluice::Source;
+use sluice_core::Source;
 use std::borrow::Cow;
 use std::sync::Arc;
 

@@ -11,7 +11,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use sluice::StoreError;
+use sluice_core::StoreError;
 use std::time::Duration;
 
 /// An error answered to an HTTP client.

@@ -48,7 +48,7 @@ pub(crate) async fn readyz(State(front): State<Arc<Front>>) -> Response {
 pub(crate) async fn metrics(State(front): State<Arc<Front>>) -> Response {
     let service = &front.service;
     let backend = service.engine.backend();
-    let keys = backend.memory().map(sluice::MemoryStore::len);
+    let keys = backend.memory().map(sluice_core::MemoryStore::len);
     let age = service.last_snapshot.lock().map(|at| at.elapsed());
     let text = service.engine.metrics().render(keys, backend.redis_health(), age);
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response()

@@ -6,7 +6,7 @@
 //! and a check costs one compare-and-swap. A slot whose tag is not the second asked for
 //! counted an older second, so that second had no checks.
 
-use sluice::Timestamp;
+use sluice_core::Timestamp;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// How many seconds are kept: five minutes.

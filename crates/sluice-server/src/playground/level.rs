@@ -8,7 +8,7 @@
 //! no algorithm is written twice (once here, once in JavaScript).
 
 use serde::Serialize;
-use sluice::{Key, Limit, MemoryStore, Timestamp};
+use sluice_core::{Key, Limit, MemoryStore, Timestamp};
 use std::time::Duration;
 use utoipa::ToSchema;
 

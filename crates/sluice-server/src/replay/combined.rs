@@ -9,7 +9,7 @@
 
 use super::format::Record;
 use super::time_text::{UtcOffset, parse_time_local};
-use sluice::Timestamp;
+use sluice_core::Timestamp;
 use std::borrow::Cow;
 
 /// The field of a combined line that keys requests (`--key`).

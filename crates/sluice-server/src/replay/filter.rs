@@ -128,7 +128,7 @@ impl std::fmt::Display for StatusMatch {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice::Timestamp;
+    use sluice_core::Timestamp;
     use std::borrow::Cow;
 
     fn record<'a>(method: &'a str, target: &'a str, status: Option<u16>) -> Record<'a> {

@@ -5,7 +5,7 @@ use super::json_lines::JsonParser;
 use super::time_text::UtcOffset;
 use crate::cli::ReplayArgs;
 use crate::trace::parse_line;
-use sluice::{Key, Timestamp};
+use sluice_core::{Key, Timestamp};
 use std::borrow::Cow;
 use std::fmt;
 

@@ -10,7 +10,7 @@
 use super::format::Record;
 use super::time_text::{UtcOffset, parse_rfc3339, parse_time_local};
 use serde_json::{Map, Value};
-use sluice::Timestamp;
+use sluice_core::Timestamp;
 use std::borrow::Cow;
 
 /// A JSON lines reader.

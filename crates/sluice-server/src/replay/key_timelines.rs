@@ -11,7 +11,7 @@ use super::format::Parser;
 use super::input::{Input, for_each_line};
 use super::series::Series;
 use super::timeline::Timeline;
-use sluice::{Key, Limit, MemoryStore};
+use sluice_core::{Key, Limit, MemoryStore};
 use std::collections::HashMap;
 
 /// Per candidate, per chosen key (in the order given), its series.

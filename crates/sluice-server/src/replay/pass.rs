@@ -9,7 +9,7 @@ use super::tally::{KeyTable, PolicyTally};
 use super::time_text::UtcOffset;
 use super::timeline::Timeline;
 use anyhow::Context;
-use sluice::{Key, Limit, MemoryStore};
+use sluice_core::{Key, Limit, MemoryStore};
 
 /// What one pass over the log counted.
 #[derive(Debug)]

@@ -2,7 +2,7 @@
 //! chart has at most [`MAX_BUCKETS`] points whatever the log's length.
 
 use serde::Serialize;
-use sluice::Timestamp;
+use sluice_core::Timestamp;
 
 /// The most buckets a series keeps: past it, adjacent buckets merge in pairs.
 pub(crate) const MAX_BUCKETS: usize = 1000;

@@ -3,7 +3,7 @@
 use super::tally::{KeyTable, Peak, PolicyTally};
 use super::time_text::{UtcOffset, format_rfc3339};
 use serde::Serialize;
-use sluice::{Limit, Timestamp};
+use sluice_core::{Limit, Timestamp};
 use std::fmt::{self, Write as _};
 
 /// How many top limited keys a summary lists.

@@ -2,7 +2,7 @@
 //! rejections per key, peak rates and time series. Memory grows with keys, not lines.
 
 use super::series::Series;
-use sluice::Timestamp;
+use sluice_core::Timestamp;
 use std::collections::HashMap;
 
 /// Every distinct key seen, numbered in order of appearance, with its request count.

@@ -3,7 +3,7 @@
 //! Both carry the writer's offset from UTC, which the replay keeps to show times as the
 //! log's readers know them.
 
-use sluice::Timestamp;
+use sluice_core::Timestamp;
 use std::fmt;
 
 const MICROS_PER_SECOND: i64 = 1_000_000;

@@ -5,7 +5,7 @@
 //! latest time already seen is decided, counted and charted at that latest time: the
 //! store's time never goes backwards, as with a live server.
 
-use sluice::Timestamp;
+use sluice_core::Timestamp;
 
 /// The latest time seen, the first, and how many lines came late.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use serde_yaml_ng::{Mapping, Value};
-use sluice::Key;
+use sluice_core::Key;
 use sluice_server::envoy::{Resolution, Rules};
 
 /// Field names the loader knows, some it refuses by name, and a stranger, so that generated
@@ -155,8 +155,8 @@ proptest! {
     #[test]
     fn loading_and_resolving_never_panic(top in yaml(), domain in "[a-z]{0,3}", entries in entries()) {
         let refill_interval = std::time::Duration::from_secs(1);
-        let bucket = sluice::TokenBucketSettings { capacity: 5, refill_amount: 1, refill_interval };
-        let policies = [sluice::Limit::new("api", sluice::TokenBucket::new(bucket).unwrap())];
+        let bucket = sluice_core::TokenBucketSettings { capacity: 5, refill_amount: 1, refill_interval };
+        let policies = [sluice_core::Limit::new("api", sluice_core::TokenBucket::new(bucket).unwrap())];
         let Ok(rules) = Rules::from_yaml(&top, &policies) else { return Ok(()) };
         let _ = Rules::from_domains(&top, &policies);
         let pairs: Vec<(&str, &str)> = entries.iter().map(|(key, value)| (key.as_str(), value.as_str())).collect();

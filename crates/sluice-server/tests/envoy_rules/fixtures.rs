@@ -1,7 +1,7 @@
 //! Whole files in the envoyproxy/ratelimit format, and one in Sluice's multi-domain form.
 
 use crate::{check_table, rules};
-use sluice::Policy;
+use sluice_core::Policy;
 use sluice_server::envoy::{Resolution, Unit};
 
 fn fixture(name: &str) -> String {

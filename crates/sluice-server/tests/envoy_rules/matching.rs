@@ -1,7 +1,7 @@
 //! Which rule a descriptor reaches: exact, then wildcard, then default, level by level.
 
 use crate::{check_table, outcome, rules};
-use sluice::Key;
+use sluice_core::Key;
 use sluice_server::envoy::{Quota, Resolution, Unit};
 
 const MONGO: &str = r#"
@@ -190,7 +190,7 @@ fn a_changed_rule_gets_a_new_limit_id_and_the_others_keep_theirs() {
     let before = rules(MONGO);
     let after = rules(&MONGO.replace("requests_per_unit: 500", "requests_per_unit: 600"));
     let id = |rules: &sluice_server::envoy::Rules, name: &str| {
-        rules.limits().find(|limit| limit.name() == name).map(sluice::Limit::id).unwrap()
+        rules.limits().find(|limit| limit.name() == name).map(sluice_core::Limit::id).unwrap()
     };
     assert_ne!(id(&before, "mongo_cps.database_users"), id(&after, "mongo_cps.database_users"));
     assert_eq!(id(&before, "mongo_cps.database"), id(&after, "mongo_cps.database"));

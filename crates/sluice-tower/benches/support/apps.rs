@@ -7,7 +7,7 @@ use axum::extract::ConnectInfo;
 use axum::response::Response;
 use axum::routing::get;
 use http::Request;
-use sluice::{LeakMode, LeakyBucket, Limit};
+use sluice_core::{LeakMode, LeakyBucket, Limit};
 use sluice_tower::RateLimitLayer;
 use sluice_tower::headers::Fields;
 use sluice_tower::key::PeerIp;

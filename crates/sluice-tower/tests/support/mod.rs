@@ -7,7 +7,7 @@ use axum::extract::ConnectInfo;
 use axum::routing::get;
 use http::{Request, Response};
 use http_body_util::BodyExt;
-use sluice::{Limit, ManualClock, MemoryStore, RateLimiter, SlidingLog, SlidingLogVariant, Timestamp};
+use sluice_core::{Limit, ManualClock, MemoryStore, RateLimiter, SlidingLog, SlidingLogVariant, Timestamp};
 use sluice_tower::RateLimitLayer;
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -31,7 +31,7 @@ pub fn sliding_log(name: &str, limit: u64, window: Duration) -> Limit {
 }
 
 /// `GET /` answering "ok", behind `layer`.
-pub fn app<S: sluice::Store + Clone, C: sluice::Clock + Clone>(layer: RateLimitLayer<S, C>) -> Router {
+pub fn app<S: sluice_core::Store + Clone, C: sluice_core::Clock + Clone>(layer: RateLimitLayer<S, C>) -> Router {
     Router::new().route("/", get(|| async { "ok" }).post(|| async { "posted" })).layer(layer)
 }
 

@@ -3,8 +3,8 @@
 use super::{Parser, name_text};
 use crate::envoy::Unit;
 use serde_yaml_ng::Value;
-use sluice::config::reader::{Fields, show, text};
-use sluice::{Alignment, FixedWindow, Limit, Policy};
+use sluice_core::config::reader::{Fields, show, text};
+use sluice_core::{Alignment, FixedWindow, Limit, Policy};
 use std::time::Duration;
 
 const RATE_LIMIT_FIELDS: &[&str] = &["unit", "requests_per_unit", "unlimited", "name", "replaces"];

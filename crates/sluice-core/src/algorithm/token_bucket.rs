@@ -1,0 +1,184 @@
+//! Token bucket with discrete refill: a bucket of `capacity` tokens gains `refill_amount`
+//! tokens every `refill_interval`; a request takes `cost` tokens or is rejected.
+//!
+//! ```text
+//! capacity = 3, 1 token every 4 s
+//! time (s)   0    0    0    0         4    5
+//! tokens     2    1    0    0 (NO)    0    0 (NO, next token at 8 s)
+//! ```
+//!
+//! Allows bursts up to `capacity` and a sustained rate of `refill_amount / refill_interval`
+//! (Stripe: 500 with one token every 10 ms). The refill clock keeps its remainder, so the
+//! rate never drifts; a full bucket has no refill phase.
+
+use super::parameters::{PolicyError, Validation};
+use super::{Algorithm, Replacement, replace_if_admitted};
+use crate::{Decision, Timestamp};
+use std::time::Duration;
+
+/// The token bucket: `capacity` tokens, `refill_amount` more every `refill_interval`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TokenBucket {
+    capacity: u64,
+    refill_amount: u64,
+    refill_interval: u64,
+}
+
+/// The parameters of a [`TokenBucket`], named: `capacity` and `refill_amount` are both
+/// counts, and a swap would still compile if they were positional.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct TokenBucketSettings {
+    /// The most tokens the bucket holds: the largest burst.
+    pub capacity: u64,
+    /// Tokens added at each refill.
+    pub refill_amount: u64,
+    /// Time between refills.
+    pub refill_interval: Duration,
+}
+
+impl TokenBucket {
+    /// A bucket of `capacity` tokens refilled by `refill_amount` every `refill_interval`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use sluice_core::{TokenBucket, TokenBucketSettings};
+    /// use std::time::Duration;
+    ///
+    /// // Stripe's API limit: bursts of 500, one more token every 10 ms.
+    /// let bucket = TokenBucket::new(TokenBucketSettings {
+    ///     capacity: 500,
+    ///     refill_amount: 1,
+    ///     refill_interval: Duration::from_millis(10),
+    /// })?;
+    /// assert_eq!(bucket.capacity(), 500);
+    /// # Ok::<(), sluice_core::PolicyError>(())
+    /// ```
+    ///
+    /// # Errors
+    ///
+    /// When a parameter is zero or too large to compute exactly (2^53), including the time to
+    /// refill from empty.
+    pub fn new(settings: TokenBucketSettings) -> Result<Self, PolicyError> {
+        let TokenBucketSettings { capacity, refill_amount, refill_interval } = settings;
+        let mut checks = Validation::default();
+        checks.positive("capacity", capacity);
+        checks.positive("refill_amount", refill_amount);
+        let refill_interval = checks.micros("refill_interval", refill_interval);
+        if !checks.failed("capacity") && !checks.failed("refill_amount") && !checks.failed("refill_interval") {
+            // The time to refill from empty is a `reset_after`: it must be exact too.
+            let refill_ticks = u128::from(capacity.div_ceil(refill_amount));
+            let message = "capacity / refill_amount × refill_interval (µs to refill from empty) must be below 2^53";
+            checks.exact_with("refill_interval", refill_ticks * u128::from(refill_interval), message);
+        }
+        checks.finish(|| TokenBucket { capacity, refill_amount, refill_interval })
+    }
+
+    /// The capacity `C`.
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    /// Tokens added per refill.
+    pub fn refill_amount(&self) -> u64 {
+        self.refill_amount
+    }
+
+    /// Time between refills.
+    pub fn refill_interval(&self) -> Duration {
+        Duration::from_micros(self.refill_interval)
+    }
+
+    /// The bucket refilled up to `now` (never before its last refill): `(tokens, last, now)`.
+    fn refilled(&self, state: &Tokens, now: u64) -> (u64, u64, u64) {
+        if state.taken == 0 {
+            // A full bucket has no refill phase: it starts at the request that empties it.
+            return (self.capacity, now, now);
+        }
+        let now = now.max(state.last);
+        let ticks = (now - state.last) / self.refill_interval;
+        let gained = u128::from(ticks) * u128::from(self.refill_amount);
+        let tokens = (u128::from(self.capacity - state.taken) + gained).min(u128::from(self.capacity));
+        let tokens = tokens as u64;
+        let last = if tokens == self.capacity { now } else { state.last + ticks * self.refill_interval };
+        (tokens, last, now)
+    }
+
+    /// µs from `now` until the bucket holds `wanted` tokens.
+    fn wait_for(&self, tokens: u64, last: u64, now: u64, wanted: u64) -> u64 {
+        let missing = wanted.saturating_sub(tokens);
+        if missing == 0 {
+            return 0;
+        }
+        let ticks = missing.div_ceil(self.refill_amount);
+        let at = u128::from(last) + u128::from(ticks) * u128::from(self.refill_interval);
+        u64::try_from(at - u128::from(now)).unwrap_or(u64::MAX)
+    }
+}
+
+impl Algorithm for TokenBucket {
+    type State = Tokens;
+    type Plan = Replacement<Tokens>;
+
+    fn name(&self) -> &'static str {
+        "token_bucket"
+    }
+
+    fn limit(&self) -> u64 {
+        self.capacity
+    }
+
+    fn parameters(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("capacity", self.capacity.to_string()),
+            ("refill_amount", self.refill_amount.to_string()),
+            ("refill_interval_us", self.refill_interval.to_string()),
+        ]
+    }
+
+    #[inline(always)]
+    fn decide(&self, state: &Tokens, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
+        let c = self.capacity;
+        let (tokens, last, now) = self.refilled(state, now.as_micros());
+        let reset_after = self.wait_for(tokens, last, now, c);
+        if cost == 0 {
+            let decision = if tokens >= 1 {
+                Decision::allow(c, tokens, reset_after)
+            } else {
+                Decision::reject(c, 0, reset_after, self.wait_for(tokens, last, now, 1))
+            };
+            return (decision, None);
+        }
+        if cost > c {
+            return (Decision::never(c, tokens, reset_after), None);
+        }
+        if cost > tokens {
+            let retry = self.wait_for(tokens, last, now, cost);
+            return (Decision::reject(c, tokens, reset_after, retry), None);
+        }
+        let left = tokens - cost;
+        let next = Tokens { taken: c - left, last };
+        (Decision::allow(c, left, self.wait_for(left, last, now, c)), Some(next))
+    }
+
+    #[inline(always)]
+    fn record(&self, state: &mut Tokens, plan: Self::Plan, admitted: bool) {
+        replace_if_admitted(state, plan, admitted);
+    }
+
+    fn expires_at(&self, state: &Tokens) -> Timestamp {
+        let (tokens, last, now) = self.refilled(state, state.last);
+        Timestamp::from_micros(now.saturating_add(self.wait_for(tokens, last, now, self.capacity)))
+    }
+}
+
+/// A key's bucket: tokens taken out of a full bucket, and the time of the last refill.
+///
+/// Counting tokens *taken* makes the default state (`taken = 0`) a full bucket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tokens {
+    /// `capacity − tokens`.
+    pub taken: u64,
+    /// When the bucket was last refilled, µs since the epoch.
+    pub last: u64,
+}

@@ -1,0 +1,354 @@
+//! The embedded store: per-key states in memory, in shards behind short locks.
+//!
+//! A key's shard is chosen by a keyed hash of the key alone, so all limits checked together
+//! for one key sit behind one lock and an all-or-nothing check takes one lock. Inside a
+//! shard, each limit has its own table typed by its algorithm.
+//!
+//! Memory stays bounded: a state that is back to fresh (by the store's own clock, which
+//! only moves forward) is dropped by sweeps that run as keys are added and by
+//! [`MemoryStore::sweep`]; a table is dropped with its last state; and the store never
+//! holds more than [`max_keys`](MemoryStoreBuilder::max_keys) states nor more than
+//! [`max_memory`](MemoryStoreBuilder::max_memory) bytes. When a shard is full, it first
+//! drops every fresh-equivalent state, then the states that would become fresh soonest
+//! among those that are not limited: losing one only makes its key start over, which admits
+//! at most what the key would have been admitted soon anyway. A limited state (a key being
+//! rejected) is never dropped, so a flood of new keys cannot lift a block; when a shard
+//! holds nothing else, a new key is refused ([`StoreError::Full`]).
+//!
+//! [`MemoryStore::snapshot`] and [`MemoryStore::restore`] carry the states over a restart.
+
+mod builder;
+mod dense;
+mod keyed;
+mod shard;
+mod snapshot;
+mod stored_key;
+mod table;
+mod tables;
+
+pub use builder::MemoryStoreBuilder;
+use keyed::KeyedStates;
+use shard::{Bound, Shard};
+pub use snapshot::{RestoreReport, SnapshotError};
+
+use crate::store::{Store, StoreError, Verdict};
+use crate::{Decision, Key, Limit, Timestamp};
+use ahash::RandomState;
+use keyed::{Request, Room};
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+use std::fmt;
+use std::future::{Future, Ready, ready};
+use std::sync::Arc;
+use stored_key::Probe;
+
+/// The most shards a store is cut into.
+const MAX_SHARDS: usize = 4096;
+
+/// The default cap on states held.
+pub const DEFAULT_MAX_KEYS: usize = 10_000_000;
+
+/// The default cap on bytes held (1 GiB): above what [`DEFAULT_MAX_KEYS`] states of short
+/// keys take (about 50 to 70 bytes each), so that it binds only when keys are long (a
+/// flood of 1 KiB keys) or states are large (long sliding logs).
+pub const DEFAULT_MAX_MEMORY: usize = 1 << 30;
+
+/// The in-memory store. Cheap to clone: clones share the same states.
+///
+/// # Examples
+///
+/// ```
+/// use sluice_core::{Key, Limit, MemoryStore, Store, Timestamp, TokenBucket, TokenBucketSettings};
+/// use std::time::Duration;
+///
+/// let store = MemoryStore::new();
+/// let bucket = TokenBucketSettings { capacity: 2, refill_amount: 1, refill_interval: Duration::from_secs(1) };
+/// let api = Limit::new("api", TokenBucket::new(bucket)?);
+/// let key = Key::new(b"user-1")?;
+/// let now = Timestamp::from_micros(1_700_000_000_000_000);
+/// let verdict = store.check_now(key, std::slice::from_ref(&api), now, 1)?;
+/// assert!(verdict.decision.allowed);
+/// assert_eq!(verdict.decision.remaining, 1);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct MemoryStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    shards: Box<[Padded<Mutex<Shard>>]>,
+    hasher: RandomState,
+    /// Each shard's share of the caps.
+    bound: Bound,
+    /// The caps as set, for the error that reports them.
+    max_keys: usize,
+    max_memory: usize,
+    clock: Box<dyn Fn() -> Timestamp + Send + Sync>,
+}
+
+/// Keeps each shard's lock on its own cache lines.
+#[repr(align(128))]
+struct Padded<T>(T);
+
+impl MemoryStore {
+    /// A store with the default settings: the system clock, [`DEFAULT_MAX_KEYS`].
+    pub fn new() -> Self {
+        MemoryStore::builder().build()
+    }
+
+    /// A builder to set the cap, the shard count and the store's own clock.
+    pub fn builder() -> MemoryStoreBuilder {
+        MemoryStoreBuilder::default()
+    }
+
+    /// Checks `key` against `limits` at `now`, all or nothing, and returns at once.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::NoLimits`] when `limits` is empty; [`StoreError::Full`] when the key
+    /// needs a new state and its shard is full of limited states.
+    pub fn check_now(&self, key: Key<'_>, limits: &[Limit], now: Timestamp, cost: u64) -> Result<Verdict, StoreError> {
+        if let [limit] = limits {
+            let decision = self.check_one(key, limit, now, cost)?;
+            return Ok(Verdict { decision, limit: 0, source: crate::store::Source::Store });
+        }
+        let key = key.as_bytes();
+        let hash = self.inner.hasher.hash_one(key);
+        let mut shard = self.shard(hash).lock();
+        let request = Request { hash, probe: Probe::of(key), now, cost };
+        self.make_room_for(&mut shard, limits, request)?;
+        let decisions: SmallVec<[Decision; 4]> = limits.iter().map(|limit| judge(&mut shard, limit, request)).collect();
+        let admitted = decisions.iter().all(|d| d.allowed);
+        for (index, limit) in limits.iter().enumerate() {
+            // A limit listed twice is one state: record the request once.
+            if first_listing(limits, index) {
+                let change = shard.record(limit, request, admitted, &self.inner.hasher);
+                shard.count(change, &*self.inner.clock, &self.inner.hasher);
+            }
+        }
+        for limit in limits {
+            shard.drop_table_if_empty(limit.id());
+        }
+        shard.keep_within(self.inner.bound, (self.inner.clock)(), &self.inner.hasher);
+        Verdict::combine(&decisions).ok_or(StoreError::NoLimits)
+    }
+
+    /// Makes room in a full shard, before a check of several limits is judged, for the
+    /// states it will insert: settling one limit then never drops a state another limit's
+    /// decision was made on. (Making room may drop one of this key's own states; the key
+    /// is then judged fresh under that limit, as after any eviction.) Only a cap smaller
+    /// than the limits checked together can leave the shard over it, by this key's states,
+    /// when it holds nothing else.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Full`] when the room cannot be made: the shard holds limited states only.
+    fn make_room_for(&self, shard: &mut Shard, limits: &[Limit], request: Request<'_>) -> Result<(), StoreError> {
+        let bound = self.inner.bound;
+        let first_listed =
+            || (0..limits.len()).filter(|&index| first_listing(limits, index)).map(|index| &limits[index]);
+        // At most this much is needed, found without looking the key up.
+        let at_most =
+            first_listed().map(|limit| shard.room_for_any_key(limit, request.probe)).fold(Room::default(), add);
+        let room = shard.room_left(bound);
+        if at_most.states <= room.states && at_most.bytes <= room.bytes {
+            return Ok(());
+        }
+        loop {
+            // Again after each round: making room may have dropped one of this key's states.
+            let needed = first_listed().map(|limit| shard.room_for(limit, request)).fold(Room::default(), add);
+            if needed == Room::default() || shard.fits(bound, needed) {
+                return Ok(());
+            }
+            let before = shard.states;
+            shard.make_room(bound, needed, (self.inner.clock)(), &self.inner.hasher);
+            if shard.states == before {
+                break;
+            }
+        }
+        if shard.states == 0 { Ok(()) } else { Err(self.full()) }
+    }
+
+    /// Checks `key` against one limit at `now`: [`check_now`](Self::check_now) with a
+    /// single limit, on the shortest path (what a one-limit [`RateLimiter`](crate::RateLimiter)
+    /// calls).
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Full`] when the key needs a new state and its shard is full of
+    /// limited states.
+    #[inline]
+    pub fn check_one(&self, key: Key<'_>, limit: &Limit, now: Timestamp, cost: u64) -> Result<Decision, StoreError> {
+        let key = key.as_bytes();
+        let hash = self.inner.hasher.hash_one(key);
+        let request = Request { hash, probe: Probe::of(key), now, cost };
+        let mut shard = self.shard(hash).lock();
+        self.settle(&mut shard, limit, request)
+    }
+
+    /// Forgets `key`'s state for each of `limits` at once; returns how many states were held.
+    pub fn reset_now(&self, key: Key<'_>, limits: &[Limit]) -> usize {
+        let key = key.as_bytes();
+        let hash = self.inner.hasher.hash_one(key);
+        let mut shard = self.shard(hash).lock();
+        let probe = Probe::of(key);
+        limits.iter().filter(|limit| shard.forget(limit, hash, probe, &self.inner.hasher)).count()
+    }
+
+    /// Drops every state that is back to fresh by the store's clock; returns how many.
+    pub fn sweep(&self) -> usize {
+        let now = (self.inner.clock)();
+        self.inner.shards.iter().map(|shard| shard.0.lock().drop_expiring_by(now, &self.inner.hasher)).sum()
+    }
+
+    /// The number of states held (one per limit and key).
+    pub fn len(&self) -> usize {
+        self.inner.shards.iter().map(|shard| shard.0.lock().states).sum()
+    }
+
+    /// True when no state is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The number of tables held: one per limit in each shard that holds a state of it.
+    /// A table is dropped with its last state.
+    pub fn tables(&self) -> usize {
+        self.inner.shards.iter().map(|shard| shard.0.lock().tables.len()).sum()
+    }
+
+    /// Bytes held by the tables, keys and states (not counting the allocator's overhead):
+    /// what [`max_memory`](MemoryStoreBuilder::max_memory) bounds. Counted from scratch,
+    /// so it takes a while on a large store.
+    pub fn heap_bytes(&self) -> usize {
+        self.inner.shards.iter().map(|shard| shard.0.lock().heap_bytes()).sum()
+    }
+
+    fn shard(&self, hash: u64) -> &Mutex<Shard> {
+        &self.inner.shards[self.shard_index(hash)].0
+    }
+
+    fn shard_index(&self, hash: u64) -> usize {
+        // Middle bits: a table uses the low bits for its index and the top 8 for tags.
+        (hash >> 32) as usize & (self.inner.shards.len() - 1)
+    }
+
+    /// The error for a key refused because its shard is full of limited states.
+    fn full(&self) -> StoreError {
+        StoreError::Full { max_keys: self.inner.max_keys, max_memory: self.inner.max_memory }
+    }
+
+    /// Decides and records `request` under `limit`. The common case (the key holds a state,
+    /// which stays where it is and the same size) does nothing more than find it, decide
+    /// and record; anything else goes out of line.
+    #[inline(always)]
+    fn settle(&self, shard: &mut Shard, limit: &Limit, request: Request<'_>) -> Result<Decision, StoreError> {
+        let Some(position) = shard.tables.position(limit.id()) else {
+            return self.settle_new(shard, limit, request);
+        };
+        let mut grown = 0;
+        let Some(decision) = shard.tables.at(position).settle(request, None, &mut grown) else {
+            return self.settle_new(shard, limit, request);
+        };
+        if grown != 0 {
+            self.resized(shard, grown);
+        }
+        Ok(decision)
+    }
+
+    /// Counts a state's heap reallocated by a check (a sliding log's ring), and makes room
+    /// if that took the shard past its bound.
+    #[cold]
+    #[inline(never)]
+    fn resized(&self, shard: &mut Shard, grown: isize) {
+        shard.bytes = shard.bytes.saturating_add_signed(grown);
+        shard.keep_within(self.inner.bound, (self.inner.clock)(), &self.inner.hasher);
+    }
+
+    /// [`settle`](Self::settle) for a key that holds no state under `limit` (its table
+    /// created if the shard has none, and dropped again if the request stored nothing: a
+    /// peek, a rejection). A new state that takes the shard past its bound is taken out
+    /// again and given room, the request decided again (the algorithm is pure: the same
+    /// decision), or refused when the shard holds only limited states. (Room is made after
+    /// the insertion, not before, so that a request that stores nothing never makes room.)
+    #[cold]
+    #[inline(never)]
+    fn settle_new(&self, shard: &mut Shard, limit: &Limit, request: Request<'_>) -> Result<Decision, StoreError> {
+        let (clock, hasher, bound) = (&*self.inner.clock, &self.inner.hasher, self.inner.bound);
+        let position = shard.table_of(limit);
+        let (decision, change) = shard.tables.at(position).settle_new(request, None, hasher);
+        if !change.inserted {
+            shard.drop_table_if_empty(limit.id());
+            return Ok(decision);
+        }
+        shard.count(change, clock, hasher);
+        if shard.is_within(bound) {
+            return Ok(decision);
+        }
+        shard.forget(limit, request.hash, request.probe, hasher);
+        let needed = shard.room_for(limit, request);
+        if !shard.make_room(bound, needed, clock(), hasher) {
+            return Err(self.full());
+        }
+        let position = shard.table_of(limit);
+        let (decision, change) = shard.tables.at(position).settle_new(request, None, hasher);
+        shard.count(change, clock, hasher);
+        Ok(decision)
+    }
+}
+
+/// The decision for `request` under `limit`, changing nothing.
+fn judge(shard: &mut Shard, limit: &Limit, request: Request<'_>) -> Decision {
+    match shard.tables.position(limit.id()) {
+        Some(position) => shard.tables.at(position).judge(request.hash, request.probe, request.now, request.cost),
+        None => limit.policy().decide_fresh(request.now, request.cost),
+    }
+}
+
+/// Two amounts of room together.
+fn add(one: Room, other: Room) -> Room {
+    Room { states: one.states + other.states, bytes: one.bytes.saturating_add(other.bytes) }
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        MemoryStore::new()
+    }
+}
+
+impl fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("MemoryStore")
+            .field("shards", &self.inner.shards.len())
+            .field("max_keys", &self.inner.max_keys)
+            .field("max_memory", &self.inner.max_memory)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Store for MemoryStore {
+    fn check(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
+        let verdict: Ready<_> = ready(self.check_now(key, limits, now, cost));
+        verdict
+    }
+
+    fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.reset_now(key, limits);
+        ready(Ok(()))
+    }
+}
+
+/// Whether `limits[index]` is listed for the first time (a limit listed twice is one state).
+fn first_listing(limits: &[Limit], index: usize) -> bool {
+    !limits[..index].iter().any(|earlier| earlier.id() == limits[index].id())
+}
+
+#[cfg(test)]
+mod tests;
