@@ -1,6 +1,7 @@
 //! One connection to Redis and its health: what a store's clones share, and what a probe
 //! watches while Redis does not answer.
 
+use super::origin::OnDisconnect;
 use super::{CONNECT_TIMEOUT, Common, Origin, within};
 use crate::deadline::wall_clock;
 use crate::health::{Cause, Link};
@@ -78,7 +79,7 @@ impl Channel {
         if let (Connection::Standalone(standalone), Origin::Standalone(_)) =
             (&channel.connection, &channel.common.origin)
         {
-            standalone.set(channel.common.origin.lazy_standalone(Arc::downgrade(&channel))?);
+            standalone.set(channel.common.origin.lazy_standalone(channel.on_disconnect())?);
         }
         if !channel.common.outages.health().is_available() {
             channel.link.fail(&channel.common.outages, "an outage is under way");
@@ -87,12 +88,15 @@ impl Channel {
         Ok(channel)
     }
 
-    /// The standalone connection, if this is one.
-    pub(super) fn standalone(&self) -> Option<&Standalone> {
-        match &self.connection {
-            Connection::Standalone(standalone) => Some(standalone),
-            Connection::Cluster(_) => None,
-        }
+    /// What this channel's connections call when they hear they were disconnected: start a
+    /// probe (unless the channel is gone).
+    fn on_disconnect(self: &Arc<Self>) -> OnDisconnect {
+        let channel = Arc::downgrade(self);
+        Arc::new(move || {
+            if let Some(channel) = channel.upgrade() {
+                channel.start_probe();
+            }
+        })
     }
 
     /// Sends `request` (bounded by `limit`), replacing a standalone connection that
@@ -110,7 +114,7 @@ impl Channel {
                 if let Err(StoreError::Unavailable(cause)) = &result
                     && cause.downcast_ref::<redis::RedisError>().is_some_and(is_demoted)
                 {
-                    standalone.replace(&used, &self.common.origin, Arc::downgrade(self));
+                    standalone.replace(&used, &self.common.origin, self.on_disconnect());
                 }
                 result
             }
@@ -180,7 +184,7 @@ impl Channel {
             (Connection::Standalone(standalone), Origin::Sentinel(_))
                 if after_failure || standalone.current().is_none() =>
             {
-                standalone.set(self.common.origin.connect_standalone(Arc::downgrade(self)).await?);
+                standalone.set(self.common.origin.connect_standalone(self.on_disconnect()).await?);
             }
             _ => {}
         }

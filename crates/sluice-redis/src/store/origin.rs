@@ -1,14 +1,17 @@
 //! Where a store's connections go: a standalone Redis's address, a Cluster, or the primary
 //! that Redis Sentinel names; and how each connection is made.
 
-use super::channel::Channel;
 use super::errors::{unavailable, within};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::sentinel::SentinelClient;
 use sluice_core::StoreError;
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::Duration;
+
+/// What a connection calls when RESP3 tells it the connection was lost: the channel that
+/// owns it starts a probe, so that a restarted Redis is found before the next check.
+pub(super) type OnDisconnect = Arc<dyn Fn() + Send + Sync>;
 
 /// Where connections are made.
 #[derive(Clone)]
@@ -44,23 +47,26 @@ pub(super) fn tcp_settings() -> redis::io::tcp::TcpSettings {
 impl Origin {
     /// The connection to a standalone Redis's fixed address, made on its first command (an
     /// error for the other origins, whose address is found when connecting).
-    pub(super) fn lazy_standalone(&self, channel: Weak<Channel>) -> Result<ConnectionManager, StoreError> {
+    pub(super) fn lazy_standalone(&self, on_disconnect: OnDisconnect) -> Result<ConnectionManager, StoreError> {
         let Origin::Standalone(client) = self else {
             return Err(StoreError::Refused("only a standalone Redis has a fixed address".to_owned()));
         };
-        lazy_connection(client, channel)
+        lazy_connection(client, on_disconnect)
     }
 
     /// A new standalone connection, made now: to the URL's address, or to the primary the
     /// sentinels name now (an error for a Cluster's origin).
-    pub(super) async fn connect_standalone(&self, channel: Weak<Channel>) -> Result<ConnectionManager, StoreError> {
+    pub(super) async fn connect_standalone(
+        &self,
+        on_disconnect: OnDisconnect,
+    ) -> Result<ConnectionManager, StoreError> {
         let connection = match self {
             Origin::Sentinel(sentinels) => {
                 let primary =
                     within(CONNECT_TIMEOUT, async { sentinels.lock().await.async_get_client().await }).await?;
-                lazy_connection(&primary, channel)?
+                lazy_connection(&primary, on_disconnect)?
             }
-            _ => self.lazy_standalone(channel)?,
+            _ => self.lazy_standalone(on_disconnect)?,
         };
         within(CONNECT_TIMEOUT, redis::cmd("PING").query_async::<()>(&mut connection.clone())).await?;
         Ok(connection)
@@ -68,9 +74,9 @@ impl Origin {
 }
 
 /// A connection to `client`'s address, made on its first command, reconnecting on its own,
-/// whose loss `channel` hears of at once (RESP3's disconnection notice), so that a
+/// whose loss `on_disconnect` hears of at once (RESP3's disconnection notice), so that a
 /// restarted Redis is found again by a probe before the next check needs it.
-fn lazy_connection(client: &redis::Client, channel: Weak<Channel>) -> Result<ConnectionManager, StoreError> {
+fn lazy_connection(client: &redis::Client, on_disconnect: OnDisconnect) -> Result<ConnectionManager, StoreError> {
     let mut config = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(CONNECT_TIMEOUT))
         // The store bounds every call by its own timeout (`RedisSettings::timeout`);
@@ -80,10 +86,8 @@ fn lazy_connection(client: &redis::Client, channel: Weak<Channel>) -> Result<Con
         .set_number_of_retries(0);
     if client.get_connection_info().redis_settings().protocol().supports_resp3() {
         config = config.set_push_sender(move |push: redis::PushInfo| {
-            if push.kind == redis::PushKind::Disconnection
-                && let Some(channel) = channel.upgrade()
-            {
-                channel.start_probe();
+            if push.kind == redis::PushKind::Disconnection {
+                on_disconnect();
             }
             Ok::<(), std::convert::Infallible>(())
         });

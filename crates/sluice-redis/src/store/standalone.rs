@@ -9,11 +9,11 @@
 //! takes the old one's place; the checks meanwhile follow the failure mode.
 
 use super::Origin;
-use super::channel::Channel;
+use super::origin::OnDisconnect;
 use arc_swap::ArcSwapOption;
 use redis::aio::ConnectionManager;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 /// How long after a replacement another may start: a failover that has not moved the
@@ -21,9 +21,13 @@ use std::time::Duration;
 /// otherwise open one more.
 const REPLACEMENT_INTERVAL: Duration = Duration::from_millis(250);
 
-/// The connection to a standalone Redis, shared by a store's clones.
+/// The connection to a standalone Redis, shared by a store's clones (clones share it).
+#[derive(Clone, Default)]
+pub(super) struct Standalone(Arc<Slot>);
+
+/// The connection in use, and whether it is being replaced.
 #[derive(Default)]
-pub(super) struct Standalone {
+struct Slot {
     /// Set once the channel that owns it exists (its connection reports to it).
     current: ArcSwapOption<ConnectionManager>,
     /// Set while a replacement is being made (and for [`REPLACEMENT_INTERVAL`] after it).
@@ -33,36 +37,31 @@ pub(super) struct Standalone {
 impl Standalone {
     /// Puts `connection` in use.
     pub(super) fn set(&self, connection: ConnectionManager) {
-        self.current.store(Some(Arc::new(connection)));
+        self.0.current.store(Some(Arc::new(connection)));
     }
 
     /// The connection to send a command on: clone the handle inside (cheap) to use it,
     /// and keep this `Arc` to name it to [`replace`](Self::replace).
     pub(super) fn current(&self) -> Option<Arc<ConnectionManager>> {
-        self.current.load_full()
+        self.0.current.load_full()
     }
 
     /// Replaces `refused`, the connection a command was refused on, with a new one to
     /// `origin`'s address, in the background; unless it was replaced already (a late
     /// answer on the old connection must not throw away the new one) or a replacement is
     /// under way. Needs a Tokio runtime, as every call of the store does.
-    pub(super) fn replace(&self, refused: &Arc<ConnectionManager>, origin: &Origin, channel: Weak<Channel>) {
-        let is_current = self.current.load().as_ref().is_some_and(|current| Arc::ptr_eq(current, refused));
-        if !is_current || self.replacing.swap(true, Ordering::AcqRel) {
+    pub(super) fn replace(&self, refused: &Arc<ConnectionManager>, origin: &Origin, on_disconnect: OnDisconnect) {
+        let is_current = self.0.current.load().as_ref().is_some_and(|current| Arc::ptr_eq(current, refused));
+        if !is_current || self.0.replacing.swap(true, Ordering::AcqRel) {
             return;
         }
-        let (refused, origin) = (Arc::clone(refused), origin.clone());
+        let (refused, origin, slot) = (Arc::clone(refused), origin.clone(), Arc::clone(&self.0));
         tokio::spawn(async move {
-            let Some(owner) = channel.upgrade() else { return };
-            let standalone = owner.standalone();
             // Cleared however the task ends, also when its runtime drops it half-way.
-            let _replacing = standalone.map(|standalone| Replacing(&standalone.replacing));
-            match origin.connect_standalone(Arc::downgrade(&owner)).await {
+            let _replacing = Replacing(&slot.replacing);
+            match origin.connect_standalone(on_disconnect).await {
                 Ok(connection) => {
-                    if let Some(standalone) = standalone {
-                        let fresh = Some(Arc::new(connection));
-                        standalone.current.compare_and_swap(&Some(refused), fresh);
-                    }
+                    slot.current.compare_and_swap(&Some(refused), Some(Arc::new(connection)));
                     tracing::warn!("Redis answered READONLY (a failover?): connected again");
                 }
                 Err(error) => tracing::warn!(%error, "Redis answered READONLY; connecting again failed"),

@@ -1,9 +1,9 @@
 //! A configuration in force, with the counters of its policies and Envoy rules resolved
 //! once, so that a check counts without looking a name up in the metrics' families.
 
+use crate::config::service_file::ServiceConfig;
 use crate::envoy::{OVERRIDE_NAME, Rule, Rules};
 use crate::metrics::{Metrics, PolicyCounters};
-use crate::service_config::ServiceConfig;
 use std::collections::HashMap;
 
 /// A configuration in force, with its counters resolved.

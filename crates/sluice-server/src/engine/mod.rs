@@ -1,14 +1,17 @@
 //! The decision path shared by the HTTP and gRPC front ends: resolve policies, apply
 //! shadow mode, ask the store, count.
 
+pub(crate) mod backend;
 mod envoy;
+pub(crate) mod front;
 mod loaded;
+pub(crate) mod service;
 
 pub(crate) use loaded::Loaded;
 
-use crate::backend::Backend;
+use crate::config::service_file::ServiceConfig;
+use crate::engine::backend::Backend;
 use crate::metrics::{Metrics, PolicyCounters};
-use crate::service_config::ServiceConfig;
 use arc_swap::ArcSwap;
 use sluice_core::{Clock, Decision, Key, Limit, Source, StoreError, SystemClock, Timestamp, Verdict};
 use smallvec::SmallVec;

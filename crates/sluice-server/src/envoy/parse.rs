@@ -26,6 +26,45 @@ pub(super) struct Parser<'p> {
     rules: Vec<Arc<Rule>>,
 }
 
+impl Rules {
+    /// Loads a whole configuration file, already parsed as YAML: either an envoyproxy/ratelimit
+    /// file (`domain` and `descriptors`) or Sluice's form with a `domains` list. A top-level
+    /// `policies` section is allowed in both; it is parsed by the caller into `policies`.
+    ///
+    /// # Errors
+    ///
+    /// Every problem found, each with its path, such as
+    /// `descriptors[2].rate_limit.unit: unknown unit "fortnight" (second, minute, hour, day, week)`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use sluice_server::envoy::{Resolution, Rules};
+    ///
+    /// let yaml = "domain: mongo_cps\ndescriptors:\n  - key: database\n    value: users\n    rate_limit: {unit: second, requests_per_unit: 500}\n";
+    /// let rules = Rules::from_yaml(&serde_yaml_ng::from_str(yaml)?, &[])?;
+    /// let Resolution::Limited { limit, key, .. } = rules.resolve("mongo_cps", [("database", "users")]) else {
+    ///     panic!("the rule should match");
+    /// };
+    /// assert_eq!(limit.name(), "mongo_cps.database_users");
+    /// assert_eq!(key.as_str(), "mongo_cps|database=users");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn from_yaml(top: &Value, policies: &[Limit]) -> Result<Rules, ConfigError> {
+        Parser::new(policies).file(top)
+    }
+
+    /// Loads only a `domains` list, for a configuration whose top level holds more sections.
+    /// Problem paths start with `domains`.
+    ///
+    /// # Errors
+    ///
+    /// Every problem found, each with its path.
+    pub fn from_domains(domains: &Value, policies: &[Limit]) -> Result<Rules, ConfigError> {
+        Parser::new(policies).domains(domains)
+    }
+}
+
 /// Where a list of descriptors sits: its domain, and envoyproxy/ratelimit's dotted path.
 struct Scope {
     domain: Arc<str>,

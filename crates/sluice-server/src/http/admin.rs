@@ -2,14 +2,14 @@
 //!
 //! With an admin token configured they require `Authorization: Bearer <token>` (the scheme
 //! in any case; the token is checked in constant time, see
-//! [`AdminToken`](crate::admin_token::AdminToken)); without one they answer loopback
+//! [`AdminToken`](crate::config::admin_token::AdminToken)); without one they answer loopback
 //! clients only.
 
-use crate::front::Front;
-use crate::handoff::Client;
+use crate::engine::front::Front;
+use crate::engine::service::Service;
 use crate::http::api::{ErrorResponse, ResetRequest};
 use crate::http::error::ApiError;
-use crate::service::Service;
+use crate::serve::handoff::Client;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{ConnectInfo, State};

@@ -1,7 +1,7 @@
 //! `POST /v1/check` and `POST /v1/peek`.
 
 use crate::engine::Outcome;
-use crate::front::Front;
+use crate::engine::front::Front;
 use crate::http::api::{CheckRequest, CheckResponse, ErrorResponse, PeekRequest, PolicyNames};
 use crate::http::error::ApiError;
 use crate::http::error::{RequestBody, json_body, read_body};

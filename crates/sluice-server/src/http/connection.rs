@@ -9,12 +9,12 @@
 //! neither boxed into axum's `Body` nor passed through a tower adapter that clones the
 //! service per request.
 
-use crate::front::Front;
-use crate::handoff::Client;
+use crate::engine::front::Front;
 use crate::http::check;
 use crate::http::deadline::within;
 use crate::http::error::ApiError;
 use crate::http::idle::Activity;
+use crate::serve::handoff::Client;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;

@@ -9,7 +9,7 @@ use axum::http::HeaderMap;
 use bytes::Bytes;
 use sluice_tower::headers::Fields;
 
-pub(crate) use sluice_tower::headers::{HeaderRanges, quota_window, structured_item, whole_seconds};
+pub(crate) use sluice_tower::headers::HeaderRanges;
 
 /// Writes the values of the headers for `outcome` at the end of `buffer`. Seconds are
 /// rounded up, so a real wait is never announced as 0. One buffer for the body and every

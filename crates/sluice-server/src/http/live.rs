@@ -1,11 +1,11 @@
 //! `GET /v1/live`: what the dashboard's live view polls.
 
-use crate::front::Front;
-use crate::handoff::Client;
+use crate::engine::front::Front;
 use crate::http::api::ErrorResponse;
 use crate::http::error::ApiError;
 use crate::http::ui::admit;
 use crate::metrics::{HotKey, SAMPLE_EVERY, Seconds};
+use crate::serve::handoff::Client;
 use axum::Json;
 use axum::extract::{ConnectInfo, State};
 use serde::Serialize;
@@ -110,7 +110,7 @@ pub(crate) async fn live(
             name: entry.limit.name().to_owned(),
             algorithm: policy.algorithm_name(),
             limit: policy.limit(),
-            limit_text: crate::policy_text::describe(policy),
+            limit_text: crate::config::policy_text::describe(policy),
             shadow_mode: entry.shadow || front.service.settings.shadow_mode,
             allowed,
             rejected,

@@ -31,7 +31,7 @@ pub(crate) use connection::MakeApi;
 pub(crate) use idle::Timeouts;
 pub(crate) use server::serve;
 
-use crate::front::Front;
+use crate::engine::front::Front;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};

@@ -1,6 +1,6 @@
 //! Operations endpoints: health, readiness, metrics, the policy list and the OpenAPI document.
 
-use crate::front::Front;
+use crate::engine::front::Front;
 use crate::http::api::PolicyInfo;
 use axum::Json;
 use axum::extract::State;

@@ -1,12 +1,12 @@
 //! `POST /v1/playground`: decides a posted trace on a throwaway store (see
-//! [`crate::playground`]).
+//! [`crate::offline::playground`]).
 
-use crate::front::Front;
-use crate::handoff::Client;
+use crate::engine::front::Front;
 use crate::http::api::ErrorResponse;
 use crate::http::error::ApiError;
 use crate::http::ui::admit;
-use crate::playground::{PlaygroundError, PlaygroundRequest, PlaygroundResponse};
+use crate::offline::playground::{PlaygroundError, PlaygroundRequest, PlaygroundResponse};
+use crate::serve::handoff::Client;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{ConnectInfo, State};

@@ -2,12 +2,12 @@
 //! open with its preface), each watched by [`close_when_idle`], their request heads
 //! bounded by `max_request_head`.
 
-use crate::bounds::Bounds;
-use crate::handoff::{Client, Connection, Queue};
+use crate::config::bounds::Bounds;
 use crate::http::MakeApi;
 use crate::http::idle::{Activity, Ending, Timeouts, close_when_idle};
 use crate::http::watched::Watched;
-use crate::shutdown::Shutdown;
+use crate::serve::handoff::{Client, Connection, Queue};
+use crate::serve::shutdown::Shutdown;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;

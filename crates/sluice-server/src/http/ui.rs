@@ -4,10 +4,10 @@
 //! its files live in `crates/sluice-server/ui/` and are served with a content
 //! security policy that lets them load only from this server.
 
-use crate::front::Front;
-use crate::handoff::Client;
+use crate::config::settings::UiAccess;
+use crate::engine::front::Front;
 use crate::http::error::ApiError;
-use crate::settings::UiAccess;
+use crate::serve::handoff::Client;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

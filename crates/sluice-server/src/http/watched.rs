@@ -71,7 +71,7 @@ impl AsyncRead for Watched {
     }
 }
 
-crate::write_through::write_through!(Watched);
+crate::serve::write_through::write_through!(Watched);
 
 #[cfg(test)]
 mod tests {

@@ -35,6 +35,7 @@
 //! and counted in [`RestoreReport::skipped_limits`], never read as another limit's.
 
 mod format;
+mod reader;
 pub(crate) mod states;
 
 use super::keyed::{Change, KeyedStates};

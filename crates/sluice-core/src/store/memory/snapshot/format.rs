@@ -2,6 +2,7 @@
 //! read without trusting a single byte (see the layout in the parent module).
 
 use super::SnapshotError;
+use super::reader::Reader;
 use super::states::{AnyState, impossible, tag_of};
 use crate::{Key, Limit, LimitId, Timestamp};
 use std::collections::BTreeSet;
@@ -138,7 +139,7 @@ fn open(bytes: &[u8]) -> Result<(u16, Timestamp, Reader<'_>), SnapshotError> {
         }
         return Err(SnapshotError::NotASnapshot);
     }
-    let mut input = Reader { bytes, at: MAGIC.len() };
+    let mut input = Reader::new(bytes, MAGIC.len());
     let found = input.u16()?;
     if ![VERSION, VERSION_WITHOUT_DEFINITIONS, VERSION_LEGACY_IDS].contains(&found) {
         return Err(SnapshotError::UnsupportedVersion { found });
@@ -150,7 +151,7 @@ fn open(bytes: &[u8]) -> Result<(u16, Timestamp, Reader<'_>), SnapshotError> {
     if crc32fast::hash(body).to_le_bytes() != trailer {
         return Err(SnapshotError::Checksum);
     }
-    let mut input = Reader { bytes: body, at: input.at };
+    let mut input = Reader::new(body, input.offset());
     let taken_at = Timestamp::from_micros(input.u64()?);
     Ok((found, taken_at, input))
 }
@@ -162,7 +163,7 @@ fn read_entry<'a>(
     id: LimitId,
     limit: Option<&Limit>,
 ) -> Result<Entry<'a>, SnapshotError> {
-    let at = input.at;
+    let at = input.offset();
     let len = usize::from(input.u16()?);
     if len == 0 || len > Key::MAX_LEN {
         return Err(input.invalid(format!("limit {id}: a key of {len} bytes (keys have 1 to 1024)")));
@@ -178,61 +179,4 @@ fn read_entry<'a>(
         return Err(SnapshotError::Invalid { offset: at, problem: in_entry(&problem) });
     }
     Ok(Entry { limit: 0, key, state })
-}
-
-/// A cursor over a snapshot that fails instead of reading past the end.
-#[derive(Debug)]
-pub(crate) struct Reader<'a> {
-    bytes: &'a [u8],
-    /// Offset of the next byte, from the start of the snapshot.
-    at: usize,
-}
-
-impl<'a> Reader<'a> {
-    /// The next `len` bytes.
-    pub(crate) fn take(&mut self, len: usize) -> Result<&'a [u8], SnapshotError> {
-        self.ensure(len)?;
-        let taken = &self.bytes[self.at..self.at + len];
-        self.at += len;
-        Ok(taken)
-    }
-
-    /// Fails unless `len` more bytes are there.
-    pub(crate) fn ensure(&self, len: usize) -> Result<(), SnapshotError> {
-        if len > self.remaining() {
-            return Err(SnapshotError::Truncated { offset: self.bytes.len() });
-        }
-        Ok(())
-    }
-
-    fn remaining(&self) -> usize {
-        self.bytes.len().saturating_sub(self.at)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], SnapshotError> {
-        let mut array = [0; N];
-        array.copy_from_slice(self.take(N)?);
-        Ok(array)
-    }
-
-    pub(crate) fn u8(&mut self) -> Result<u8, SnapshotError> {
-        self.array().map(u8::from_le_bytes)
-    }
-
-    pub(crate) fn u16(&mut self) -> Result<u16, SnapshotError> {
-        self.array().map(u16::from_le_bytes)
-    }
-
-    pub(crate) fn u32(&mut self) -> Result<u32, SnapshotError> {
-        self.array().map(u32::from_le_bytes)
-    }
-
-    pub(crate) fn u64(&mut self) -> Result<u64, SnapshotError> {
-        self.array().map(u64::from_le_bytes)
-    }
-
-    /// An error about the bytes just read.
-    pub(crate) fn invalid(&self, problem: impl Into<String>) -> SnapshotError {
-        SnapshotError::Invalid { offset: self.at, problem: problem.into() }
-    }
 }

@@ -1,7 +1,7 @@
 //! Each algorithm's state in a snapshot: its tag, its bytes, and what makes one impossible.
 
 use super::SnapshotError;
-use super::format::Reader;
+use super::reader::Reader;
 use crate::Policy;
 use crate::algorithm::Algorithm;
 use crate::algorithm::fixed_window::{FixedWindow, WindowCount};

@@ -1,0 +1,56 @@
+//! `sluice check-config FILE`: validates a configuration and prints every problem.
+
+use crate::cli::serve::CheckConfigArgs;
+use crate::config::service_file::ServiceConfig;
+use crate::envoy::{Quota, Rule, Rules};
+use std::process::ExitCode;
+
+/// Prints what the file defines, or every problem in it; exit status 0 when valid, 1 when not.
+pub(crate) fn run(args: &CheckConfigArgs) -> ExitCode {
+    let config = match ServiceConfig::load(&args.file) {
+        Ok(config) => config,
+        Err(error) => {
+            eprintln!("sluice: {error:#}");
+            return ExitCode::from(1);
+        }
+    };
+    println!("{}: valid, {} policies", args.file.display(), config.policies().len());
+    for entry in config.policies() {
+        let policy = entry.limit.policy();
+        println!(
+            "  {} ({}): {}",
+            entry.limit.name(),
+            policy.algorithm_name(),
+            crate::config::policy_text::describe(policy)
+        );
+    }
+    if let Some(rules) = config.envoy() {
+        print_rules(rules);
+    }
+    ExitCode::SUCCESS
+}
+
+/// Lists the Envoy domains and, under each, its rules in file order.
+fn print_rules(rules: &Rules) {
+    let mut domains: Vec<&str> = rules.domains().collect();
+    domains.sort_unstable();
+    println!("{} Envoy rules in {} domains", rules.len(), domains.len());
+    for domain in domains {
+        println!("  domain {domain}");
+        for rule in rules.rules().filter(|rule| rule.domain() == domain) {
+            println!("    {}: {}", rule.path(), describe(rule));
+        }
+    }
+}
+
+/// What a rule does, in a few words: `10 per minute`, `policy api`, `unlimited`, `blocked`.
+fn describe(rule: &Rule) -> String {
+    let quota = match (rule.quota(), rule.unit()) {
+        (Quota::Unlimited, _) => "unlimited".to_owned(),
+        (Quota::Blocked, _) => "blocked (requests_per_unit: 0)".to_owned(),
+        (Quota::Limit(limit), Some(unit)) => format!("{} per {}", limit.policy().limit(), unit.as_str()),
+        (Quota::Limit(limit), None) => format!("policy {}", limit.name()),
+    };
+    let shadow = if rule.shadow_mode() { ", shadow mode" } else { "" };
+    format!("{quota}{shadow}")
+}

@@ -1,0 +1,96 @@
+//! The store the service decides with: the embedded one or Redis.
+
+use crate::config::settings::Settings;
+use sluice_core::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
+use sluice_redis::{RedisSettings, RedisStore};
+
+/// The service's store. An enum, since [`Store`] is not object safe (its futures are
+/// `impl Future`), and there are only two.
+#[derive(Clone, Debug)]
+pub(crate) enum Backend {
+    /// The embedded store (the default).
+    Memory(MemoryStore),
+    /// Redis or Redis Cluster.
+    Redis(RedisStore),
+}
+
+impl Backend {
+    /// Opens the store `settings` choose.
+    pub(crate) async fn open(settings: &Settings) -> anyhow::Result<Backend> {
+        let redis = || RedisSettings {
+            timeout: settings.redis_timeout,
+            failure_mode: settings.failure_mode,
+            tls: settings.redis_tls.clone(),
+            fallback_max_keys: settings.max_keys,
+            ..RedisSettings::default()
+        };
+        match settings.store.open_redis(redis()).await {
+            None => Ok(Backend::Memory(
+                MemoryStore::builder().max_keys(settings.max_keys).max_memory(settings.max_memory).build(),
+            )),
+            Some(connected) => Ok(Backend::Redis(connected?)),
+        }
+    }
+
+    /// Checks `key` against `limits`, all or nothing.
+    pub(crate) async fn check(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+    ) -> Result<Verdict, StoreError> {
+        match self {
+            Backend::Memory(store) => store.check_now(key, limits, now, cost),
+            // Boxed: a Redis call's future is over 1 KB, and every check's future would
+            // otherwise be that large, moved and copied on the in-memory path too.
+            Backend::Redis(store) => Box::pin(store.check(key, limits, now, cost)).await,
+        }
+    }
+
+    /// Forgets `key`'s states under `limits`.
+    pub(crate) async fn reset(&self, key: Key<'_>, limits: &[Limit]) -> Result<(), StoreError> {
+        match self {
+            Backend::Memory(store) => store.reset(key, limits).await,
+            Backend::Redis(store) => store.reset(key, limits).await,
+        }
+    }
+
+    /// The store for the calling thread, as each worker opens at start: on Redis, a
+    /// connection of its own, driven by the thread's runtime. Without it, every Redis call
+    /// of a worker would wait for the main runtime's thread to run the shared connection:
+    /// with both on one core, that cost two context switches per call. The embedded store
+    /// is shared as it is. The connection is made without waiting for Redis: during an
+    /// outage, the thread's checks follow the failure mode until a probe finds Redis.
+    pub(crate) async fn for_this_thread(&self) -> Backend {
+        let Backend::Redis(store) = self else { return self.clone() };
+        match store.connect_again().await {
+            Ok(own) => Backend::Redis(own),
+            Err(error) => {
+                tracing::warn!(%error, "cannot open a Redis connection for this worker; using the shared one");
+                self.clone()
+            }
+        }
+    }
+
+    /// The Redis store, if that is the one in use.
+    pub(crate) fn redis(&self) -> Option<&RedisStore> {
+        match self {
+            Backend::Memory(_) => None,
+            Backend::Redis(store) => Some(store),
+        }
+    }
+
+    /// Redis's health, if Redis is the store.
+    pub(crate) fn redis_health(&self) -> Option<sluice_redis::RedisHealth> {
+        self.redis().map(RedisStore::health)
+    }
+
+    /// The embedded store, if that is the one in use.
+    pub(crate) fn memory(&self) -> Option<&MemoryStore> {
+        match self {
+            Backend::Memory(store) => Some(store),
+            Backend::Redis(_) => None,
+        }
+    }
+}

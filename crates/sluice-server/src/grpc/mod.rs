@@ -1,0 +1,3 @@
+//! The gRPC front end: Envoy's rate limit service.
+
+pub(crate) mod rls;

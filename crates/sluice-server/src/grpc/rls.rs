@@ -1,0 +1,325 @@
+//! The Envoy rate limit service (`envoy.service.ratelimit.v3.RateLimitService`, gRPC).
+//!
+//! Each descriptor of a request is resolved to a rule of its domain (see [`crate::envoy`])
+//! and checked on its own state key, as envoyproxy/ratelimit does: the response is
+//! `OVER_LIMIT` when any descriptor is over its limit, and every descriptor gets its status.
+//! Descriptors are not all-or-nothing (their keys differ, and may live on different Redis
+//! Cluster slots); a policy list on one key is, through the HTTP API.
+
+use crate::config::bounds::Bounds;
+use crate::engine::front::Front;
+use crate::engine::{CheckError, Loaded, Outcome};
+use crate::envoy::{Quota, Resolution, Rule, StateKey, Unit};
+use envoy_types::pb::envoy::config::core::v3::HeaderValue;
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::rate_limit::Unit as ProtoUnit;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus, RateLimit};
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitService;
+use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
+use envoy_types::pb::envoy::r#type::v3::RateLimitUnit;
+use envoy_types::pb::google::protobuf::Duration as ProtoDuration;
+use futures_util::future::join_all;
+use sluice_core::{Key, Source, StoreError};
+use sluice_tower::headers::{quota_window, structured_item, whole_seconds};
+use std::sync::Arc;
+use std::time::Duration;
+use tonic::{Request, Response, Status};
+
+pub(crate) use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
+
+/// The gRPC service of one worker, sharing its engine with the worker's HTTP API.
+#[derive(Debug)]
+pub(crate) struct RateLimitGrpc {
+    front: Arc<Front>,
+}
+
+impl RateLimitGrpc {
+    /// The service, checking with `front`'s engine.
+    pub(crate) fn new(front: Arc<Front>) -> RateLimitGrpc {
+        RateLimitGrpc { front }
+    }
+}
+
+#[tonic::async_trait]
+impl RateLimitService for RateLimitGrpc {
+    async fn should_rate_limit(
+        &self,
+        request: Request<RateLimitRequest>,
+    ) -> Result<Response<RateLimitResponse>, Status> {
+        let request = request.into_inner();
+        if request.domain.is_empty() {
+            return Err(Status::invalid_argument("rate limit domain must not be empty"));
+        }
+        if request.descriptors.is_empty() {
+            return Err(Status::invalid_argument("rate limit descriptor list must not be empty"));
+        }
+        within_bounds(&request, &self.front.service.settings.bounds)?;
+        let loaded = self.front.engine.loaded();
+        // Every descriptor is resolved before any is counted: an invalid request counts nothing.
+        let resolutions = resolve_all(&loaded, &request)?;
+        let checks = resolutions.into_iter().zip(&request.descriptors).map(|(resolution, descriptor)| {
+            self.check_descriptor(&loaded, resolution, hits_of(descriptor, request.hits_addend))
+        });
+        // Concurrently: on Redis, each descriptor is a round trip of its own.
+        let checked = join_all(checks).await;
+        let mut statuses = Vec::with_capacity(checked.len());
+        let mut tightest: Option<Outcome> = None;
+        for result in checked {
+            let (status, outcome) = result?;
+            if let Some(outcome) = outcome
+                && tightest.as_ref().is_none_or(|least| outcome.decision.remaining < least.decision.remaining)
+            {
+                tightest = Some(outcome);
+            }
+            statuses.push(status);
+        }
+        let over = statuses.iter().any(|status| status.code == Code::OverLimit as i32);
+        let response_headers_to_add = match (&tightest, self.front.service.settings.envoy_headers) {
+            (Some(outcome), true) => headers(outcome),
+            _ => Vec::new(),
+        };
+        Ok(Response::new(RateLimitResponse {
+            overall_code: if over { Code::OverLimit } else { Code::Ok } as i32,
+            statuses,
+            response_headers_to_add,
+            ..RateLimitResponse::default()
+        }))
+    }
+}
+
+impl RateLimitGrpc {
+    /// The status of one resolved descriptor, and the outcome when a limit was checked.
+    /// The engine counts every outcome, as it does for the HTTP API.
+    async fn check_descriptor(
+        &self,
+        loaded: &Loaded,
+        resolution: Resolution<'_>,
+        hits: u64,
+    ) -> Result<(DescriptorStatus, Option<Outcome>), Status> {
+        let engine = &self.front.engine;
+        match resolution {
+            Resolution::NoRule => Ok((status(Code::Ok, None, 0, None), None)),
+            Resolution::Unlimited(rule) => Ok((status(Code::Ok, Some(rule), u32::MAX, None), None)),
+            Resolution::Blocked(rule) => {
+                let shadow = engine.refuse_rule(loaded, rule, rule.shadow_mode(), hits);
+                let code = if shadow { Code::Ok } else { Code::OverLimit };
+                let reset = rule.unit().map(|unit| proto_duration(engine.until_window_ends(unit)));
+                Ok((status(code, Some(rule), 0, reset), None))
+            }
+            Resolution::KeyTooLong { len, .. } => Err(key_too_long(len)),
+            Resolution::Overridden { limit, requests_per_unit, unit, key } => {
+                let current = RateLimit { name: String::new(), requests_per_unit, unit: proto_unit(unit) as i32 };
+                let Some(limit) = limit else {
+                    let code = if engine.refuse_override(loaded, hits) { Code::Ok } else { Code::OverLimit };
+                    let reset = proto_duration(engine.until_window_ends(unit));
+                    return Ok((descriptor_status(code, Some(current), 0, Some(reset)), None));
+                };
+                let checked = engine.check_override(loaded, state_key(&key)?, &limit, hits).await;
+                let outcome = as_envoy_reports(checked.map_err(grpc_error)?);
+                let (code, remaining, reset) = answer(&outcome)?;
+                Ok((descriptor_status(code, Some(current), remaining, Some(reset)), Some(outcome)))
+            }
+            Resolution::Limited { rule, limit, key } => {
+                let key = state_key(&key)?;
+                let checked = engine.check_rule(loaded, key, rule, limit, rule.shadow_mode(), hits).await;
+                let outcome = as_envoy_reports(checked.map_err(grpc_error)?);
+                let (code, remaining, reset) = answer(&outcome)?;
+                Ok((status(code, Some(rule), remaining, Some(reset)), Some(outcome)))
+            }
+        }
+    }
+}
+
+/// `outcome` as envoyproxy/ratelimit reports a descriptor over its limit, in shadow mode
+/// too: nothing remaining, whatever quota is left (here a rejected request consumes
+/// nothing, so a smaller one may still fit). Headers then show 0 as well, and this
+/// descriptor is the tightest.
+fn as_envoy_reports(mut outcome: Outcome) -> Outcome {
+    if !outcome.decision.allowed || outcome.shadow_rejected {
+        outcome.decision.remaining = 0;
+    }
+    outcome
+}
+
+/// A descriptor's state key as the store takes it.
+fn state_key(key: &StateKey) -> Result<Key<'_>, Status> {
+    Key::new(key.as_bytes()).map_err(|error| Status::invalid_argument(error.to_string()))
+}
+
+/// A checked descriptor's status code, remaining and time to reset; `UNAVAILABLE` when the
+/// `closed` failure mode decided for an enforced rule, so that Envoy's own failure mode
+/// applies (a rule in shadow mode never blocks, whatever decided for it).
+fn answer(outcome: &Outcome) -> Result<(Code, u32, ProtoDuration), Status> {
+    if outcome.source == Source::FailedClosed && !outcome.shadow_rejected {
+        return Err(Status::unavailable("the store cannot answer and the failure mode is closed"));
+    }
+    let code = if outcome.decision.allowed { Code::Ok } else { Code::OverLimit };
+    let remaining = u32::try_from(outcome.decision.remaining).unwrap_or(u32::MAX);
+    Ok((code, remaining, proto_duration(outcome.decision.reset_after)))
+}
+
+/// `INVALID_ARGUMENT`, naming the bound and its setting, when `request` has more
+/// descriptors, or a descriptor more entries, than `bounds` allow.
+fn within_bounds(request: &RateLimitRequest, bounds: &Bounds) -> Result<(), Status> {
+    let count = request.descriptors.len();
+    if count > bounds.max_descriptors {
+        return Err(Status::invalid_argument(format!(
+            "the request has {count} descriptors, over the {} allowed (setting `max_descriptors`)",
+            bounds.max_descriptors
+        )));
+    }
+    let mut entries = request.descriptors.iter().map(|descriptor| descriptor.entries.len()).enumerate();
+    if let Some((index, count)) = entries.find(|&(_, count)| count > bounds.max_descriptor_entries) {
+        return Err(Status::invalid_argument(format!(
+            "descriptor {index} has {count} entries, over the {} allowed (setting `max_descriptor_entries`)",
+            bounds.max_descriptor_entries
+        )));
+    }
+    Ok(())
+}
+
+/// The rule of each descriptor of `request`; `INVALID_ARGUMENT` when one cannot be checked.
+fn resolve_all<'a>(loaded: &'a Loaded, request: &RateLimitRequest) -> Result<Vec<Resolution<'a>>, Status> {
+    let rules = loaded.config.envoy();
+    let resolve = |descriptor: &RateLimitDescriptor| {
+        let Some(rules) = rules else { return Ok(Resolution::NoRule) };
+        let entries = descriptor.entries.iter().map(|entry| (entry.key.as_str(), entry.value.as_str()));
+        let resolution = match &descriptor.limit {
+            None => rules.resolve(&request.domain, entries),
+            Some(limit) => {
+                rules.resolve_override(&request.domain, entries, limit.requests_per_unit, unit_of(limit.unit)?)
+            }
+        };
+        match resolution {
+            Resolution::KeyTooLong { len, .. } => Err(key_too_long(len)),
+            resolution => Ok(resolution),
+        }
+    };
+    request.descriptors.iter().map(resolve).collect()
+}
+
+/// The unit of a descriptor's `limit` override (`envoy.type.v3.RateLimitUnit`).
+fn unit_of(proto: i32) -> Result<Unit, Status> {
+    match (RateLimitUnit::try_from(proto), proto) {
+        (Ok(RateLimitUnit::Second), _) => Ok(Unit::Second),
+        (Ok(RateLimitUnit::Minute), _) => Ok(Unit::Minute),
+        (Ok(RateLimitUnit::Hour), _) => Ok(Unit::Hour),
+        (Ok(RateLimitUnit::Day), _) => Ok(Unit::Day),
+        // WEEK, added to the proto after the version `envoy-types` carries.
+        (Err(_), 7) => Ok(Unit::Week),
+        (Ok(RateLimitUnit::Month | RateLimitUnit::Year), _) => Err(Status::invalid_argument(
+            "a descriptor's limit override in months or years is not supported: they vary in length",
+        )),
+        _ => Err(Status::invalid_argument(format!("a descriptor's limit override has no known unit ({proto})"))),
+    }
+}
+
+fn key_too_long(len: usize) -> Status {
+    Status::invalid_argument(format!(
+        "descriptor too long: its state key would be {len} bytes, over the {} allowed",
+        sluice_core::Key::MAX_LEN
+    ))
+}
+
+/// The hits a descriptor adds: its own `hits_addend` when set, where 0 only looks (checks
+/// without counting); else the request's, where 0 (the field left unset) means 1. As
+/// envoyproxy/ratelimit reads them.
+fn hits_of(descriptor: &RateLimitDescriptor, request_hits: u32) -> u64 {
+    match &descriptor.hits_addend {
+        Some(own) => own.value,
+        None => u64::from(request_hits.max(1)),
+    }
+}
+
+fn status(code: Code, rule: Option<&Rule>, remaining: u32, reset: Option<ProtoDuration>) -> DescriptorStatus {
+    descriptor_status(code, rule.and_then(current_limit), remaining, reset)
+}
+
+fn descriptor_status(
+    code: Code,
+    current_limit: Option<RateLimit>,
+    remaining: u32,
+    reset: Option<ProtoDuration>,
+) -> DescriptorStatus {
+    DescriptorStatus {
+        code: code as i32,
+        current_limit,
+        limit_remaining: remaining,
+        duration_until_reset: reset,
+        ..DescriptorStatus::default()
+    }
+}
+
+/// The rule's limit as Envoy understands it: requests per unit, 0 for a rule that blocks
+/// (reported as envoyproxy/ratelimit does); none for an unlimited rule. A rule backed by a
+/// Sluice policy has no unit, and is reported with `UNKNOWN`.
+fn current_limit(rule: &Rule) -> Option<RateLimit> {
+    let requests_per_unit = match rule.quota() {
+        Quota::Limit(limit) => u32::try_from(limit.policy().limit()).unwrap_or(u32::MAX),
+        Quota::Blocked => 0,
+        Quota::Unlimited => return None,
+    };
+    let unit = match rule.unit() {
+        Some(unit) => proto_unit(unit),
+        None => ProtoUnit::Unknown,
+    };
+    Some(RateLimit { name: rule.name().to_owned(), requests_per_unit, unit: unit as i32 })
+}
+
+fn proto_unit(unit: Unit) -> ProtoUnit {
+    match unit {
+        Unit::Second => ProtoUnit::Second,
+        Unit::Minute => ProtoUnit::Minute,
+        Unit::Hour => ProtoUnit::Hour,
+        Unit::Day => ProtoUnit::Day,
+        Unit::Week => ProtoUnit::Week,
+    }
+}
+
+fn proto_duration(duration: Duration) -> ProtoDuration {
+    ProtoDuration {
+        seconds: i64::try_from(duration.as_secs()).unwrap_or(i64::MAX),
+        nanos: i32::try_from(duration.subsec_nanos()).unwrap_or(0),
+    }
+}
+
+/// Rate-limit headers for Envoy to add to the response, from the tightest descriptor.
+fn headers(outcome: &Outcome) -> Vec<HeaderValue> {
+    let decision = &outcome.decision;
+    let name = outcome.limit.name();
+    let reset = whole_seconds(decision.reset_after);
+    let window = whole_seconds(quota_window(outcome.limit.policy()));
+    let pairs = [
+        ("ratelimit-policy", structured_item(name, [("q", decision.limit), ("w", window)])),
+        ("ratelimit", structured_item(name, [("r", decision.remaining), ("t", reset)])),
+        ("x-ratelimit-limit", decision.limit.to_string()),
+        ("x-ratelimit-remaining", decision.remaining.to_string()),
+        ("x-ratelimit-reset", reset.to_string()),
+    ];
+    let header = |(key, value): (&str, String)| HeaderValue { key: key.to_owned(), value, ..HeaderValue::default() };
+    pairs.into_iter().map(header).collect()
+}
+
+fn grpc_error(error: CheckError) -> Status {
+    match error {
+        CheckError::Store(StoreError::Unavailable(cause)) => Status::unavailable(format!("store unavailable: {cause}")),
+        CheckError::Store(StoreError::Refused(message)) => Status::invalid_argument(message),
+        // As for a store that is down: Envoy's `failure_mode_deny` decides.
+        CheckError::Store(full @ StoreError::Full { .. }) => Status::unavailable(full.to_string()),
+        CheckError::InvalidKey(message) => Status::invalid_argument(message),
+        other => Status::internal(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// As for a store that is down: Envoy's `failure_mode_deny` decides.
+    #[test]
+    fn a_memory_store_full_of_limited_keys_answers_unavailable() {
+        let status = grpc_error(CheckError::Store(StoreError::Full { max_keys: 16, max_memory: 1 << 20 }));
+        assert_eq!(status.code(), tonic::Code::Unavailable);
+        assert!(status.message().contains("full of limited keys"), "{}", status.message());
+    }
+}

@@ -1,0 +1,235 @@
+//! `sluice serve`: wires the store, the engine, the front ends and the background tasks.
+
+pub(crate) mod handoff;
+pub(crate) mod reload;
+pub(crate) mod shutdown;
+pub(crate) mod snapshot;
+pub(crate) mod workers;
+pub(crate) mod write_through;
+
+use crate::cli::serve::ServeArgs;
+use crate::config::service_file::{BUILTIN, ServiceConfig};
+use crate::config::settings::Settings;
+use crate::engine::Engine;
+use crate::engine::backend::Backend;
+use crate::engine::front::Front;
+use crate::engine::service::Service;
+use crate::grpc::rls::{RateLimitGrpc, RateLimitServiceServer};
+use crate::http;
+use crate::http::MakeApi;
+use crate::metrics::Metrics;
+use crate::serve::handoff::{Handoff, Queue};
+use crate::serve::shutdown::Shutdown;
+use crate::serve::workers::{Job, Workers};
+use anyhow::Context;
+use futures_util::future::join_all;
+use sluice_core::Limit;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+/// Runs the service until SIGTERM or SIGINT.
+pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
+    // The file's bytes are kept: the file watch compares the file with what was parsed,
+    // so a change made while the service starts (a snapshot loading) is reloaded.
+    let (config, config_read) = match &args.config {
+        Some(path) => {
+            let bytes = ServiceConfig::read_file(path)?;
+            (ServiceConfig::from_file_bytes(path, &bytes)?, Some(bytes))
+        }
+        None => (ServiceConfig::parse(BUILTIN).context("the built-in configuration")?, None),
+    };
+    let settings =
+        Settings::resolve(args, &config.server).map_err(|error| anyhow::anyhow!("invalid settings: {error}"))?;
+    init_logs(settings.json_logs);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    let served = runtime.block_on(serve(settings, (config, config_read), args));
+    // Not an unbounded wait for the background tasks' blocking work (a file read for the
+    // reload watch): the exit is bounded.
+    runtime.shutdown_timeout(Duration::from_millis(500));
+    served
+}
+
+async fn serve(
+    settings: Settings,
+    (config, config_read): (ServiceConfig, Option<Vec<u8>>),
+    args: &ServeArgs,
+) -> anyhow::Result<()> {
+    let backend = Backend::open(&settings).await?;
+    if let (Some(path), Some(store)) = (&settings.snapshot, backend.memory()) {
+        let limits: Vec<Limit> = config.limits().cloned().collect();
+        snapshot::load(path, store, &limits, settings.discard_bad_snapshot)?;
+    }
+    let engine = Engine::new(backend, config, Metrics::new(), settings.shadow_mode);
+    let service = Arc::new(Service::new(engine, settings, args.config.clone()));
+    if let Some(bytes) = config_read {
+        service.config_read(bytes);
+    }
+    let http_listener = bind(service.settings.http, "HTTP").await?;
+    let grpc_listener = bind(service.settings.grpc, "gRPC").await?;
+    // Signal handlers first: once the addresses are printed, signals must find them. The
+    // file watch compares with the content parsed above, so no change is missed.
+    let shutdown = Shutdown::on_signals(service.settings.shutdown_grace);
+    reload::on_sighup(Arc::clone(&service));
+    reload::on_file_change(Arc::clone(&service));
+    let periodic = (service.settings.snapshot.is_some() && service.engine.backend().memory().is_some())
+        .then(|| tokio::spawn(snapshot::run_periodically(Arc::clone(&service))));
+    let served = serve_connections(&service, [http_listener, grpc_listener], &shutdown).await;
+    // The last snapshot, also when serving ended in an error: the store still holds every
+    // decision made. It waits for a periodic one in progress, and is the last written.
+    periodic.inspect(tokio::task::JoinHandle::abort);
+    if snapshot::save_now(&service).await && served.is_ok() {
+        tracing::info!("stopped");
+    }
+    served
+}
+
+/// Starts the workers and, once every one can serve, announces the service and accepts on
+/// `[http, grpc]` until shutdown; then waits for the workers, which finish the requests in
+/// flight within the shutdown grace period and drop what is left after it.
+async fn serve_connections(
+    service: &Arc<Service>,
+    [http, grpc]: [TcpListener; 2],
+    shutdown: &Shutdown,
+) -> anyhow::Result<()> {
+    let count = service.settings.workers;
+    let max_connections = service.settings.bounds.max_connections;
+    let (http_handoff, http_queues) = Handoff::new(count, max_connections, "HTTP");
+    let (grpc_handoff, grpc_queues) = Handoff::new(count, max_connections, "gRPC");
+    let (workers, ready) = start_workers(service, http_queues.into_iter().zip(grpc_queues), shutdown)?;
+    // Nothing is accepted, nor announced, before every worker can serve: a request must
+    // never wait for a worker's store connection (`/readyz` and the "listening" lines
+    // mean it).
+    if join_all(ready).await.iter().any(Result::is_err) {
+        return workers.wait().await.and(Err(anyhow::anyhow!("a worker stopped before it could serve")));
+    }
+    announce(service, &http, &grpc)?;
+    service.set_ready(true);
+    tokio::join!(
+        async {
+            shutdown.clone().wait().await;
+            service.set_ready(false);
+        },
+        http_handoff.accept(http, shutdown.clone().wait()),
+        grpc_handoff.accept(grpc, shutdown.clone().wait()),
+    );
+    wait_for(workers, shutdown).await
+}
+
+/// Starts one worker per pair of queues; each tells on its receiver when it can serve.
+fn start_workers(
+    service: &Arc<Service>,
+    queues: impl Iterator<Item = (Queue, Queue)>,
+    shutdown: &Shutdown,
+) -> anyhow::Result<(Workers, Vec<oneshot::Receiver<()>>)> {
+    let mut ready = Vec::new();
+    let mut jobs = Vec::new();
+    for (http, grpc) in queues {
+        let (sender, receiver) = oneshot::channel();
+        ready.push(receiver);
+        jobs.push(worker(Arc::clone(service), http, grpc, shutdown.clone(), sender));
+    }
+    Ok((Workers::start(jobs)?, ready))
+}
+
+/// Waits for the workers; they stop at the latest when the grace period is over. Should
+/// one not (a thread stuck outside its runtime), the exit goes on a second later anyway.
+async fn wait_for(workers: Workers, shutdown: &Shutdown) -> anyhow::Result<()> {
+    let overdue = async {
+        shutdown.clone().forced().await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    tokio::select! {
+        result = workers.wait() => result,
+        () = overdue => {
+            tracing::error!("a worker did not stop after the shutdown grace period; exiting without it");
+            Ok(())
+        }
+    }
+}
+
+/// One worker's job: open its engine's store connection, say it is ready, then serve the
+/// HTTP and gRPC connections it is handed until shutdown, letting requests in flight
+/// finish, and dropping whatever is still open once the grace period is over (the
+/// connections' tasks go with the worker's runtime).
+fn worker(service: Arc<Service>, http: Queue, grpc: Queue, shutdown: Shutdown, ready: oneshot::Sender<()>) -> Job {
+    Box::new(move || {
+        Box::pin(async move {
+            let front = Arc::new(Front::for_this_worker(service).await);
+            let _ = ready.send(());
+            tokio::select! {
+                served = serve_front(front, http, grpc, shutdown.clone()) => served,
+                () = shutdown.forced() => Ok(()),
+            }
+        })
+    })
+}
+
+/// Serves `front` on the HTTP and gRPC connections of `http` and `grpc` until shutdown.
+async fn serve_front(front: Arc<Front>, http: Queue, grpc: Queue, shutdown: Shutdown) -> anyhow::Result<()> {
+    let settings = &front.service.settings;
+    let bounds = &settings.bounds;
+    let api = MakeApi::new(Arc::clone(&front), http::router(Arc::clone(&front)));
+    let timeouts = http::Timeouts { idle: settings.request_timeout, head: bounds.header_timeout };
+    let served_http = http::serve(http, api, timeouts, bounds, shutdown.clone());
+    let rls = RateLimitServiceServer::new(RateLimitGrpc::new(Arc::clone(&front)))
+        .max_decoding_message_size(bounds.max_grpc_message);
+    let served_grpc = tonic::transport::Server::builder()
+        .http2_keepalive_interval(settings.grpc_keepalive)
+        .http2_keepalive_timeout(settings.grpc_keepalive_timeout())
+        .http2_max_header_list_size(u32::try_from(bounds.max_request_head).unwrap_or(u32::MAX))
+        .add_service(rls)
+        .serve_with_incoming_shutdown(grpc.into_stream(), shutdown.wait());
+    let ((), served_grpc) = tokio::join!(served_http, served_grpc);
+    served_grpc.context("gRPC server")
+}
+
+async fn bind(address: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(address).await.with_context(|| format!("cannot listen for {what} on {address}"))
+}
+
+/// Prints where the service listens and what it serves (standard output, for people and scripts).
+fn announce(service: &Service, http: &TcpListener, grpc: &TcpListener) -> anyhow::Result<()> {
+    let loaded = service.engine.loaded();
+    let source =
+        service.config_path.as_ref().map_or_else(|| "built-in example".to_owned(), |p| p.display().to_string());
+    println!("sluice {} serving {} policies from {source}", env!("CARGO_PKG_VERSION"), loaded.config.policies().len());
+    for entry in loaded.config.policies() {
+        let shadow = if entry.shadow { " (shadow mode)" } else { "" };
+        println!(
+            "  policy {}: {}, limit {}{shadow}",
+            entry.limit.name(),
+            entry.limit.policy().algorithm_name(),
+            entry.limit.policy().limit()
+        );
+    }
+    if let Some(rules) = loaded.config.envoy() {
+        println!("Envoy rules: {} in domains {}", rules.len(), rules.domains().collect::<Vec<_>>().join(", "));
+    }
+    println!("store: {}", service.settings.store);
+    if let (Some(path), Some(_)) = (&service.settings.snapshot, service.engine.backend().memory()) {
+        println!(
+            "snapshot: {} (every {} s and at shutdown)",
+            snapshot::absolute(path).display(),
+            service.settings.snapshot_interval.as_secs_f64()
+        );
+    }
+    println!("workers: {}", service.settings.workers);
+    println!("HTTP listening on http://{}", http.local_addr()?);
+    println!("gRPC listening on {}", grpc.local_addr()?);
+    Ok(())
+}
+
+fn init_logs(json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let colours = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(colours);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
