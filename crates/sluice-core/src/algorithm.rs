@@ -5,11 +5,13 @@ pub mod leaky_bucket;
 mod parameters;
 pub mod sliding_log;
 pub mod sliding_window;
+pub(crate) mod source;
 pub mod token_bucket;
 
 use crate::{Decision, Timestamp};
 pub use parameters::{EXACT_LIMIT, ParameterProblem, PolicyError};
 use std::fmt;
+use std::time::Duration;
 
 /// One rate-limiting algorithm, as a pure state machine with no clock, lock or I/O.
 ///
@@ -38,6 +40,15 @@ pub trait Algorithm {
     /// changing it orphans every stored state (see `docs/redis.md`).
     fn parameters(&self) -> Vec<(&'static str, String)>;
 
+    /// The window the quota is announced over (the `w` of the IETF `RateLimit-Policy`
+    /// field): the window of the logs and window counters, the time to refill a whole token
+    /// bucket, the time a full leaky bucket takes to drain.
+    fn quota_window(&self) -> Duration;
+
+    /// How far past the time of a check the algorithm computes, at most. A store that
+    /// computes in doubles (Redis) refuses a check whose time plus this is not below 2^53.
+    fn look_ahead(&self) -> Duration;
+
     /// Judges a request of `cost` at `now` against `state`, changing nothing.
     ///
     /// `cost = 0` is a read-only query: it reports whether a cost-1 request would be
@@ -59,6 +70,12 @@ pub trait Algorithm {
         self.record(&mut next, plan, decision.allowed);
         (decision, next)
     }
+}
+
+/// `count` times `unit`, in whole microseconds, saturating (far beyond 2^53 µs).
+pub(crate) fn micros_product(count: u64, unit: Duration) -> Duration {
+    let micros = u128::from(count) * unit.as_micros();
+    Duration::from_micros(u64::try_from(micros).unwrap_or(u64::MAX))
 }
 
 /// The plan of the algorithms whose state is a small value: the state to store if the

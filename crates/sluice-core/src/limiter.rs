@@ -15,8 +15,8 @@ use std::time::Duration;
 
 /// Checks requests against one or several limits, reading time from a clock.
 ///
-/// The only layer that reads a [`Clock`]; everything below it takes `now` as a parameter.
-/// With several limits, a request is allowed only if every limit allows it (docs/semantics.md).
+/// Reads its [`Clock`] once per check and passes `now` to the store (which clock decides and
+/// which drops states: [`Clock`]). With several limits, a request is allowed only if every limit allows it (docs/semantics.md).
 ///
 /// Build one with [`RateLimiter::new`] (one limit, in memory, on the system clock) or
 /// [`RateLimiter::builder`] (several limits, another clock, another store).

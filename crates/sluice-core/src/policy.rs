@@ -4,8 +4,10 @@ use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::leaky_bucket::LeakyBucket;
 use crate::algorithm::sliding_log::SlidingLog;
 use crate::algorithm::sliding_window::SlidingWindow;
+use crate::algorithm::source::{FieldNames, ParameterSource, ReadParameters};
 use crate::algorithm::token_bucket::TokenBucket;
-use crate::{Algorithm, Decision, Timestamp};
+use crate::{Algorithm, Decision, PolicyError, Timestamp};
+use std::time::Duration;
 
 /// The algorithm and parameters of a limit. Built only through the validating
 /// constructors of each algorithm, so a `Policy` value is always usable.
@@ -56,6 +58,16 @@ impl Policy {
         with_algorithm!(self, algorithm => algorithm.parameters())
     }
 
+    /// The window the quota is announced over (see [`Algorithm::quota_window`]).
+    pub fn quota_window(&self) -> Duration {
+        with_algorithm!(self, algorithm => algorithm.quota_window())
+    }
+
+    /// How far past a check's time the algorithm computes (see [`Algorithm::look_ahead`]).
+    pub fn look_ahead(&self) -> Duration {
+        with_algorithm!(self, algorithm => algorithm.look_ahead())
+    }
+
     /// The decision for a key never seen before: what a store that lost every state would
     /// decide (used when a store fails open).
     pub fn decide_fresh(&self, now: Timestamp, cost: u64) -> Decision {
@@ -69,6 +81,41 @@ impl Policy {
     /// `attempts` variant), so a rejection cannot be answered from a cache.
     pub fn records_rejections(&self) -> bool {
         matches!(self, Policy::SlidingLog(p) if p.variant() == crate::SlidingLogVariant::Attempts)
+    }
+}
+
+/// Reads one algorithm's parameters, as that algorithm.
+type Reader = fn(&mut dyn ParameterSource) -> Option<Result<Policy, PolicyError>>;
+
+fn read_as<A: ReadParameters + Into<Policy>>(source: &mut dyn ParameterSource) -> Option<Result<Policy, PolicyError>> {
+    A::read(source).map(|built| built.map(Into::into))
+}
+
+/// Every algorithm by its configuration word, in the order messages list them. The
+/// round-trip tests of definitions and configurations build every variant through it.
+const READERS: [(&str, Reader); 5] = [
+    ("sliding_log", read_as::<SlidingLog>),
+    ("fixed_window", read_as::<FixedWindow>),
+    ("sliding_window", read_as::<SlidingWindow>),
+    ("token_bucket", read_as::<TokenBucket>),
+    ("leaky_bucket", read_as::<LeakyBucket>),
+];
+
+impl Policy {
+    /// Every algorithm's configuration word.
+    pub(crate) const ALGORITHMS: [&str; 5] = [READERS[0].0, READERS[1].0, READERS[2].0, READERS[3].0, READERS[4].0];
+
+    /// Reads the policy of the algorithm `Policy::ALGORITHMS[algorithm]` from `source`:
+    /// `None` when a parameter could not be read, else what its constructor says.
+    pub(crate) fn read(algorithm: usize, source: &mut dyn ParameterSource) -> Option<Result<Policy, PolicyError>> {
+        READERS.get(algorithm).and_then(|(_, read)| read(source))
+    }
+
+    /// The fields the algorithm `Policy::ALGORITHMS[algorithm]` reads, in order.
+    pub(crate) fn fields(algorithm: usize) -> Vec<&'static str> {
+        let mut names = FieldNames::default();
+        Policy::read(algorithm, &mut names);
+        names.0
     }
 }
 

@@ -1,7 +1,5 @@
-//! Time as the algorithms see it: whole microseconds since the Unix epoch.
-//!
-//! Only [`RateLimiter`](crate::RateLimiter) reads a [`Clock`]; every layer below it takes
-//! `now` as a parameter, so tests and the simulator can inject any time they like.
+//! Time as the algorithms see it (whole microseconds since the Unix epoch), and the clocks
+//! that give it.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -50,6 +48,18 @@ impl Timestamp {
 /// A source of the current time.
 ///
 /// Implementations must be cheap: the limiter reads the clock once per check.
+///
+/// # Which clock does what
+///
+/// - **Deciding.** [`RateLimiter`](crate::RateLimiter) reads its [`Clock`] once per check and
+///   hands `now` down: the algorithms and [`Store::check`](crate::Store::check) take it as a
+///   parameter, so tests and the simulator inject any time they like. On the Redis store
+///   under its default `TimeSource::Redis`, the scripts decide at Redis `TIME` instead, so
+///   that application servers with skewed clocks share one timeline (docs/redis.md).
+/// - **Dropping states.** The [`MemoryStore`](crate::MemoryStore) has a clock of its own
+///   ([`MemoryStoreBuilder::clock`](crate::MemoryStoreBuilder::clock), the system clock by
+///   default) that only judges when a state has expired and may be dropped; it never decides.
+///   Redis drops states by their TTLs, on its own clock.
 pub trait Clock: Send + Sync + 'static {
     /// The current time.
     fn now(&self) -> Timestamp;

@@ -4,21 +4,8 @@
 use crate::args::Check;
 use crate::layout::{Layout, Malformed, micros, pack};
 use crate::sliding_log::{self, Log};
+use crate::write::{Write, Writes};
 use sluice_core::{Decision, Policy, RetryAfter, Timestamp};
-
-/// One write to a key, as the script makes it (and as it is replicated).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Write {
-    /// `SET key value PX ttl_ms`.
-    Set { value: Vec<u8>, ttl_ms: u64 },
-    /// `SETRANGE key offset bytes` (inside the value).
-    SetRange { offset: usize, bytes: Vec<u8> },
-    /// `PEXPIRE key ttl_ms`.
-    Expire { ttl_ms: u64 },
-}
-
-/// The writes to one key, in order.
-pub(crate) type Writes = Vec<Write>;
 
 /// What a check answers and writes.
 #[derive(Debug)]

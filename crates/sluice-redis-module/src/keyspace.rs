@@ -2,7 +2,7 @@
 //! place, the check's writes applied and replicated. Everything here is safe to call; each
 //! `unsafe` block relies only on the module API's documented contract.
 
-use crate::check::Write;
+use crate::write::Write;
 use redis_module::{Context, RedisString, raw};
 use std::os::raw::c_int;
 use std::time::{SystemTime, UNIX_EPOCH};

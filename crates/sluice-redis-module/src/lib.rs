@@ -37,6 +37,7 @@ mod check;
 mod keyspace;
 mod layout;
 mod sliding_log;
+mod write;
 
 use keyspace::OpenKey;
 use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};

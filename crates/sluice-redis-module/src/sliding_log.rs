@@ -9,8 +9,8 @@
 //! (the state is borrowed from Redis's own buffer), so only the writes follow the script's
 //! calls, which is also what is replicated.
 
-use crate::check::{Write, Writes};
 use crate::layout::{Malformed, number};
+use crate::write::{Write, Writes};
 use sluice_core::SlidingLogVariant;
 
 /// Logs of at most this many entries are stored whole.

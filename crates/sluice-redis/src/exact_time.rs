@@ -4,38 +4,21 @@
 //! reach is 2^53 µs or more would be decided on rounded times (and a sliding window's loop
 //! over its buckets would never end, holding Redis), so it is refused instead.
 
-use sluice_core::{EXACT_LIMIT, Limit, Policy, StoreError};
+use sluice_core::{EXACT_LIMIT, Limit, StoreError};
 
 /// The latest Redis `TIME` a policy's reach is checked against when the scripts read Redis's
 /// clock: 2^52 µs after the Unix epoch, in the year 2112.
 const REDIS_TIME_BOUND: u128 = 1 << 52;
 
-/// How far past the time of a check (µs) the script of `policy` computes, at most: the
-/// window (sliding log, fixed window), the window and one bucket (sliding window counter),
-/// the time to refill a whole bucket (token bucket), twice the burst tolerance (leaky
-/// bucket: its theoretical arrival time is at most one tolerance ahead, and a request's
-/// finish one more).
-pub(crate) fn reach(policy: &Policy) -> u128 {
-    match policy {
-        Policy::SlidingLog(p) => p.window().as_micros(),
-        Policy::FixedWindow(p) => p.window().as_micros(),
-        Policy::SlidingWindow(p) => p.window().as_micros() + p.window().as_micros() / u128::from(p.buckets()),
-        Policy::TokenBucket(p) => {
-            let refills = p.capacity().div_ceil(p.refill_amount());
-            u128::from(refills) * p.refill_interval().as_micros()
-        }
-        Policy::LeakyBucket(p) => 2 * (u128::from(p.burst()) + 1) * p.interval().as_micros(),
-    }
-}
-
 /// Refuses a check of `limits` at `now` (`None`: Redis `TIME`, taken as at most
-/// [`REDIS_TIME_BOUND`]) whose time plus a limit's [`reach`] is not below 2^53, naming the
+/// [`REDIS_TIME_BOUND`]) whose time plus a limit's look-ahead ([`sluice_core::Policy::look_ahead`]: how far
+/// past a check's time its script computes) is not below 2^53, naming the
 /// first such limit.
 pub(crate) fn refuse_inexact(now: Option<u64>, limits: &[Limit]) -> Result<(), StoreError> {
     let time = now.map_or(REDIS_TIME_BOUND, u128::from);
     let beyond = limits
         .iter()
-        .map(|limit| (limit, reach(limit.policy())))
+        .map(|limit| (limit, limit.policy().look_ahead().as_micros()))
         .find(|(_, reach)| time + reach >= u128::from(EXACT_LIMIT));
     let Some((limit, reach)) = beyond else {
         return Ok(());
@@ -59,7 +42,7 @@ pub(crate) fn refuse_inexact(now: Option<u64>, limits: &[Limit]) -> Result<(), S
 mod tests {
     use super::*;
     use sluice_core::{
-        LeakMode, LeakyBucket, SlidingLog, SlidingLogVariant, SlidingWindow, TokenBucket, TokenBucketSettings,
+        LeakMode, LeakyBucket, Policy, SlidingLog, SlidingLogVariant, SlidingWindow, TokenBucket, TokenBucketSettings,
     };
     use std::time::Duration;
 
@@ -68,16 +51,16 @@ mod tests {
     }
 
     #[test]
-    fn each_policy_reaches_as_far_as_its_script_computes() {
+    fn each_policy_looks_ahead_as_far_as_its_script_computes() {
         let second = Duration::from_secs(1);
         let log = SlidingLog::new(5, second, SlidingLogVariant::Accepted).unwrap();
-        assert_eq!(reach(&log.into()), 1_000_000);
+        assert_eq!(Policy::from(log).look_ahead().as_micros(), 1_000_000);
         let counter = SlidingWindow::new(5, second, 4).unwrap();
-        assert_eq!(reach(&counter.into()), 1_250_000);
+        assert_eq!(Policy::from(counter).look_ahead().as_micros(), 1_250_000);
         let settings = TokenBucketSettings { capacity: 10, refill_amount: 3, refill_interval: second };
-        assert_eq!(reach(&TokenBucket::new(settings).unwrap().into()), 4_000_000);
+        assert_eq!(Policy::from(TokenBucket::new(settings).unwrap()).look_ahead().as_micros(), 4_000_000);
         let gcra = LeakyBucket::new(Duration::from_micros(10), 4, LeakMode::NoDelay).unwrap();
-        assert_eq!(reach(&gcra.into()), 100);
+        assert_eq!(Policy::from(gcra).look_ahead().as_micros(), 100);
     }
 
     #[test]

@@ -11,7 +11,6 @@ mod envoy_rules {
 
 use serde_yaml_ng::Value;
 use sluice_core::config::parse_policies;
-use sluice_core::config::reader::Problems;
 use sluice_core::{ConfigError, Limit, Policy};
 use sluice_server::envoy::{Resolution, Rule, Rules};
 
@@ -20,7 +19,7 @@ pub(crate) fn load(text: &str) -> Result<Rules, ConfigError> {
     let top: Value = serde_yaml_ng::from_str(text).unwrap();
     let policies = match top.get("policies").and_then(Value::as_mapping) {
         Some(section) => {
-            let mut problems = Problems::default();
+            let mut problems = ConfigError::default();
             let policies = parse_policies(section, &mut problems);
             problems.into_result(policies).unwrap()
         }

@@ -71,7 +71,7 @@ pub fn write_rate_limit_headers(
     buffer: &mut Vec<u8>,
 ) -> HeaderRanges {
     let quota = decision.limit;
-    let window = whole_seconds(quota_window(policy));
+    let window = whole_seconds(policy.quota_window());
     let reset = whole_seconds(decision.reset_after);
     let mut ranges = HeaderRanges::default();
     if printable_ascii(name.as_bytes()) {
@@ -127,7 +127,7 @@ pub struct PolicyFields {
 impl PolicyFields {
     /// The fields of the policy `name`.
     pub fn new(name: &str, policy: &Policy, fields: Fields) -> Self {
-        let window = whole_seconds(quota_window(policy));
+        let window = whole_seconds(policy.quota_window());
         let policy_text = structured_item(name, [("q", policy.limit()), ("w", window)]);
         let mut prefix = Vec::with_capacity(name.len() + 6);
         write_name(&mut prefix, name);
@@ -261,21 +261,6 @@ fn write_name(buffer: &mut impl Extend<u8>, name: &str) {
 
 fn write_number(buffer: &mut Vec<u8>, number: u64) {
     buffer.extend_from_slice(itoa::Buffer::new().format(number).as_bytes());
-}
-
-/// The time over which a policy's quota applies: the window, or the time a bucket takes
-/// to refill from empty.
-pub fn quota_window(policy: &Policy) -> Duration {
-    match policy {
-        Policy::SlidingLog(p) => p.window(),
-        Policy::FixedWindow(p) => p.window(),
-        Policy::SlidingWindow(p) => p.window(),
-        Policy::TokenBucket(p) => {
-            let refills = p.capacity().div_ceil(p.refill_amount());
-            p.refill_interval().saturating_mul(u32::try_from(refills).unwrap_or(u32::MAX))
-        }
-        Policy::LeakyBucket(p) => p.interval().saturating_mul(u32::try_from(p.burst() + 1).unwrap_or(u32::MAX)),
-    }
 }
 
 /// Whether `value` is printable ASCII, all a structured-field string may hold.

@@ -1,9 +1,8 @@
 //! Named policies from the YAML file the service reads, so code and configuration agree.
 
-use serde_yaml_ng::Value;
+use serde_yaml_ng::{Mapping, Value};
 use sluice_core::Limit;
-use sluice_core::config::reader::Problems;
-use sluice_core::config::{ConfigError, parse_policies_with_shadow_mode};
+use sluice_core::config::{ConfigError, parse_policies};
 
 /// The policies of a configuration file, by name.
 ///
@@ -28,8 +27,8 @@ use sluice_core::config::{ConfigError, parse_policies_with_shadow_mode};
 pub struct Policies {
     /// The policies not in shadow mode.
     limits: Vec<Limit>,
-    /// The names of those in shadow mode.
-    shadowed: Vec<String>,
+    /// Every policy in file order, with whether it is in shadow mode.
+    entries: Vec<(Limit, bool)>,
 }
 
 impl Policies {
@@ -43,15 +42,41 @@ impl Policies {
         let Some(section) = value.get("policies").and_then(Value::as_mapping) else {
             return Err(ConfigError::single("policies", "must be a mapping of policy names to policies"));
         };
-        let mut problems = Problems::default();
-        let (mut limits, mut shadowed) = (Vec::new(), Vec::new());
-        for (limit, shadow) in parse_policies_with_shadow_mode(section, &mut problems) {
-            match shadow {
-                true => shadowed.push(limit.name().to_owned()),
-                false => limits.push(limit),
+        let mut problems = ConfigError::default();
+        let policies = Policies::from_section(section, &mut problems);
+        problems.into_result(policies)
+    }
+
+    /// Reads the `policies:` mapping of a larger file (the service's), recording every
+    /// problem in `problems`, paths starting with `policies.`: among them a `shadow_mode`
+    /// other than `true` or `false`. Holds the policies that are valid.
+    pub fn from_section(section: &Mapping, problems: &mut ConfigError) -> Self {
+        let mut stripped = section.clone();
+        let mut shadowed = Vec::new();
+        for (name, body) in &mut stripped {
+            // A name that is not text is reported by `parse_policies`.
+            let (Some(name), Some(body)) = (name.as_str(), body.as_mapping_mut()) else { continue };
+            match body.remove("shadow_mode") {
+                None | Some(Value::Bool(false)) => {}
+                Some(Value::Bool(true)) => shadowed.push(name.to_owned()),
+                Some(_) => problems.push(&format!("policies.{name}.shadow_mode"), "must be true or false"),
             }
         }
-        problems.into_result(Policies { limits, shadowed })
+        let entries: Vec<(Limit, bool)> = parse_policies(&stripped, problems)
+            .into_iter()
+            .map(|limit| {
+                let shadow = shadowed.iter().any(|name| name == limit.name());
+                (limit, shadow)
+            })
+            .collect();
+        let limits = entries.iter().filter(|(_, shadow)| !shadow).map(|(limit, _)| limit.clone()).collect();
+        Policies { limits, entries }
+    }
+
+    /// Every policy in file order, with whether it is in shadow mode (`sluice serve` counts
+    /// such a policy's checks but never refuses one).
+    pub fn entries(&self) -> impl ExactSizeIterator<Item = (&Limit, bool)> {
+        self.entries.iter().map(|(limit, shadow)| (limit, *shadow))
     }
 
     /// Every policy not in shadow mode, in file order.
@@ -65,7 +90,7 @@ impl Policies {
     ///
     /// When there is none, or it is in shadow mode.
     pub fn limit(&self, name: &str) -> Result<Limit, PolicyLookupError> {
-        if self.shadowed.iter().any(|shadowed| shadowed == name) {
+        if self.entries.iter().any(|(limit, shadow)| *shadow && limit.name() == name) {
             return Err(PolicyLookupError::ShadowMode(name.to_owned()));
         }
         let found = self.limits.iter().find(|limit| limit.name() == name).cloned();

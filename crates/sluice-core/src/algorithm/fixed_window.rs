@@ -13,6 +13,7 @@
 //! integers), but up to twice the limit can pass across a window edge.
 
 use super::parameters::{PolicyError, Validation};
+use super::source::{ParameterSource, ReadParameters, choice};
 use super::{Algorithm, Replacement, replace_if_admitted};
 use crate::{Decision, Timestamp};
 use std::time::Duration;
@@ -127,6 +128,14 @@ impl Algorithm for FixedWindow {
         self.limit
     }
 
+    fn quota_window(&self) -> Duration {
+        self.window()
+    }
+
+    fn look_ahead(&self) -> Duration {
+        self.window()
+    }
+
     fn parameters(&self) -> Vec<(&'static str, String)> {
         vec![
             ("limit", self.limit.to_string()),
@@ -171,6 +180,16 @@ impl Algorithm for FixedWindow {
         }
         // The end of the window the state's start lies in (window −1 ends at `offset`).
         Timestamp::from_micros(self.current(state, state.start).1)
+    }
+}
+
+impl ReadParameters for FixedWindow {
+    fn read(source: &mut dyn ParameterSource) -> Option<Result<Self, PolicyError>> {
+        let limit = source.count("limit", 1, None);
+        let window = source.duration("window");
+        let alignment = choice(source, "alignment", &Alignment::ALL, Alignment::name);
+        let offset = source.offset("offset");
+        Some(FixedWindow::new(limit?, window?, alignment?, offset?))
     }
 }
 

@@ -13,6 +13,7 @@
 //! A leaky bucket as a meter is a token bucket of `burst + 1` refilled one per `interval`.
 
 use super::parameters::{PolicyError, Validation};
+use super::source::{ParameterSource, ReadParameters, choice};
 use super::{Algorithm, Replacement, replace_if_admitted};
 use crate::{Decision, Timestamp};
 use std::time::Duration;
@@ -104,6 +105,17 @@ impl Algorithm for LeakyBucket {
         self.burst + 1
     }
 
+    /// The time a full bucket takes to drain: `burst + 1` intervals.
+    fn quota_window(&self) -> Duration {
+        super::micros_product(self.burst() + 1, self.interval())
+    }
+
+    /// Twice the drain time: the theoretical arrival time is at most one burst tolerance
+    /// ahead, and a request's finish one more.
+    fn look_ahead(&self) -> Duration {
+        super::micros_product(2 * (self.burst() + 1), self.interval())
+    }
+
     fn parameters(&self) -> Vec<(&'static str, String)> {
         vec![
             ("interval_us", self.interval.to_string()),
@@ -144,6 +156,15 @@ impl Algorithm for LeakyBucket {
 
     fn expires_at(&self, state: &Tat) -> Timestamp {
         Timestamp::from_micros(state.0)
+    }
+}
+
+impl ReadParameters for LeakyBucket {
+    fn read(source: &mut dyn ParameterSource) -> Option<Result<Self, PolicyError>> {
+        let interval = source.duration("interval");
+        let burst = source.count("burst", 0, Some(0));
+        let mode = choice(source, "mode", &LeakMode::ALL, LeakMode::name);
+        Some(LeakyBucket::new(interval?, burst?, mode?))
     }
 }
 

@@ -23,6 +23,7 @@ pub use ring::SlidingLogState;
 
 use super::Algorithm;
 use super::parameters::{PolicyError, Validation};
+use super::source::{ParameterSource, ReadParameters, choice};
 use crate::{Decision, Timestamp};
 use std::time::Duration;
 
@@ -203,6 +204,14 @@ impl Algorithm for SlidingLog {
         self.limit
     }
 
+    fn quota_window(&self) -> Duration {
+        self.window()
+    }
+
+    fn look_ahead(&self) -> Duration {
+        self.window()
+    }
+
     fn parameters(&self) -> Vec<(&'static str, String)> {
         vec![
             ("limit", self.limit.to_string()),
@@ -244,5 +253,14 @@ impl Algorithm for SlidingLog {
     fn expires_at(&self, state: &SlidingLogState) -> Timestamp {
         let newest = state.newest().map_or(0, |newest| newest.saturating_add(self.window));
         Timestamp::from_micros(newest)
+    }
+}
+
+impl ReadParameters for SlidingLog {
+    fn read(source: &mut dyn ParameterSource) -> Option<Result<Self, PolicyError>> {
+        let limit = source.count("limit", 1, None);
+        let window = source.duration("window");
+        let variant = choice(source, "variant", &SlidingLogVariant::ALL, SlidingLogVariant::name);
+        Some(SlidingLog::new(limit?, window?, variant?))
     }
 }

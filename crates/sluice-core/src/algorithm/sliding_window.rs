@@ -18,6 +18,7 @@
 
 use super::Algorithm;
 use super::parameters::{PolicyError, Validation};
+use super::source::{ParameterSource, ReadParameters};
 use crate::{Decision, Timestamp};
 use smallvec::SmallVec;
 use std::time::Duration;
@@ -167,6 +168,15 @@ impl Algorithm for SlidingWindow {
         self.limit
     }
 
+    fn quota_window(&self) -> Duration {
+        self.window()
+    }
+
+    /// The window and one bucket: the previous window's buckets are still weighed.
+    fn look_ahead(&self) -> Duration {
+        Duration::from_micros(self.window + self.window / self.buckets)
+    }
+
     fn parameters(&self) -> Vec<(&'static str, String)> {
         vec![
             ("limit", self.limit.to_string()),
@@ -221,6 +231,15 @@ impl Algorithm for SlidingWindow {
         }
         let end = (u128::from(state.newest) + u128::from(self.buckets) + 1) * u128::from(self.width);
         Timestamp::from_micros(u64::try_from(end).unwrap_or(u64::MAX))
+    }
+}
+
+impl ReadParameters for SlidingWindow {
+    fn read(source: &mut dyn ParameterSource) -> Option<Result<Self, PolicyError>> {
+        let limit = source.count("limit", 1, None);
+        let window = source.duration("window");
+        let buckets = source.count("buckets", 1, Some(1));
+        Some(SlidingWindow::new(limit?, window?, buckets?))
     }
 }
 

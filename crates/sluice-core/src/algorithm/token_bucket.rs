@@ -12,6 +12,7 @@
 //! rate never drifts; a full bucket has no refill phase.
 
 use super::parameters::{PolicyError, Validation};
+use super::source::{ParameterSource, ReadParameters};
 use super::{Algorithm, Replacement, replace_if_admitted};
 use crate::{Decision, Timestamp};
 use std::time::Duration;
@@ -128,6 +129,17 @@ impl Algorithm for TokenBucket {
         self.capacity
     }
 
+    /// The time to refill a whole bucket from empty.
+    fn quota_window(&self) -> Duration {
+        let refills = self.capacity().div_ceil(self.refill_amount());
+        super::micros_product(refills, self.refill_interval())
+    }
+
+    /// The time to refill a whole bucket from empty.
+    fn look_ahead(&self) -> Duration {
+        self.quota_window()
+    }
+
     fn parameters(&self) -> Vec<(&'static str, String)> {
         vec![
             ("capacity", self.capacity.to_string()),
@@ -169,6 +181,16 @@ impl Algorithm for TokenBucket {
     fn expires_at(&self, state: &Tokens) -> Timestamp {
         let (tokens, last, now) = self.refilled(state, state.last);
         Timestamp::from_micros(now.saturating_add(self.wait_for(tokens, last, now, self.capacity)))
+    }
+}
+
+impl ReadParameters for TokenBucket {
+    fn read(source: &mut dyn ParameterSource) -> Option<Result<Self, PolicyError>> {
+        let capacity = source.count("capacity", 1, None);
+        let refill_amount = source.count("refill_amount", 1, Some(1));
+        let refill_interval = source.duration("refill_interval");
+        let (capacity, refill_amount, refill_interval) = (capacity?, refill_amount?, refill_interval?);
+        Some(TokenBucket::new(TokenBucketSettings { capacity, refill_amount, refill_interval }))
     }
 }
 

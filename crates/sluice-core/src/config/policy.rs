@@ -1,92 +1,42 @@
-//! Reading one policy's fields from YAML, reporting every problem with its path.
+//! Reading one policy's fields from YAML, reporting every problem with its path. Which
+//! fields an algorithm has, and their order, is the algorithm's own (`ReadParameters`).
 
-use super::reader::{Fields, Problems, count, duration, show};
-use crate::{
-    Alignment, FixedWindow, LeakMode, LeakyBucket, Policy, PolicyError, SlidingLog, SlidingLogVariant, SlidingWindow,
-    TokenBucket, TokenBucketSettings,
-};
+use crate::algorithm::source::ParameterSource;
+use crate::{Policy, PolicyError};
 use serde_yaml_ng::{Mapping, Value};
+use sluice_config::{ConfigError, Fields, count, duration, show};
 use std::time::Duration;
 
-/// Each algorithm's name and the fields its policies may have.
-const ALGORITHMS: &[(&str, &[&str])] = &[
-    ("sliding_log", &["algorithm", "limit", "window", "variant"]),
-    ("fixed_window", &["algorithm", "limit", "window", "alignment", "offset"]),
-    ("sliding_window", &["algorithm", "limit", "window", "buckets"]),
-    ("token_bucket", &["algorithm", "capacity", "refill_amount", "refill_interval"]),
-    ("leaky_bucket", &["algorithm", "interval", "burst", "mode"]),
-];
-
 /// Parses one policy body at `path`; `None` (with every problem recorded) when it is invalid.
-pub(super) fn parse_policy(body: &Mapping, path: &str, problems: &mut Problems) -> Option<Policy> {
+pub(super) fn parse_policy(body: &Mapping, path: &str, problems: &mut ConfigError) -> Option<Policy> {
     let fields = Fields::new(body, path);
-    let (algorithm, known) = fields.require("algorithm", problems, |value| {
-        let found = value.as_str().and_then(|name| ALGORITHMS.iter().find(|(known, _)| *known == name));
-        found.copied().ok_or_else(|| {
-            let names: Vec<&str> = ALGORITHMS.iter().map(|(name, _)| *name).collect();
-            format!("must be one of {}, got {}", names.join(", "), show(value))
-        })
+    let algorithm = fields.require("algorithm", problems, |value| {
+        let found = value.as_str().and_then(|name| Policy::ALGORITHMS.iter().position(|known| *known == name));
+        found.ok_or_else(|| format!("must be one of {}, got {}", Policy::ALGORITHMS.join(", "), show(value)))
     })?;
     let before = problems.len();
-    fields.finish(known, &[], problems);
-    let read = Reading { fields: &fields, problems, substituted: Vec::new() };
-    let policy = match algorithm {
-        "sliding_log" => read.sliding_log(),
-        "fixed_window" => read.fixed_window(),
-        "sliding_window" => read.sliding_window(),
-        "token_bucket" => read.token_bucket(),
-        _ => read.leaky_bucket(),
-    };
+    let mut known = vec!["algorithm"];
+    known.extend(Policy::fields(algorithm));
+    fields.finish(&known, &[], problems);
+    let mut source = PolicyFields { fields: &fields, problems, substituted: Vec::new() };
+    let policy = Policy::read(algorithm, &mut source).and_then(|built| source.built(built));
     policy.filter(|_| problems.len() == before)
 }
 
 /// The fields of one policy and where its problems go.
-struct Reading<'f, 'p> {
+struct PolicyFields<'f, 'p> {
     fields: &'f Fields<'f>,
-    problems: &'p mut Problems,
+    problems: &'p mut ConfigError,
     /// Counts that were missing or invalid (already reported), replaced by their least
     /// value so that the constructor still reports the other fields' problems.
     substituted: Vec<&'static str>,
 }
 
-impl Reading<'_, '_> {
-    /// A required count of at least `min`.
-    fn count(&mut self, name: &'static str, min: u64) -> u64 {
-        let read = self.fields.require(name, self.problems, count(min));
-        self.or_substitute(name, read, min)
-    }
-
-    /// An optional count of at least `min`, `default` when absent.
-    fn count_or(&mut self, name: &'static str, min: u64, default: u64) -> u64 {
-        if self.fields.value(name).is_none() {
-            return default;
-        }
-        let read = self.fields.read(name, self.problems, count(min));
-        self.or_substitute(name, read, min)
-    }
-
-    fn or_substitute(&mut self, name: &'static str, read: Option<u64>, min: u64) -> u64 {
-        read.unwrap_or_else(|| {
-            self.substituted.push(name);
-            min
-        })
-    }
-
-    fn duration(&mut self, name: &str) -> Option<Duration> {
-        self.fields.require(name, self.problems, duration)
-    }
-
-    fn choice<T: Copy + Default>(&mut self, name: &str, choices: &[T], name_of: fn(T) -> &'static str) -> Option<T> {
-        match self.fields.value(name) {
-            None => Some(T::default()),
-            Some(_) => self.fields.choice(name, choices, name_of, self.problems),
-        }
-    }
-
+impl PolicyFields<'_, '_> {
     /// Reports what the constructor refused, each problem at its field's path.
-    fn built(self, built: Result<impl Into<Policy>, PolicyError>) -> Option<Policy> {
+    fn built(&mut self, built: Result<Policy, PolicyError>) -> Option<Policy> {
         match built {
-            Ok(policy) => Some(policy.into()),
+            Ok(policy) => Some(policy),
             Err(error) => {
                 let reported = error.problems.into_iter().filter(|p| !self.substituted.contains(&p.field));
                 for problem in reported {
@@ -96,49 +46,43 @@ impl Reading<'_, '_> {
             }
         }
     }
+}
 
-    fn sliding_log(mut self) -> Option<Policy> {
-        let limit = self.count("limit", 1);
-        let window = self.duration("window");
-        let variant = self.choice("variant", &SlidingLogVariant::ALL, SlidingLogVariant::name);
-        let (window, variant) = (window?, variant?);
-        self.built(SlidingLog::new(limit, window, variant))
-    }
-
-    fn fixed_window(mut self) -> Option<Policy> {
-        let limit = self.count("limit", 1);
-        let window = self.duration("window");
-        let alignment = self.choice("alignment", &Alignment::ALL, Alignment::name);
-        let offset = match self.fields.value("offset") {
-            None => Some(Duration::ZERO),
-            Some(_) => self.fields.read("offset", self.problems, offset),
+impl ParameterSource for PolicyFields<'_, '_> {
+    fn count(&mut self, name: &'static str, min: u64, default: Option<u64>) -> Option<u64> {
+        let read = match (self.fields.value(name), default) {
+            (None, Some(default)) => return Some(default),
+            (None, None) => self.fields.require(name, self.problems, count(min)),
+            (Some(_), _) => self.fields.read(name, self.problems, count(min)),
         };
-        let (window, alignment, offset) = (window?, alignment?, offset?);
-        self.built(FixedWindow::new(limit, window, alignment, offset))
+        Some(read.unwrap_or_else(|| {
+            self.substituted.push(name);
+            min
+        }))
     }
 
-    fn sliding_window(mut self) -> Option<Policy> {
-        let limit = self.count("limit", 1);
-        let window = self.duration("window");
-        let buckets = self.count_or("buckets", 1, 1);
-        let window = window?;
-        self.built(SlidingWindow::new(limit, window, buckets))
+    fn duration(&mut self, name: &'static str) -> Option<Duration> {
+        self.fields.require(name, self.problems, duration)
     }
 
-    fn token_bucket(mut self) -> Option<Policy> {
-        let capacity = self.count("capacity", 1);
-        let refill_amount = self.count_or("refill_amount", 1, 1);
-        let refill_interval = self.duration("refill_interval");
-        let refill_interval = refill_interval?;
-        self.built(TokenBucket::new(TokenBucketSettings { capacity, refill_amount, refill_interval }))
+    fn offset(&mut self, name: &'static str) -> Option<Duration> {
+        match self.fields.value(name) {
+            None => Some(Duration::ZERO),
+            Some(_) => self.fields.read(name, self.problems, offset),
+        }
     }
 
-    fn leaky_bucket(mut self) -> Option<Policy> {
-        let interval = self.duration("interval");
-        let burst = self.count_or("burst", 0, 0);
-        let mode = self.choice("mode", &LeakMode::ALL, LeakMode::name);
-        let (interval, mode) = (interval?, mode?);
-        self.built(LeakyBucket::new(interval, burst, mode))
+    fn word(&mut self, name: &'static str, words: &[&'static str], default: Option<usize>) -> Option<usize> {
+        match (self.fields.value(name), default) {
+            (None, Some(default)) => Some(default),
+            (None, None) => {
+                self.problems.push(&self.fields.path(name), "is required");
+                None
+            }
+            (Some(_), _) => {
+                self.fields.choice(name, &(0..words.len()).collect::<Vec<_>>(), |index| words[index], self.problems)
+            }
+        }
     }
 }
 

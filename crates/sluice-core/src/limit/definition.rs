@@ -1,10 +1,8 @@
 //! A limit read back from its [`definition`](crate::Limit::definition), so that state saved
 //! with a limit made at run time (not in any configuration) can be matched to it again.
 
-use crate::{
-    Alignment, FixedWindow, LeakMode, LeakyBucket, Limit, LimitId, Policy, SlidingLog, SlidingLogVariant,
-    SlidingWindow, TokenBucket, TokenBucketSettings,
-};
+use crate::algorithm::source::ParameterSource;
+use crate::{Limit, LimitId, Policy};
 use std::time::Duration;
 
 /// A definition that does not describe a valid limit.
@@ -36,7 +34,17 @@ impl Limit {
         reader.expect_line(LimitId::SCHEME)?;
         let name = reader.name()?;
         let algorithm = reader.field("algorithm")?;
-        let policy = reader.policy(algorithm)?;
+        let algorithm = Policy::ALGORITHMS
+            .iter()
+            .position(|known| *known == algorithm)
+            .ok_or_else(|| DefinitionError(format!("unknown algorithm {algorithm:?}")))?;
+        let mut lines = DefinitionLines { reader: &mut reader, problem: None };
+        let built = Policy::read(algorithm, &mut lines);
+        let policy = match (built, lines.problem) {
+            (_, Some(problem)) => return Err(problem),
+            (None, None) => return Err(DefinitionError("a parameter is missing".to_owned())),
+            (Some(built), None) => built.map_err(|error| DefinitionError(error.to_string()))?,
+        };
         if !reader.rest.is_empty() {
             return Err(DefinitionError(format!("unexpected text after the parameters: {:?}", reader.rest)));
         }
@@ -87,64 +95,66 @@ impl<'a> DefinitionReader<'a> {
             .and_then(|rest| rest.strip_prefix('='))
             .ok_or_else(|| DefinitionError(format!("expected the field {field}, found {line:?}")))
     }
+}
 
-    fn number(&mut self, field: &str) -> Result<u64, DefinitionError> {
-        let value = self.field(field)?;
-        value.parse().map_err(|_| DefinitionError(format!("{field}: not a whole number: {value:?}")))
+/// A definition's parameter lines, read in the order [`Algorithm::parameters`] writes them.
+/// The first problem ends the reading.
+struct DefinitionLines<'r, 'a> {
+    reader: &'r mut DefinitionReader<'a>,
+    problem: Option<DefinitionError>,
+}
+
+impl DefinitionLines<'_, '_> {
+    /// The next line's value, which must be `field=value`.
+    fn value(&mut self, field: &str) -> Option<&str> {
+        if self.problem.is_some() {
+            return None;
+        }
+        self.reader.field(field).map_err(|problem| self.problem = Some(problem)).ok()
     }
 
-    fn micros(&mut self, field: &str) -> Result<Duration, DefinitionError> {
-        self.number(field).map(Duration::from_micros)
+    fn number(&mut self, field: &str) -> Option<u64> {
+        let value = self.value(field)?;
+        let number = value.parse().map_err(|_| DefinitionError(format!("{field}: not a whole number: {value:?}")));
+        number.map_err(|problem| self.problem = Some(problem)).ok()
     }
 
-    fn choice<T: Copy>(&mut self, field: &str, all: &[T], name: fn(T) -> &'static str) -> Result<T, DefinitionError> {
-        let value = self.field(field)?;
-        all.iter()
-            .copied()
-            .find(|choice| name(*choice) == value)
-            .ok_or_else(|| DefinitionError(format!("{field}: unknown choice {value:?}")))
+    fn micros(&mut self, name: &str) -> Option<Duration> {
+        self.number(&format!("{name}_us")).map(Duration::from_micros)
+    }
+}
+
+impl ParameterSource for DefinitionLines<'_, '_> {
+    fn count(&mut self, name: &'static str, _: u64, _: Option<u64>) -> Option<u64> {
+        self.number(name)
     }
 
-    fn policy(&mut self, algorithm: &str) -> Result<Policy, DefinitionError> {
-        let invalid = |error: crate::PolicyError| DefinitionError(error.to_string());
-        let policy: Policy = match algorithm {
-            "sliding_log" => {
-                let (limit, window) = (self.number("limit")?, self.micros("window_us")?);
-                let variant = self.choice("variant", &SlidingLogVariant::ALL, SlidingLogVariant::name)?;
-                SlidingLog::new(limit, window, variant).map_err(invalid)?.into()
-            }
-            "fixed_window" => {
-                let (limit, window) = (self.number("limit")?, self.micros("window_us")?);
-                let alignment = self.choice("alignment", &Alignment::ALL, Alignment::name)?;
-                let offset = self.micros("offset_us")?;
-                FixedWindow::new(limit, window, alignment, offset).map_err(invalid)?.into()
-            }
-            "sliding_window" => {
-                let (limit, window) = (self.number("limit")?, self.micros("window_us")?);
-                SlidingWindow::new(limit, window, self.number("buckets")?).map_err(invalid)?.into()
-            }
-            "token_bucket" => {
-                let capacity = self.number("capacity")?;
-                let refill_amount = self.number("refill_amount")?;
-                let refill_interval = self.micros("refill_interval_us")?;
-                TokenBucket::new(TokenBucketSettings { capacity, refill_amount, refill_interval })
-                    .map_err(invalid)?
-                    .into()
-            }
-            "leaky_bucket" => {
-                let (interval, burst) = (self.micros("interval_us")?, self.number("burst")?);
-                let mode = self.choice("mode", &LeakMode::ALL, LeakMode::name)?;
-                LeakyBucket::new(interval, burst, mode).map_err(invalid)?.into()
-            }
-            other => return Err(DefinitionError(format!("unknown algorithm {other:?}"))),
-        };
-        Ok(policy)
+    fn duration(&mut self, name: &'static str) -> Option<Duration> {
+        self.micros(name)
+    }
+
+    fn offset(&mut self, name: &'static str) -> Option<Duration> {
+        self.micros(name)
+    }
+
+    fn word(&mut self, name: &'static str, words: &[&'static str], _: Option<usize>) -> Option<usize> {
+        let value = self.value(name)?.to_owned();
+        let found = words.iter().position(|word| *word == value);
+        if found.is_none() {
+            self.problem = Some(DefinitionError(format!("{name}: unknown choice {value:?}")));
+        }
+        found
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{
+        Alignment, FixedWindow, LeakMode, LeakyBucket, SlidingLog, SlidingLogVariant, SlidingWindow, TokenBucket,
+        TokenBucketSettings,
+    };
+    use std::time::Duration;
 
     fn limits() -> Vec<Limit> {
         let second = Duration::from_secs(1);

@@ -7,7 +7,7 @@
 use crate::cli::serve::ServeArgs;
 use crate::config::server_section::ServerSection;
 use crate::config::values::{positive, within};
-use sluice_core::config::reader::Problems;
+use sluice_config::ConfigError;
 use std::time::Duration;
 
 /// Connections each listener serves at once by default: an application's pool of
@@ -59,7 +59,7 @@ pub(crate) struct Bounds {
 impl Bounds {
     /// The bounds from `args` over `file` over the defaults; each bad value goes to
     /// `problems`, at its setting's name.
-    pub(crate) fn resolve(args: &ServeArgs, file: &ServerSection, problems: &mut Problems) -> Option<Bounds> {
+    pub(crate) fn resolve(args: &ServeArgs, file: &ServerSection, problems: &mut ConfigError) -> Option<Bounds> {
         let count = |flag: Option<usize>, file: Option<usize>, default: usize| flag.or(file).unwrap_or(default);
         let connections = count(args.max_connections, file.max_connections, DEFAULT_MAX_CONNECTIONS);
         let max_connections = problems.take("max_connections", within(connections, 1, 1_000_000));
@@ -90,7 +90,7 @@ mod tests {
     use super::*;
 
     fn resolve(args: &ServeArgs, file: &ServerSection) -> Result<Bounds, String> {
-        let mut problems = Problems::default();
+        let mut problems = ConfigError::default();
         let bounds = Bounds::resolve(args, file, &mut problems);
         problems.into_result(bounds).map_err(|error| error.to_string()).map(Option::unwrap)
     }

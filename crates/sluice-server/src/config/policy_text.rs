@@ -52,12 +52,12 @@ pub(crate) fn duration(duration: Duration) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_core::config::reader::Problems;
+    use sluice_config::ConfigError;
 
     /// The descriptions of every policy in `yaml` (a `policies:` mapping), by name.
     fn described(yaml: &str) -> Vec<(String, String)> {
         let mapping: serde_yaml_ng::Mapping = serde_yaml_ng::from_str(yaml).unwrap();
-        let mut problems = Problems::default();
+        let mut problems = ConfigError::default();
         let limits = sluice_core::config::parse_policies(&mapping, &mut problems);
         let limits = problems.into_result(limits).unwrap();
         limits.iter().map(|limit| (limit.name().to_owned(), describe(limit.policy()))).collect()

@@ -19,8 +19,8 @@ use crate::config::server_section::ServerSection;
 use crate::config::settings::Settings;
 use crate::envoy::Rules;
 use serde_yaml_ng::{Mapping, Value};
+use sluice_config::show;
 use sluice_core::config::ConfigError;
-use sluice_core::config::reader::{Problems, show};
 use sluice_core::{Limit, LimitId};
 use std::collections::HashMap;
 use std::path::Path;
@@ -55,7 +55,7 @@ impl ServiceConfig {
         let Some(top) = value.as_mapping() else {
             return Err(ConfigError::single("", "must be a mapping with a `policies` or `domains` section"));
         };
-        let mut problems = Problems::default();
+        let mut problems = ConfigError::default();
         for key in top.keys() {
             if !matches!(key.as_str(), Some("policies" | "server" | "domains" | "domain" | "descriptors")) {
                 problems.push(&show(key), "unknown section (policies, domains, server)");
@@ -123,7 +123,7 @@ fn name_of(limit: &Limit) -> Arc<str> {
 
 /// The Envoy rules: a whole envoyproxy/ratelimit file (`domain:` at the top), or Sluice's
 /// `domains:` list.
-fn parse_envoy(top: &Mapping, policies: &[PolicyEntry], problems: &mut Problems) -> Option<Rules> {
+fn parse_envoy(top: &Mapping, policies: &[PolicyEntry], problems: &mut ConfigError) -> Option<Rules> {
     let limits: Vec<Limit> = policies.iter().map(|entry| entry.limit.clone()).collect();
     let parsed = if top.contains_key("domain") || top.contains_key("descriptors") {
         let mut envoy_part = top.clone();
@@ -139,7 +139,7 @@ fn parse_envoy(top: &Mapping, policies: &[PolicyEntry], problems: &mut Problems)
 
 /// The `server:` section, its values checked as `sluice serve` will resolve them (flags and
 /// environment variables may still override them then).
-fn parse_server(top: &Mapping, problems: &mut Problems) -> ServerSection {
+fn parse_server(top: &Mapping, problems: &mut ConfigError) -> ServerSection {
     let Some(section) = top.get("server") else {
         return ServerSection::default();
     };
@@ -156,7 +156,7 @@ fn parse_server(top: &Mapping, problems: &mut Problems) -> ServerSection {
 }
 
 /// The `policies` section, each policy with its `shadow_mode`.
-fn parse_policies(top: &Mapping, problems: &mut Problems) -> Vec<PolicyEntry> {
+fn parse_policies(top: &Mapping, problems: &mut ConfigError) -> Vec<PolicyEntry> {
     let Some(section) = top.get("policies") else {
         return Vec::new();
     };
@@ -164,10 +164,8 @@ fn parse_policies(top: &Mapping, problems: &mut Problems) -> Vec<PolicyEntry> {
         problems.push("policies", "must be a mapping of policy names to policies");
         return Vec::new();
     };
-    sluice_core::config::parse_policies_with_shadow_mode(section, problems)
-        .into_iter()
-        .map(|(limit, shadow)| PolicyEntry { limit, shadow })
-        .collect()
+    let policies = sluice_tower::Policies::from_section(section, problems);
+    policies.entries().map(|(limit, shadow)| PolicyEntry { limit: limit.clone(), shadow }).collect()
 }
 
 #[cfg(test)]

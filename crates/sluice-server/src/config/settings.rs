@@ -7,8 +7,8 @@ use crate::config::byte_size::parse_size;
 use crate::config::server_section::ServerSection;
 pub(crate) use crate::config::store_url::StoreChoice;
 use crate::config::values::{positive, positive_or_off, within};
-use sluice_core::config::reader::Problems;
-use sluice_core::config::{ConfigError, parse_duration};
+use sluice_config::ConfigError;
+use sluice_core::config::parse_duration;
 use sluice_redis::{FailureMode, TlsFiles};
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -87,7 +87,7 @@ impl Settings {
     ///
     /// Every bad value, each at the setting's name (`http`, `redis_timeout`, …).
     pub(crate) fn resolve(args: &ServeArgs, file: &ServerSection) -> Result<Settings, ConfigError> {
-        let mut problems = Problems::default();
+        let mut problems = ConfigError::default();
         let pick = |flag: &Option<String>, file: &Option<String>, default: &str| {
             flag.clone().or_else(|| file.clone()).unwrap_or_else(|| default.to_owned())
         };

@@ -4,7 +4,7 @@ mod spec;
 
 use super::rules::{Level, Node, Quota, Rule, Rules};
 use serde_yaml_ng::{Mapping, Value};
-use sluice_core::config::reader::{Fields, Problems, join, text};
+use sluice_config::{Fields, join, text};
 use sluice_core::{ConfigError, Limit};
 use spec::{Kind, Spec};
 use std::collections::HashMap;
@@ -22,7 +22,7 @@ const NEWER_DESCRIPTOR_FIELDS: &[&str] = &["share_threshold", "value_to_metric"]
 /// Reads one file, keeping the problems and the rules (in file order) found so far.
 pub(super) struct Parser<'p> {
     policies: &'p [Limit],
-    problems: Problems,
+    problems: ConfigError,
     rules: Vec<Arc<Rule>>,
 }
 
@@ -81,7 +81,7 @@ enum Matcher {
 
 impl<'p> Parser<'p> {
     pub(super) fn new(policies: &'p [Limit]) -> Self {
-        Parser { policies, problems: Problems::default(), rules: Vec::new() }
+        Parser { policies, problems: ConfigError::default(), rules: Vec::new() }
     }
 
     /// A whole file: one envoyproxy/ratelimit domain, or a `domains` list.

@@ -20,7 +20,7 @@ use envoy_types::pb::envoy::r#type::v3::RateLimitUnit;
 use envoy_types::pb::google::protobuf::Duration as ProtoDuration;
 use futures_util::future::join_all;
 use sluice_core::{Key, Source, StoreError};
-use sluice_tower::headers::{quota_window, structured_item, whole_seconds};
+use sluice_tower::headers::{structured_item, whole_seconds};
 use std::sync::Arc;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
@@ -288,7 +288,7 @@ fn headers(outcome: &Outcome) -> Vec<HeaderValue> {
     let decision = &outcome.decision;
     let name = outcome.limit.name();
     let reset = whole_seconds(decision.reset_after);
-    let window = whole_seconds(quota_window(outcome.limit.policy()));
+    let window = whole_seconds(outcome.limit.policy().quota_window());
     let pairs = [
         ("ratelimit-policy", structured_item(name, [("q", decision.limit), ("w", window)])),
         ("ratelimit", structured_item(name, [("r", decision.remaining), ("t", reset)])),

@@ -15,7 +15,7 @@ mod level;
 use crate::http::api::micros;
 use level::{Level, LevelPoint};
 use serde::{Deserialize, Serialize};
-use sluice_core::config::reader::Problems;
+use sluice_config::ConfigError;
 use sluice_core::{Key, Limit, ManualClock, MemoryStore, RetryAfter, Timestamp};
 use utoipa::ToSchema;
 
@@ -170,7 +170,7 @@ impl PlaygroundRequest {
 
     /// The policies, validated as the configuration file's are (the same messages).
     fn limits(&self) -> Result<Vec<Limit>, PlaygroundError> {
-        let mut problems = Problems::default();
+        let mut problems = ConfigError::default();
         let limits = sluice_core::config::parse_policies(&self.policies, &mut problems);
         problems.into_result(limits).map_err(|error| PlaygroundError::Invalid(error.to_string()))
     }

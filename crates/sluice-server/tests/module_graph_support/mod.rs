@@ -71,8 +71,8 @@ impl Crate {
                 index += 1;
                 continue;
             }
-            let reexport = self.modules.get(&module)?.imports.get(&rest[index]);
-            if let Some(target) = reexport {
+            let imported = self.modules.get(&module)?.imports.get(&rest[index]);
+            if let Some(target) = imported {
                 let mut through: Vec<String> = target.clone();
                 through.extend(rest[index + 1..].iter().cloned());
                 return self.resolve(&module, &through, depth + 1).or(Some(module));
@@ -158,10 +158,10 @@ fn reachable<'a>(
     let mut stack = vec![start];
     while let Some(node) = stack.pop() {
         for next in edges.get(node).into_iter().flatten() {
-            if let Some((key, _)) = edges.get_key_value(next) {
-                if seen.insert(*key) {
-                    stack.push(*key);
-                }
+            if let Some((key, _)) = edges.get_key_value(next)
+                && seen.insert(*key)
+            {
+                stack.push(*key);
             }
         }
     }

@@ -3,7 +3,7 @@
 use super::{Parser, name_text};
 use crate::envoy::Unit;
 use serde_yaml_ng::Value;
-use sluice_core::config::reader::{Fields, show, text};
+use sluice_config::{Fields, show, text};
 use sluice_core::{Alignment, FixedWindow, Limit, Policy};
 use std::time::Duration;
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 /// # Examples
 ///
 /// ```
-/// use sluice_core::config::parse_duration;
+/// use sluice_config::parse_duration;
 /// use std::time::Duration;
 ///
 /// assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
