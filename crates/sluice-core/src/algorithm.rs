@@ -1,4 +1,29 @@
 //! The shape every rate-limiting algorithm has: a pure state machine.
+//!
+//! # Adding an algorithm
+//!
+//! Every item below but the last two is a `match` over [`Policy`](crate::Policy) (or a
+//! required trait method) that fails to compile until the new algorithm has its arm:
+//!
+//! 1. `algorithm/<name>.rs`: the parameters, validated in the constructor, and
+//!    [`Algorithm`] (`decide`, `record`, `expires_at`, `parameters`, `quota_window`,
+//!    `look_ahead`, …) and `ReadParameters`, which reads the parameters from a
+//!    configuration file and from a limit's definition by the names `parameters` writes.
+//! 2. `policy.rs`: a variant of `Policy`, its arm in `with_algorithm!` (the core's one
+//!    dispatch), `policy_from!`, and its configuration word in `READERS` (the definition
+//!    round-trip test in `limit/definition.rs`, which builds one limit per variant, fails
+//!    for a variant missing there).
+//! 3. `store/memory/table.rs` and `store/memory/snapshot/states.rs`: its table of states
+//!    and its state's snapshot encoding (a new tag).
+//! 4. `sluice-redis`: `script.rs`'s `script_args` (its number and parameters p1..p4) and
+//!    its Lua twin in `lua/`, and `sluice-redis-module`'s `args.rs`, `check.rs` and
+//!    `layout.rs` (the same bytes as the Lua twin).
+//! 5. `sluice-server`: `config/policy_text.rs` (its parameters in words) and
+//!    `offline/playground.rs` (the counters it holds).
+//! 6. Not checked by the compiler: the dashboard's JavaScript (`ui/playground.js`,
+//!    `ui/timeline.js`, `ui/index.html`), which draws each algorithm's quota.
+//! 7. Not checked by the compiler: an oracle in `tests/oracle/`, the differential tests
+//!    (memory, Redis scripts, module), and `docs/semantics.md`'s definition and examples.
 
 pub mod fixed_window;
 pub mod leaky_bucket;

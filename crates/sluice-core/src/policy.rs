@@ -27,7 +27,8 @@ pub enum Policy {
 
 /// Evaluates `$body` with `$algorithm` bound to the algorithm inside `$policy`: the one
 /// `match` over the variants. Each arm is compiled for its own type, so `$body` may call
-/// anything every algorithm implements. A new algorithm is a module, a variant and an arm here.
+/// anything every algorithm implements. What else a new algorithm needs is the checklist
+/// in [`crate::algorithm`]'s docs.
 macro_rules! with_algorithm {
     ($policy:expr, $algorithm:ident => $body:expr) => {
         match $policy {

@@ -234,7 +234,10 @@ fn check_counters(limits: &[Limit], keys: &[Key<'_>]) -> Result<(), PlaygroundEr
         .iter()
         .filter_map(|limit| match limit.policy() {
             sluice_core::Policy::SlidingWindow(window) => Some(window.buckets() + 1),
-            _ => None,
+            sluice_core::Policy::SlidingLog(_)
+            | sluice_core::Policy::FixedWindow(_)
+            | sluice_core::Policy::TokenBucket(_)
+            | sluice_core::Policy::LeakyBucket(_) => None,
         })
         .sum();
     let counters = per_key.saturating_mul(distinct_keys);
