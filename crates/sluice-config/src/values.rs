@@ -10,7 +10,7 @@ pub fn join(path: &str, name: &str) -> String {
     if path.is_empty() { name.to_owned() } else { format!("{path}.{name}") }
 }
 
-/// A whole number of at least `min` (and below 2^64), for [`Fields::read`].
+/// A whole number of at least `min` (and below 2^64), for [`Fields::read`](crate::Fields::read).
 pub fn count(min: u64) -> impl Fn(&Value) -> Result<u64, String> {
     move |value| {
         value
@@ -20,7 +20,7 @@ pub fn count(min: u64) -> impl Fn(&Value) -> Result<u64, String> {
     }
 }
 
-/// A duration with a unit, such as `250ms` or `1h`, for [`Fields::read`].
+/// A duration with a unit, such as `250ms` or `1h`, for [`Fields::read`](crate::Fields::read).
 pub fn duration(value: &Value) -> Result<Duration, String> {
     match value {
         Value::String(text) => parse_duration(text),
