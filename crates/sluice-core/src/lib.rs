@@ -2,6 +2,8 @@
 
 pub mod algorithm;
 pub mod config;
+#[cfg(feature = "conformance")]
+pub mod conformance;
 mod decision;
 mod limit;
 mod limiter;
