@@ -1,7 +1,8 @@
 //! The user-facing limiter: limits, a store and a clock.
 //!
 //! On the [`MemoryStore`], [`RateLimiter::check`] and [`RateLimiter::check_n`] decide at
-//! once, without a future. [`RateLimiter::check_async`], [`RateLimiter::check_n_async`] and
+//! once, without a future, on the store's decide-now path ([`MemoryStore::check_now`],
+//! which is what the store answers to [`Store::check_ready`]). [`RateLimiter::check_async`], [`RateLimiter::check_n_async`] and
 //! [`RateLimiter::acquire`] work on any [`Store`], such as the Redis store.
 
 mod builder;
@@ -77,11 +78,7 @@ impl<C: Clock> RateLimiter<MemoryStore, C> {
     #[inline]
     pub fn check_n(&self, key: impl AsRef<[u8]>, cost: u64) -> Result<Decision, CheckError> {
         let key = Key::new(key.as_ref())?;
-        let now = self.clock.now();
-        match &self.limits[..] {
-            [limit] => Ok(self.store.check_one(key, limit, now, cost)?),
-            limits => Ok(self.store.check_now(key, limits, now, cost)?.decision),
-        }
+        Ok(self.store.check_now(key, &self.limits, self.clock.now(), cost)?.decision)
     }
 }
 

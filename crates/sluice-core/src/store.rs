@@ -7,7 +7,8 @@ use std::future::Future;
 
 /// A store of per-key states that decides requests atomically.
 ///
-/// One async API for every store: the in-memory store's future is ready at once.
+/// One async API for every store; a store that can decide without waiting (the memory
+/// store) also answers through [`check_ready`](Store::check_ready).
 pub trait Store: Send + Sync + 'static {
     /// Checks a request of `cost` for `key` against every limit in `limits` at `now`,
     /// all or nothing (docs/semantics.md): it is allowed only if every limit allows it, and a limit's
@@ -29,6 +30,41 @@ pub trait Store: Send + Sync + 'static {
     /// Failure modes do not apply: a store that cannot forget says so
     /// ([`StoreError::Unavailable`]) instead of pretending it did.
     fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send;
+
+    /// [`check`](Self::check) without a future, when this store can decide at once: `Some`
+    /// with the verdict `check` would give (and the same effect on the states), or `None`
+    /// when deciding needs I/O, and nothing was checked: await `check` then.
+    ///
+    /// The one decide-now path. The memory store always answers here, so
+    /// [`RateLimiter::check`](crate::RateLimiter::check) and the tower layer decide without
+    /// building a future. A store that wraps another should forward this method, or its
+    /// callers lose the shortcut (its `check` still works). The default answers `None`.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use sluice_core::{Key, Limit, MemoryStore, SlidingLog, SlidingLogVariant, Store, Timestamp};
+    /// use std::time::Duration;
+    ///
+    /// let limits = [Limit::new("api", SlidingLog::new(1, Duration::from_secs(1), SlidingLogVariant::Accepted)?)];
+    /// let (store, key, now) = (MemoryStore::new(), Key::new(b"alice")?, Timestamp::from_micros(1));
+    /// let first = store.check_ready(key, &limits, now, 1).expect("the memory store decides at once")?;
+    /// assert!(first.decision.allowed);
+    /// let second = store.check_ready(key, &limits, now, 1).expect("the memory store decides at once")?;
+    /// assert!(!second.decision.allowed);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    #[inline]
+    fn check_ready(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+    ) -> Option<Result<Verdict, StoreError>> {
+        let _ = (key, limits, now, cost);
+        None
+    }
 }
 
 /// The outcome of a check against one or several limits.

@@ -102,17 +102,28 @@ impl MemoryStore {
         MemoryStoreBuilder::default()
     }
 
-    /// Checks `key` against `limits` at `now`, all or nothing, and returns at once.
+    /// Checks `key` against `limits` at `now`, all or nothing, and returns at once: what
+    /// [`Store::check_ready`] answers for this store (always `Some`), and what its
+    /// [`Store::check`] future holds.
     ///
     /// # Errors
     ///
     /// [`StoreError::NoLimits`] when `limits` is empty; [`StoreError::Full`] when the key
     /// needs a new state and its shard is full of limited states.
+    #[inline]
     pub fn check_now(&self, key: Key<'_>, limits: &[Limit], now: Timestamp, cost: u64) -> Result<Verdict, StoreError> {
-        if let [limit] = limits {
-            let decision = self.check_one(key, limit, now, cost)?;
-            return Ok(Verdict { decision, limit: 0, source: crate::store::Source::Store });
+        match limits {
+            [limit] => {
+                let decision = self.check_one(key, limit, now, cost)?;
+                Ok(Verdict { decision, limit: 0, source: crate::store::Source::Store })
+            }
+            limits => self.check_several(key, limits, now, cost),
         }
+    }
+
+    /// [`check_now`](Self::check_now) for any number of limits but one, under one lock.
+    #[inline(never)]
+    fn check_several(&self, key: Key<'_>, limits: &[Limit], now: Timestamp, cost: u64) -> Result<Verdict, StoreError> {
         let key = key.as_bytes();
         let hash = self.inner.hasher.hash_one(key);
         let mut shard = self.shard(hash).lock();
@@ -171,8 +182,7 @@ impl MemoryStore {
     }
 
     /// Checks `key` against one limit at `now`: [`check_now`](Self::check_now) with a
-    /// single limit, on the shortest path (what a one-limit [`RateLimiter`](crate::RateLimiter)
-    /// calls).
+    /// single limit (which calls this), returning the decision alone.
     ///
     /// # Errors
     ///
@@ -337,6 +347,17 @@ impl Store for MemoryStore {
     ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
         let verdict: Ready<_> = ready(self.check_now(key, limits, now, cost));
         verdict
+    }
+
+    #[inline]
+    fn check_ready(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+    ) -> Option<Result<Verdict, StoreError>> {
+        Some(self.check_now(key, limits, now, cost))
     }
 
     fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send {
