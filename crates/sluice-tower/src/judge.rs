@@ -7,7 +7,7 @@ use crate::response::{Rejection, RejectionBody, unchecked};
 use crate::shared::{OnStoreError, Shared};
 use http::request::Parts;
 use http::{Response, StatusCode};
-use sluice_core::{Decision, Limit, RetryAfter, Source, StoreError, Verdict};
+use sluice_core::{Decision, Limit, RetryAfter, StoreError, Verdict};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ pub(crate) fn request_key<S, C>(shared: &Shared<S, C>, parts: &Parts) -> Option<
 /// `key` if it is a valid one, else the shared key of keyless requests if there is one
 /// (and it is valid itself).
 #[inline]
-pub(crate) fn or_shared_key<S, C>(shared: &Shared<S, C>, key: Option<RequestKey>) -> Option<RequestKey> {
+fn or_shared_key<S, C>(shared: &Shared<S, C>, key: Option<RequestKey>) -> Option<RequestKey> {
     let valid = |key: &RequestKey| sluice_core::Key::new(key.as_bytes()).is_ok();
     match (key.filter(valid), &shared.missing_key) {
         (Some(key), _) => Some(key),
@@ -68,44 +68,43 @@ fn warn_no_peer_address() {
     }
 }
 
-/// What the store's answer means for the request.
-pub(crate) fn judge<S, C>(shared: &Shared<S, C>, checked: Result<Verdict, StoreError>, parts: &Parts) -> Judgement {
-    match forward(shared, checked) {
-        Ok((delay, fields)) => Judgement::Forward { delay, fields },
-        Err(Ok(verdict)) => refuse(shared, &verdict, parts),
-        Err(Err(error)) => store_error(shared, &error, parts),
-    }
+/// What a store's answer means for a request, found without its head.
+pub(crate) enum Outcome {
+    /// The request proceeds, after `delay`, and its response gets `fields`.
+    Proceed { delay: Duration, fields: Option<AllowedFields> },
+    /// The store did not let it through: rejected, or allowed after a longer delay than
+    /// the layer may wait.
+    Refused(Verdict),
+    /// The store could not decide, and the layer refuses such requests.
+    Failed(StoreError),
 }
 
-/// The store's answer when it lets the request proceed, which needs nothing of the request:
-/// the shaping delay and the fields for the response. Otherwise `checked` back, for
-/// [`judge`] to answer.
-#[inline]
-pub(crate) fn forward<S, C>(shared: &Shared<S, C>, checked: Result<Verdict, StoreError>) -> Result<Forward, Checked> {
+/// The outcome of a store's answer for a request.
+pub(crate) fn outcome<S, C>(shared: &Shared<S, C>, checked: Result<Verdict, StoreError>) -> Outcome {
     let verdict = match checked {
         Ok(verdict) => verdict,
-        Err(_) if shared.on_store_error == OnStoreError::Allow => return Ok((Duration::ZERO, None)),
-        Err(error) => return Err(Err(error)),
+        Err(_) if shared.on_store_error == OnStoreError::Allow => {
+            return Outcome::Proceed { delay: Duration::ZERO, fields: None };
+        }
+        Err(error) => return Outcome::Failed(error),
     };
     let decision = &verdict.decision;
     if !decision.allowed || shared.max_delay.is_some_and(|max_delay| decision.delay > max_delay) {
-        return Err(Ok(verdict));
+        return Outcome::Refused(verdict);
     }
-    // A fresh state made up by a store that failed open is not worth announcing.
-    let fields = match verdict.source {
-        Source::FailedOpen => None,
-        _ => {
-            let index = verdict.limit.min(shared.policy_fields.len().saturating_sub(1));
-            shared.policy_fields.get(index).and_then(|fields| fields.render(decision))
-        }
-    };
-    Ok((decision.delay, fields))
+    Outcome::Proceed { delay: decision.delay, fields: shared.allowed_fields(&verdict) }
 }
 
-/// A request that proceeds: after this shaping delay, and its response gets these fields.
-pub(crate) type Forward = (Duration, Option<AllowedFields>);
-/// A store's answer.
-pub(crate) type Checked = Result<Verdict, StoreError>;
+/// What happens to a request, from the outcome of its check and its head.
+pub(crate) fn judge<S, C>(shared: &Shared<S, C>, outcome: Outcome, parts: &Parts) -> Judgement {
+    match outcome {
+        Outcome::Proceed { delay, fields } => Judgement::Forward { delay, fields },
+        Outcome::Refused(verdict) => refuse(shared, &verdict, parts),
+        Outcome::Failed(error) => {
+            Judgement::Answer(unchecked(parts, StatusCode::SERVICE_UNAVAILABLE, &error.to_string()))
+        }
+    }
+}
 
 /// The answer to a request the store did not let through (rejected, or allowed after a
 /// longer delay than the layer may wait).
@@ -118,15 +117,6 @@ fn refuse<S, C>(shared: &Shared<S, C>, verdict: &Verdict, parts: &Parts) -> Judg
         return reject(shared, limit, &decision.rejected(RetryAfter::After(decision.delay)), parts);
     }
     reject(shared, limit, &decision, parts)
-}
-
-fn store_error<S, C>(shared: &Shared<S, C>, error: &StoreError, parts: &Parts) -> Judgement {
-    match shared.on_store_error {
-        OnStoreError::Reject => {
-            Judgement::Answer(unchecked(parts, StatusCode::SERVICE_UNAVAILABLE, &error.to_string()))
-        }
-        OnStoreError::Allow => Judgement::Forward { delay: Duration::ZERO, fields: None },
-    }
 }
 
 fn reject<S, C>(shared: &Shared<S, C>, limit: &Limit, decision: &Decision, parts: &Parts) -> Judgement {

@@ -50,9 +50,10 @@
 //!
 //! `poll_ready` only forwards to the inner service: a limited key never holds back other
 //! keys' requests. The layer answers in the inner service's own body type (see
-//! [`response::LayerBody`]), so responses that pass are not wrapped. On the memory store
-//! the decision is made inside `call`, without allocating or cloning the inner service;
-//! other stores are awaited in the response future.
+//! [`response::LayerBody`]), so responses that pass are not wrapped. On a store that
+//! decides at once ([`sluice_core::Store::check_ready`]: the memory store, or a store that
+//! wraps it and forwards that method) the decision is made inside `call`, without
+//! allocating or cloning the inner service; other stores are awaited in the response future.
 //!
 //! # Trade-offs
 //!

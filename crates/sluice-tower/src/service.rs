@@ -1,13 +1,13 @@
 //! [`RateLimit`]: the service a [`RateLimitLayer`](crate::RateLimitLayer) wraps around another.
 
 use crate::future::{ResponseFuture, with_fields};
-use crate::judge::{Judgement, forward, judge, missing_key, or_shared_key, request_key};
-use crate::key::{KeyBuffer, RequestKey};
+use crate::judge::{Judgement, Outcome, judge, missing_key, outcome, request_key};
+use crate::key::RequestKey;
 use crate::response::LayerBody;
 use crate::shared::{AtOnce, Shared};
 use http::request::Parts;
 use http::{Request, Response};
-use sluice_core::{Clock, Decision, Key, Source, Store, StoreError, Verdict};
+use sluice_core::{Clock, Key, Store};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tower::Service;
@@ -55,6 +55,29 @@ impl<T: std::fmt::Debug, S: std::fmt::Debug, C: std::fmt::Debug> std::fmt::Debug
     }
 }
 
+/// What a [`RateLimit`] needs of the service it wraps and of its response body: the
+/// bounds of its `Service` impl, written once for the methods that call the inner
+/// service (a trait alias: every service with those bounds has it).
+pub(crate) trait Inner<ReqBody>:
+    Service<Request<ReqBody>, Response = Response<Self::Body>, Future: Send> + Clone + Send + 'static
+{
+    /// The response body, in which the layer writes its own answers.
+    type Body: LayerBody;
+}
+
+impl<T, ReqBody, ResBody> Inner<ReqBody> for T
+where
+    T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
+    T::Future: Send,
+    ResBody: LayerBody,
+{
+    type Body = ResBody;
+}
+
+/// The response future of a [`RateLimit`] around `T`.
+type Answer<T, B> =
+    ResponseFuture<<T as Service<Request<B>>>::Future, <T as Inner<B>>::Body, <T as Service<Request<B>>>::Error>;
+
 impl<T, S, C, ReqBody, ResBody> Service<Request<ReqBody>> for RateLimit<T, S, C>
 where
     T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
@@ -74,136 +97,78 @@ where
 
     #[inline]
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        // The usual case on the shortest path: decided by the memory store from the head
-        // in place, with no verdict built; the request is taken apart only when it has to
-        // be (for the cost function, a closure extractor, or the answers that read the
-        // head). Deciding out of line keeps this function small enough to be inlined
-        // into its caller, which then builds this response future in its own frame
-        // rather than receiving a copy of it. An allowed request's fields are rendered
-        // after the inner call, from the decision (plain data), so that nothing that must
-        // be dropped is alive across that call.
+        // The usual case on the shortest path: decided by a store that decides at once,
+        // from the head in place; the request is taken apart only when it has to be (for
+        // the cost function, a closure extractor, the answers that read the head, or a
+        // future that owns it). Deciding out of line keeps this function small enough to
+        // be inlined into its caller, which then builds this response future in its own
+        // frame rather than receiving a copy of it. An allowed request's fields are
+        // rendered after the inner call, from the verdict (plain data), so that nothing
+        // that must be dropped is alive across that call.
         match self.shared.decide_at_once(request.headers(), request.extensions()) {
-            AtOnce::Allowed(decision) => {
+            AtOnce::Allowed(verdict) => {
                 let future = self.inner.call(request);
-                ResponseFuture::inner(future, self.shared.allowed_fields(&decision))
+                ResponseFuture::inner(future, self.shared.allowed_fields(&verdict))
             }
-            AtOnce::Refused(decision) => self.refuse(request, decision),
-            AtOnce::Elsewhere => self.call_with_key(request),
+            AtOnce::Decided(outcome) => self.decided(request, outcome),
+            AtOnce::Later(key) => self.later(request, key),
+            AtOnce::Elsewhere => self.call_with_head(request),
         }
     }
 }
 
 impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
-    /// Answers a request that the memory store did not let through at once.
+    /// Answers a request decided at once that does not simply proceed now.
     #[cold]
     #[inline(never)]
-    fn refuse<ReqBody, ResBody>(
-        &mut self,
-        request: Request<ReqBody>,
-        decision: Decision,
-    ) -> ResponseFuture<T::Future, ResBody, T::Error>
+    fn decided<B: Send + 'static>(&mut self, request: Request<B>, outcome: Outcome) -> Answer<T, B>
     where
-        T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
-        T::Future: Send,
-        ReqBody: Send + 'static,
-        ResBody: LayerBody,
+        T: Inner<B>,
     {
         let (parts, body) = request.into_parts();
-        let judgement = judge(&self.shared, Ok(Verdict::new(decision, 0, Source::Store)), &parts);
+        let judgement = judge(&self.shared, outcome, &parts);
         self.answer(judgement, parts, body)
     }
 
-    /// [`call`](Service::call) off the shortest path.
+    /// Checks a request keyed in place on a store that must be awaited.
     #[inline(never)]
-    fn call_with_key<ReqBody, ResBody>(
-        &mut self,
-        request: Request<ReqBody>,
-    ) -> ResponseFuture<T::Future, ResBody, T::Error>
+    fn later<B: Send + 'static>(&mut self, request: Request<B>, key: RequestKey) -> Answer<T, B>
     where
-        T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
-        T::Future: Send,
-        ReqBody: Send + 'static,
-        ResBody: LayerBody,
+        T: Inner<B>,
     {
-        let shared = &self.shared;
-        let key = match shared.key.key_in(request.headers(), request.extensions(), &mut KeyBuffer::new()) {
-            Some(key) if shared.cost.is_none() => key.map(RequestKey::from),
-            _ => return self.call_with_head(request),
-        };
-        let Some(key) = or_shared_key(shared, key) else {
-            return self.call_with_head(request);
-        };
-        let Some(checked) = self.check_at_once(&key, 1) else {
-            let (parts, body) = request.into_parts();
-            return self.check_later(key, 1, parts, body);
-        };
-        match forward(&self.shared, checked) {
-            Ok((delay, fields)) if delay.is_zero() => ResponseFuture::inner(self.inner.call(request), fields),
-            Ok((delay, fields)) => {
-                let (parts, body) = request.into_parts();
-                self.answer(Judgement::Forward { delay, fields }, parts, body)
-            }
-            Err(checked) => {
-                let (parts, body) = request.into_parts();
-                let judgement = judge(&self.shared, checked, &parts);
-                self.answer(judgement, parts, body)
-            }
-        }
+        let (parts, body) = request.into_parts();
+        self.check_later(key, 1, parts, body)
     }
 
     /// [`call`](Service::call) for requests that must be taken apart to be keyed or costed.
-    fn call_with_head<ReqBody, ResBody>(
-        &mut self,
-        request: Request<ReqBody>,
-    ) -> ResponseFuture<T::Future, ResBody, T::Error>
+    #[inline(never)]
+    fn call_with_head<B: Send + 'static>(&mut self, request: Request<B>) -> Answer<T, B>
     where
-        T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
-        T::Future: Send,
-        ReqBody: Send + 'static,
-        ResBody: LayerBody,
+        T: Inner<B>,
     {
         let (parts, body) = request.into_parts();
         let Some(key) = request_key(&self.shared, &parts) else {
-            return ResponseFuture::ready(missing_key(&self.shared, &parts).map(ResBody::from_rejection));
+            return ResponseFuture::ready(missing_key(&self.shared, &parts).map(T::Body::from_rejection));
         };
         let cost = self.shared.cost.as_ref().map_or(1, |cost| cost(&parts));
-        match self.check_at_once(&key, cost) {
-            Some(checked) => self.answer(judge(&self.shared, checked, &parts), parts, body),
-            None => self.check_later(key, cost, parts, body),
-        }
-    }
-
-    /// The verdict of the memory store, which decides without waiting: no allocation and
-    /// no clone of the inner service. `None` for stores that must be awaited.
-    fn check_at_once(&self, key: &RequestKey, cost: u64) -> Option<Result<Verdict, StoreError>> {
-        let limiter = &self.shared.limiter;
-        let memory = self.shared.memory()?;
-        let key = Key::new(key.as_bytes()).ok()?;
-        let now = limiter.clock().now();
-        match limiter.limits() {
-            [limit] => {
-                Some(memory.check_one(key, limit, now, cost).map(|decision| Verdict::new(decision, 0, Source::Store)))
+        let checked = Key::new(key.as_bytes()).ok().and_then(|key| self.shared.check_ready(key, cost));
+        match checked {
+            Some(checked) => {
+                let judgement = judge(&self.shared, outcome(&self.shared, checked), &parts);
+                self.answer(judgement, parts, body)
             }
-            limits => Some(memory.check_now(key, limits, now, cost)),
+            None => self.check_later(key, cost, parts, body),
         }
     }
 
     /// Carries out a judgement made in `call`: the ready inner service answers at once,
     /// unless the request must first wait its turn.
-    fn answer<ReqBody, ResBody>(
-        &mut self,
-        judgement: Judgement,
-        parts: Parts,
-        body: ReqBody,
-    ) -> ResponseFuture<T::Future, ResBody, T::Error>
+    fn answer<B: Send + 'static>(&mut self, judgement: Judgement, parts: Parts, body: B) -> Answer<T, B>
     where
-        T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
-        T::Future: Send,
-        ReqBody: Send + 'static,
-        ResBody: LayerBody,
+        T: Inner<B>,
     {
         match judgement {
-            Judgement::Answer(answer) => ResponseFuture::ready(answer.map(ResBody::from_rejection)),
+            Judgement::Answer(answer) => ResponseFuture::ready(answer.map(T::Body::from_rejection)),
             Judgement::Forward { delay, fields } if delay.is_zero() => {
                 ResponseFuture::inner(self.inner.call(Request::from_parts(parts, body)), fields)
             }
@@ -215,29 +180,14 @@ impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
     }
 
     /// Checks on a store that must be awaited, then answers.
-    fn check_later<ReqBody, ResBody>(
-        &mut self,
-        key: RequestKey,
-        cost: u64,
-        parts: Parts,
-        body: ReqBody,
-    ) -> ResponseFuture<T::Future, ResBody, T::Error>
+    fn check_later<B: Send + 'static>(&mut self, key: RequestKey, cost: u64, parts: Parts, body: B) -> Answer<T, B>
     where
-        T: Service<Request<ReqBody>, Response = Response<ResBody>> + Clone + Send + 'static,
-        T::Future: Send,
-        ReqBody: Send + 'static,
-        ResBody: LayerBody,
+        T: Inner<B>,
     {
         let (shared, inner) = (Arc::clone(&self.shared), self.take_ready_inner());
         ResponseFuture::boxed(async move {
-            let checked = match Key::new(key.as_bytes()) {
-                Ok(key) => {
-                    let limiter = &shared.limiter;
-                    limiter.store().check(key, limiter.limits(), limiter.clock().now(), cost).await
-                }
-                Err(error) => Err(StoreError::Refused(error.to_string())),
-            };
-            let judgement = judge(&shared, checked, &parts);
+            let checked = shared.check(&key, cost).await;
+            let judgement = judge(&shared, outcome(&shared, checked), &parts);
             carry_out(&shared, inner, judgement, parts, body).await
         })
     }
@@ -254,20 +204,19 @@ impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
 }
 
 /// Answers, or waits out the shaping delay on the layer's clock and calls `inner`.
-async fn carry_out<T, S, C, ReqBody, ResBody>(
+async fn carry_out<T, S, C, B>(
     shared: &Shared<S, C>,
     mut inner: T,
     judgement: Judgement,
     parts: Parts,
-    body: ReqBody,
-) -> Result<Response<ResBody>, T::Error>
+    body: B,
+) -> Result<Response<T::Body>, T::Error>
 where
-    T: Service<Request<ReqBody>, Response = Response<ResBody>>,
+    T: Inner<B>,
     C: Clock,
-    ResBody: LayerBody,
 {
     match judgement {
-        Judgement::Answer(answer) => Ok(answer.map(ResBody::from_rejection)),
+        Judgement::Answer(answer) => Ok(answer.map(T::Body::from_rejection)),
         Judgement::Forward { delay, fields } => {
             if !delay.is_zero() {
                 shared.limiter.clock().sleep(delay).await;

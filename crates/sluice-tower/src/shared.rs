@@ -2,12 +2,12 @@
 //! rules for keys, costs and answers.
 
 use crate::headers::{AllowedFields, Fields, PolicyFields};
-use crate::key::{Extractor, KeyBuffer, MissingKey};
+use crate::judge::{Outcome, outcome};
+use crate::key::{Extractor, KeyBuffer, MissingKey, RequestKey};
 use crate::response::{Rejection, RejectionBody};
 use http::request::Parts;
 use http::{Extensions, HeaderMap};
-use sluice_core::{Clock, Decision, Key, Limit, MemoryStore, RateLimiter, Store};
-use std::any::Any;
+use sluice_core::{Clock, Key, Limit, RateLimiter, Source, Store, StoreError, Verdict};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,62 +44,66 @@ pub(crate) struct Shared<S, C> {
     pub(crate) on_store_error: OnStoreError,
 }
 
-impl<S: Store, C> Shared<S, C> {
-    /// The layer's store, when it is the memory store (which decides without waiting).
-    #[inline]
-    pub(crate) fn memory(&self) -> Option<&MemoryStore> {
-        (self.limiter.store() as &dyn Any).downcast_ref::<MemoryStore>()
-    }
-
-    /// The memory store and the one limit, when the layer has nothing else: its check
-    /// needs no future and no verdict.
-    #[inline]
-    pub(crate) fn memory_one(&self) -> Option<(&MemoryStore, &Limit)> {
-        if self.cost.is_some() {
-            return None;
-        }
-        let memory = self.memory()?;
-        match self.limiter.limits() {
-            [limit] => Some((memory, limit)),
-            _ => None,
-        }
-    }
-}
-
-/// What the memory store decided for a request at once, from its head alone.
+/// What the layer decided for a request at once, from its head alone and in place.
 pub(crate) enum AtOnce {
-    /// The request proceeds now; its fields are rendered from this decision.
-    Allowed(Decision),
-    /// The request waits (shaping) or is rejected.
-    Refused(Decision),
-    /// The layer's shortest path does not apply: several limits, a cost function, an
-    /// extractor that needs the whole head, a key that is missing or invalid, or a store
-    /// that must be awaited.
+    /// The request proceeds now; its fields are rendered from this verdict, after the
+    /// inner call.
+    Allowed(Verdict),
+    /// The store decided at once, and the request waits, is refused, or its store failed.
+    Decided(Outcome),
+    /// The request's key, for a store that must be awaited.
+    Later(RequestKey),
+    /// The shortest path does not apply: a cost function, an extractor that needs the
+    /// whole head, or a key that is missing or invalid.
     Elsewhere,
 }
 
 impl<S: Store, C: Clock> Shared<S, C> {
-    /// Decides a request on the layer's shortest path: one limit on the memory store, no
-    /// cost function, a ready extractor and a valid key.
+    /// Decides a request on the layer's shortest path: no cost function, a ready
+    /// extractor and a valid key, on a store that decides at once.
     #[inline(never)]
     pub(crate) fn decide_at_once(&self, headers: &HeaderMap, extensions: &Extensions) -> AtOnce {
-        let Some((memory, limit)) = self.memory_one() else { return AtOnce::Elsewhere };
+        if self.cost.is_some() {
+            return AtOnce::Elsewhere;
+        }
         let mut buffer = KeyBuffer::new();
         let Some(Some(key)) = self.key.key_in(headers, extensions, &mut buffer) else { return AtOnce::Elsewhere };
         let Ok(key) = Key::new(key) else { return AtOnce::Elsewhere };
-        // A store error (a memory store full of limited keys) is answered on the usual path.
-        let Ok(decision) = memory.check_one(key, limit, self.limiter.clock().now(), 1) else {
-            return AtOnce::Elsewhere;
-        };
-        if decision.allowed && decision.delay.is_zero() { AtOnce::Allowed(decision) } else { AtOnce::Refused(decision) }
+        match self.check_ready(key, 1) {
+            Some(Ok(verdict)) if verdict.decision.allowed && verdict.decision.delay.is_zero() => {
+                AtOnce::Allowed(verdict)
+            }
+            Some(checked) => AtOnce::Decided(outcome(self, checked)),
+            None => AtOnce::Later(RequestKey::from(key.as_bytes())),
+        }
+    }
+
+    /// The store's answer for a request of `cost`, when it decides at once (the one
+    /// decide-now path, [`Store::check_ready`]); `None` when it must be awaited
+    /// ([`check`](Self::check)).
+    #[inline(always)]
+    pub(crate) fn check_ready(&self, key: Key<'_>, cost: u64) -> Option<Result<Verdict, StoreError>> {
+        let limiter = &self.limiter;
+        limiter.store().check_ready(key, limiter.limits(), limiter.clock().now(), cost)
+    }
+
+    /// The store's answer for a request of `cost`, awaited.
+    pub(crate) async fn check(&self, key: &RequestKey, cost: u64) -> Result<Verdict, StoreError> {
+        let key = Key::new(key.as_bytes()).map_err(|error| StoreError::Refused(error.to_string()))?;
+        let limiter = &self.limiter;
+        limiter.store().check(key, limiter.limits(), limiter.clock().now(), cost).await
     }
 }
 
 impl<S, C> Shared<S, C> {
-    /// The fields of an allowed decision of the layer's one limit.
+    /// The fields of an allowed verdict: its limit's, unless no store took part (a fresh
+    /// state made up by a store that failed open is not worth announcing).
     #[inline]
-    pub(crate) fn allowed_fields(&self, decision: &Decision) -> Option<AllowedFields> {
-        self.policy_fields[0].render(decision)
+    pub(crate) fn allowed_fields(&self, verdict: &Verdict) -> Option<AllowedFields> {
+        match verdict.source {
+            Source::FailedOpen => None,
+            _ => self.policy_fields.get(verdict.limit)?.render(&verdict.decision),
+        }
     }
 }
 
