@@ -21,17 +21,18 @@ use tower::Layer;
 /// # Examples
 ///
 /// ```
-/// use sluice_core::{Limit, TokenBucket, TokenBucketSettings};
-/// use sluice_tower::{RateLimitLayer, key::HeaderKey};
+/// use sluice_tower::{Limit, RateLimitLayer, TokenBucket, TokenBucketSettings, key::HeaderKey};
 /// use std::time::Duration;
 ///
 /// let bucket = TokenBucketSettings { capacity: 10, refill_amount: 1, refill_interval: Duration::from_secs(1) };
 /// let per_api_key = Limit::new("api", TokenBucket::new(bucket)?);
 /// let layer = RateLimitLayer::new(per_api_key, HeaderKey::new(http::HeaderName::from_static("x-api-key")))
 ///     .cost(|parts| if parts.method == http::Method::POST { 5 } else { 1 });
+/// # #[cfg(feature = "axum")] {
 /// let app = axum::Router::<()>::new().route("/api", axum::routing::get(|| async { "ok" })).layer(layer);
 /// # let _ = app;
-/// # Ok::<(), sluice_core::PolicyError>(())
+/// # }
+/// # Ok::<(), sluice_tower::PolicyError>(())
 /// ```
 #[must_use]
 pub struct RateLimitLayer<S = MemoryStore, C = SystemClock> {
@@ -58,8 +59,7 @@ impl<S: Store + Clone, C: Clock + Clone> RateLimitLayer<S, C> {
     /// # Examples
     ///
     /// ```
-    /// use sluice_core::{Limit, RateLimiter, SlidingLog, SlidingLogVariant};
-    /// use sluice_tower::{RateLimitLayer, key::PeerIp};
+    /// use sluice_tower::{Limit, RateLimitLayer, RateLimiter, SlidingLog, SlidingLogVariant, key::PeerIp};
     /// use std::time::Duration;
     ///
     /// let per_second = SlidingLog::new(10, Duration::from_secs(1), SlidingLogVariant::Accepted)?;

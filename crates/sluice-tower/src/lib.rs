@@ -1,16 +1,23 @@
 //! Rate limiting for axum, hyper and tonic services, as a [`tower::Layer`].
 //!
 //! ```
+//! # #[cfg(feature = "axum")] {
 //! use axum::{Router, routing::get};
-//! use sluice_core::{Limit, SlidingLog, SlidingLogVariant};
-//! use sluice_tower::{RateLimitLayer, key::PeerIp};
+//! use sluice_tower::{Limit, RateLimitLayer, SlidingLog, SlidingLogVariant, key::PeerIp};
 //! use std::time::Duration;
 //!
 //! let hello = Limit::new("hello", SlidingLog::new(5, Duration::from_secs(10), SlidingLogVariant::Accepted)?);
 //! let limited = RateLimitLayer::new(hello, PeerIp::new());
 //! let app: Router = Router::new().route("/hello", get(|| async { "hi" }).route_layer(limited));
-//! # Ok::<(), sluice_core::PolicyError>(())
+//! # }
+//! # Ok::<(), sluice_tower::PolicyError>(())
 //! ```
+//!
+//! This crate is the one dependency an app needs: it re-exports what building a layer
+//! takes from the core crate, `sluice-core` (the limits and their algorithms, the
+//! [`RateLimiter`], the [`MemoryStore`], the [`Store`] trait, clocks and decisions; the
+//! whole crate as [`sluice_core`]), and, with the `redis` feature, the Redis store
+//! (`RedisStore`, `RedisSettings`, `FailureMode`; the whole crate as `sluice_redis`).
 //!
 //! On a route, use `route_layer`: axum's `layer` on a method router also wraps its
 //! fallback, so requests of a method the route does not serve would be charged (and
@@ -20,16 +27,28 @@
 //! with a detail (and one log line) saying so.
 //!
 //! [`RateLimitLayer::new`] takes one policy, in memory, on the system clock. For several
-//! policies, another clock (a `ManualClock` in tests) or another store (such as a
-//! `RedisStore` shared by every instance of the service), build a [`sluice_core::RateLimiter`]
-//! with [`sluice_core::RateLimiter::builder`] and give it to [`RateLimitLayer::from_limiter`]:
-//! a memory store made by that builder follows the limiter's clock.
+//! policies, another clock (a [`ManualClock`] in tests) or another store (such as a
+//! `RedisStore` shared by every instance of the service), build a [`RateLimiter`] with
+//! [`RateLimiter::builder`] and give it to [`RateLimitLayer::from_limiter`]: a memory store
+//! made by that builder follows the limiter's clock.
+//!
+//! # Features
+//!
+//! - `axum` (default): peer addresses from axum's `ConnectInfo`, answers in axum's body.
+//! - `tonic` (default): gRPC answers (`RESOURCE_EXHAUSTED` with a `google.rpc.RetryInfo`),
+//!   tonic's body and its `TcpConnectInfo`; without it, gRPC requests get the HTTP answers.
+//! - `yaml` (default): [`Policies`], the named policies of the service's YAML file.
+//! - `redis` (off by default, as it brings a Redis client and a TLS stack): the Redis
+//!   store's re-exports.
+//!
+//! Without any of them the layer still serves any `tower` HTTP service, hyper's for one,
+//! keyed by a `SocketAddr` extension, a header or a closure.
 //!
 //! # How it works
 //!
 //! For each request the layer takes a key from the request head (the [`key`] module's
 //! extractors, or a closure), checks it against every policy of the layer in one
-//! [`sluice_core::Store::check`] (all or nothing: 10 per second *and* 1000 per day), and then:
+//! [`Store::check`] (all or nothing: 10 per second *and* 1000 per day), and then:
 //!
 //! - **allowed**: the inner service answers, and the response gets the IETF
 //!   `RateLimit-Policy` and `RateLimit` fields (optionally `X-RateLimit-*`) of the most
@@ -51,9 +70,9 @@
 //! `poll_ready` only forwards to the inner service: a limited key never holds back other
 //! keys' requests. The layer answers in the inner service's own body type (see
 //! [`response::LayerBody`]), so responses that pass are not wrapped. On a store that
-//! decides at once ([`sluice_core::Store::check_ready`]: the memory store, or a store that
-//! wraps it and forwards that method) the decision is made inside `call`, without
-//! allocating or cloning the inner service; other stores are awaited in the response future.
+//! decides at once ([`Store::check_ready`]: the memory store, or a store that wraps it and
+//! forwards that method) the decision is made inside `call`, without allocating or
+//! cloning the inner service; other stores are awaited in the response future.
 //!
 //! # Trade-offs
 //!
@@ -68,12 +87,30 @@ pub mod headers;
 mod judge;
 pub mod key;
 mod layer;
+#[cfg(feature = "yaml")]
 mod policies;
 pub mod response;
 mod service;
 mod shared;
 
 pub use layer::RateLimitLayer;
+#[cfg(feature = "yaml")]
 pub use policies::{Policies, PolicyLookupError};
 pub use service::RateLimit;
 pub use shared::OnStoreError;
+
+// What an app takes from the core: limits and their algorithms, the limiter, the stores,
+// clocks and decisions.
+pub use sluice_core;
+pub use sluice_core::{
+    Alignment, BuildError, CheckError, Clock, ConfigError, Decision, FixedWindow, Key, KeyError, LeakMode, LeakyBucket,
+    Limit, ManualClock, MemoryStore, MemoryStoreBuilder, Policy, PolicyError, RateLimiter, RateLimiterBuilder,
+    RetryAfter, SlidingLog, SlidingLogVariant, SlidingWindow, Source, Store, StoreError, SystemClock, Timestamp,
+    TokenBucket, TokenBucketSettings, Verdict,
+};
+
+// The Redis store, shared by every instance of an app.
+#[cfg(feature = "redis")]
+pub use sluice_redis;
+#[cfg(feature = "redis")]
+pub use sluice_redis::{FailureMode, RedisSettings, RedisStore};

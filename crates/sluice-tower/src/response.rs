@@ -1,5 +1,6 @@
 //! What the layer answers instead of the inner service: 429 with a `problem+json` body
-//! (RFC 9457) for HTTP, `RESOURCE_EXHAUSTED` with a `google.rpc.RetryInfo` for gRPC.
+//! (RFC 9457) for HTTP, `RESOURCE_EXHAUSTED` with a `google.rpc.RetryInfo` for gRPC (with
+//! the `tonic` feature; without it gRPC requests get the HTTP answers).
 
 use crate::headers::retry_after_seconds;
 use bytes::Bytes;
@@ -9,6 +10,7 @@ use http::{HeaderValue, Response, StatusCode};
 use http_body_util::Full;
 use sluice_core::{Decision, Limit, RetryAfter};
 use std::time::Duration;
+#[cfg(feature = "tonic")]
 use tonic_types::{ErrorDetails, StatusExt};
 
 /// The body of responses the layer writes itself.
@@ -18,19 +20,22 @@ pub type RejectionBody = Full<Bytes>;
 /// answers with the inner service's body type, so it adds no wrapping (and no boxing) to
 /// responses that pass.
 ///
-/// Implemented for axum's and tonic's bodies, `Full<Bytes>`, `http_body_util`'s boxed
-/// bodies and `Either<B, Full<Bytes>>`; implement it for your own body type if needed.
+/// Implemented for axum's and tonic's bodies (with the `axum` and `tonic` features),
+/// `Full<Bytes>`, `http_body_util`'s boxed bodies and `Either<B, Full<Bytes>>`; implement
+/// it for your own body type if needed.
 pub trait LayerBody {
     /// The body of an answer written by the layer.
     fn from_rejection(body: RejectionBody) -> Self;
 }
 
+#[cfg(feature = "axum")]
 impl LayerBody for axum::body::Body {
     fn from_rejection(body: RejectionBody) -> Self {
         axum::body::Body::new(body)
     }
 }
 
+#[cfg(feature = "tonic")]
 impl LayerBody for tonic::body::Body {
     fn from_rejection(body: RejectionBody) -> Self {
         tonic::body::Body::new(body)
@@ -88,9 +93,13 @@ impl Rejection<'_> {
 }
 
 /// The default answer to a rejection: gRPC requests (content type `application/grpc…`)
-/// get [`grpc_resource_exhausted`], others [`too_many_requests`].
+/// get `grpc_resource_exhausted` (with the `tonic` feature), others [`too_many_requests`].
 pub fn default_rejection(rejection: &Rejection<'_>) -> Response<RejectionBody> {
-    if is_grpc(rejection.parts) { grpc_resource_exhausted(rejection) } else { too_many_requests(rejection) }
+    #[cfg(feature = "tonic")]
+    if is_grpc(rejection.parts) {
+        return grpc_resource_exhausted(rejection);
+    }
+    too_many_requests(rejection)
 }
 
 /// 429 Too Many Requests with a `problem+json` body naming the policy, such as
@@ -108,6 +117,7 @@ pub fn too_many_requests(rejection: &Rejection<'_>) -> Response<RejectionBody> {
 
 /// gRPC `RESOURCE_EXHAUSTED` (trailers-only, HTTP 200) whose details carry the wait as a
 /// `google.rpc.RetryInfo`.
+#[cfg(feature = "tonic")]
 pub fn grpc_resource_exhausted(rejection: &Rejection<'_>) -> Response<RejectionBody> {
     let message = format!("rate limit `{}` exceeded", rejection.limit.name());
     let details = ErrorDetails::with_retry_info(rejection.retry_after());
@@ -132,9 +142,17 @@ pub fn problem(status: StatusCode, kind: &str, detail: &str, retry_after: Option
 /// `INVALID_ARGUMENT` or `UNAUTHENTICATED`) or a store that cannot decide (HTTP 503, gRPC
 /// `UNAVAILABLE`).
 pub(crate) fn unchecked(parts: &Parts, status: StatusCode, detail: &str) -> Response<RejectionBody> {
-    if !is_grpc(parts) {
-        return problem(status, "about:blank", detail, None);
+    #[cfg(feature = "tonic")]
+    if is_grpc(parts) {
+        return grpc_unchecked(status, detail);
     }
+    let _ = parts;
+    problem(status, "about:blank", detail, None)
+}
+
+/// [`unchecked`] for a gRPC request.
+#[cfg(feature = "tonic")]
+fn grpc_unchecked(status: StatusCode, detail: &str) -> Response<RejectionBody> {
     let code = match status {
         StatusCode::UNAUTHORIZED => tonic::Code::Unauthenticated,
         StatusCode::SERVICE_UNAVAILABLE => tonic::Code::Unavailable,
@@ -144,6 +162,7 @@ pub(crate) fn unchecked(parts: &Parts, status: StatusCode, detail: &str) -> Resp
     tonic::Status::new(code, detail).into_http()
 }
 
+#[cfg(feature = "tonic")]
 fn is_grpc(parts: &Parts) -> bool {
     parts.headers.get(CONTENT_TYPE).is_some_and(|value| value.as_bytes().starts_with(b"application/grpc"))
 }

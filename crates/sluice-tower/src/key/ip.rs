@@ -3,7 +3,6 @@
 use super::forwarded::{ForwardingHeader, chain};
 use super::key_buffer::KeyBuffer;
 use super::{KeyExtractor, RequestKey, TrustedProxies};
-use axum::extract::ConnectInfo;
 use http::request::Parts;
 use http::{Extensions, HeaderMap};
 use std::net::{IpAddr, SocketAddr};
@@ -13,21 +12,29 @@ use std::net::{IpAddr, SocketAddr};
 pub const DEFAULT_IPV6_PREFIX: u8 = 64;
 
 /// The connection's remote address, as the server put it in the request's extensions:
-/// axum's `ConnectInfo<SocketAddr>` (`into_make_service_with_connect_info`), tonic's
-/// `TcpConnectInfo`, or a plain `SocketAddr` (hyper users insert it themselves).
+/// axum's `ConnectInfo<SocketAddr>` (`into_make_service_with_connect_info`; `axum`
+/// feature), tonic's `TcpConnectInfo` (`tonic` feature), or a plain `SocketAddr` (hyper
+/// users insert it themselves).
 pub fn peer_addr(parts: &Parts) -> Option<SocketAddr> {
     peer_addr_in(&parts.extensions)
 }
 
 /// [`peer_addr`] from the request's extensions alone.
 pub(crate) fn peer_addr_in(extensions: &Extensions) -> Option<SocketAddr> {
-    if let Some(ConnectInfo(address)) = extensions.get::<ConnectInfo<SocketAddr>>() {
+    #[cfg(feature = "axum")]
+    if let Some(axum::extract::ConnectInfo(address)) = extensions.get::<axum::extract::ConnectInfo<SocketAddr>>() {
         return Some(*address);
     }
     if let Some(address) = extensions.get::<SocketAddr>() {
         return Some(*address);
     }
-    extensions.get::<tonic::transport::server::TcpConnectInfo>().and_then(|info| info.remote_addr())
+    #[cfg(feature = "tonic")]
+    if let Some(address) =
+        extensions.get::<tonic::transport::server::TcpConnectInfo>().and_then(|info| info.remote_addr())
+    {
+        return Some(address);
+    }
+    None
 }
 
 /// Keys a request by the IP address of the peer that sent it. Behind a proxy every

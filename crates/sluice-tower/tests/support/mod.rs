@@ -1,17 +1,11 @@
 //! Helpers shared by the layer's tests: policies, an app, requests and response readers.
-#![allow(dead_code, unreachable_pub, clippy::unwrap_used)]
+#![allow(dead_code, unused_imports, unreachable_pub, clippy::unwrap_used)]
 
-use axum::Router;
-use axum::body::Body;
-use axum::extract::ConnectInfo;
-use axum::routing::get;
-use http::{Request, Response};
-use http_body_util::BodyExt;
 use sluice_core::{Limit, ManualClock, MemoryStore, RateLimiter, SlidingLog, SlidingLogVariant, Timestamp};
-use sluice_tower::RateLimitLayer;
-use std::net::SocketAddr;
 use std::time::Duration;
-use tower::ServiceExt;
+
+#[cfg(feature = "axum")]
+pub use axum_app::*;
 
 /// 2026-01-01T00:00:00Z, a whole second.
 pub const START: Timestamp = Timestamp::from_micros(1_767_225_600_000_000);
@@ -28,41 +22,6 @@ pub fn limiter(limits: impl IntoIterator<Item = Limit>, clock: ManualClock) -> R
 /// A sliding log of `limit` per `window`.
 pub fn sliding_log(name: &str, limit: u64, window: Duration) -> Limit {
     Limit::new(name, SlidingLog::new(limit, window, SlidingLogVariant::Accepted).unwrap())
-}
-
-/// `GET /` answering "ok", behind `layer`.
-pub fn app<S: sluice_core::Store + Clone, C: sluice_core::Clock + Clone>(layer: RateLimitLayer<S, C>) -> Router {
-    Router::new().route("/", get(|| async { "ok" }).post(|| async { "posted" })).layer(layer)
-}
-
-/// `GET /` from `peer`.
-pub fn from_peer(peer: &str) -> Request<Body> {
-    let mut request = Request::get("/").body(Body::empty()).unwrap();
-    request.extensions_mut().insert(ConnectInfo(peer.parse::<SocketAddr>().unwrap()));
-    request
-}
-
-/// Sends `request` to `app` once.
-pub async fn send(app: &Router, request: Request<Body>) -> Response<Body> {
-    app.clone().oneshot(request).await.unwrap()
-}
-
-/// The response's status after sending `request`.
-pub async fn status(app: &Router, request: Request<Body>) -> u16 {
-    send(app, request).await.status().as_u16()
-}
-
-pub async fn body_text(response: Response<Body>) -> String {
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    String::from_utf8(bytes.to_vec()).unwrap()
-}
-
-pub async fn body_json(response: Response<Body>) -> serde_json::Value {
-    serde_json::from_str(&body_text(response).await).unwrap()
-}
-
-pub fn header<'a>(response: &'a Response<Body>, name: &str) -> Option<&'a str> {
-    response.headers().get(name).map(|value| value.to_str().unwrap())
 }
 
 /// A log writer for `tracing_subscriber::fmt().with_writer(…)`: what was logged, as text.
@@ -92,5 +51,54 @@ impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for CapturedLog {
 
     fn make_writer(&'a self) -> Self::Writer {
         self.clone()
+    }
+}
+
+/// An axum app behind the layer, and its requests and responses.
+#[cfg(feature = "axum")]
+mod axum_app {
+    use axum::Router;
+    use axum::body::Body;
+    use axum::extract::ConnectInfo;
+    use axum::routing::get;
+    use http::{Request, Response};
+    use http_body_util::BodyExt;
+    use sluice_tower::RateLimitLayer;
+    use std::net::SocketAddr;
+    use tower::ServiceExt;
+
+    /// `GET /` answering "ok", behind `layer`.
+    pub fn app<S: sluice_core::Store + Clone, C: sluice_core::Clock + Clone>(layer: RateLimitLayer<S, C>) -> Router {
+        Router::new().route("/", get(|| async { "ok" }).post(|| async { "posted" })).layer(layer)
+    }
+
+    /// `GET /` from `peer`.
+    pub fn from_peer(peer: &str) -> Request<Body> {
+        let mut request = Request::get("/").body(Body::empty()).unwrap();
+        request.extensions_mut().insert(ConnectInfo(peer.parse::<SocketAddr>().unwrap()));
+        request
+    }
+
+    /// Sends `request` to `app` once.
+    pub async fn send(app: &Router, request: Request<Body>) -> Response<Body> {
+        app.clone().oneshot(request).await.unwrap()
+    }
+
+    /// The response's status after sending `request`.
+    pub async fn status(app: &Router, request: Request<Body>) -> u16 {
+        send(app, request).await.status().as_u16()
+    }
+
+    pub async fn body_text(response: Response<Body>) -> String {
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    pub async fn body_json(response: Response<Body>) -> serde_json::Value {
+        serde_json::from_str(&body_text(response).await).unwrap()
+    }
+
+    pub fn header<'a>(response: &'a Response<Body>, name: &str) -> Option<&'a str> {
+        response.headers().get(name).map(|value| value.to_str().unwrap())
     }
 }
