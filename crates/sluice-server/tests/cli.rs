@@ -17,7 +17,7 @@ fn check_config(text: &str) -> (i32, String, String) {
 
 #[test]
 fn check_config_lists_a_valid_file() {
-    let (code, out, _) = check_config(include_str!("../../../examples/service.yaml"));
+    let (code, out, _) = check_config(include_str!("../service.yaml"));
     assert_eq!(code, 0);
     assert!(out.contains("valid, 5 policies") && out.contains("burst2 (sliding_log): 2 / 1 s\n"), "{out}");
 }

@@ -117,7 +117,7 @@ fn the_shipped_example_runs() {
 /// configuration: its policies decide as in a policy file.
 #[test]
 fn the_service_configuration_file_is_accepted() {
-    let output = simulate_with("../../examples/service.yaml", &["burst2"], "0 alice\n1 alice\n2 alice\n");
+    let output = simulate_with("service.yaml", &["burst2"], "0 alice\n1 alice\n2 alice\n");
     assert!(output.status.success(), "{}", stderr(&output));
     let allowed: Vec<Value> = lines(&output).iter().map(|line| line["allowed"].clone()).collect();
     assert_eq!(allowed, [json!(true), json!(true), json!(false)]);

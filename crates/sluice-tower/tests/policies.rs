@@ -119,7 +119,7 @@ fn a_policy_in_shadow_mode_is_checked_but_not_handed_out() {
 
 #[test]
 fn the_services_example_file_reads() {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../examples/service.yaml")).unwrap();
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../sluice-server/service.yaml")).unwrap();
     let policies = Policies::from_yaml(&text).unwrap();
     assert!(!policies.limits().is_empty());
 }

@@ -27,7 +27,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 /// The configuration served when `sluice serve` is given no file.
-pub(crate) const BUILTIN: &str = include_str!("../../../../examples/service.yaml");
+pub(crate) const BUILTIN: &str = include_str!("../../service.yaml");
 
 /// A validated service configuration.
 #[derive(Debug)]
