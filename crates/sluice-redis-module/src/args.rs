@@ -5,6 +5,8 @@ use sluice_core::{
     Alignment, EXACT_LIMIT, FixedWindow, LeakMode, LeakyBucket, Policy, SlidingLog, SlidingLogVariant, SlidingWindow,
     TokenBucket, TokenBucketSettings,
 };
+use smallvec::SmallVec;
+use std::cell::RefCell;
 use std::time::Duration;
 
 /// Bytes of the packed argument before the first limit: `now`, `cost`, `extra_ms`, `min_ttl_ms`.
@@ -14,19 +16,22 @@ const PER_LIMIT: usize = 40;
 /// Bytes of the optional deadline.
 const DEADLINE: usize = 8;
 
-/// Where the keys are among a command's arguments (the command name excluded): `Some(n)` for
+/// Where the keys are among a command's `args` arguments (the command name excluded), from
+/// the lengths of the last two (`last`, and `before_last` when there are two): `Some(n)` for
 /// the first `n`, `None` when the arguments have neither shape.
 ///
 /// `<key> [<key> ...] <packed> [<deadline>]`: the packed argument's length, `32 + 40 L`, names
 /// its number of limits `L`, one per key, so the two shapes cannot be confused (a deadline is
 /// 8 bytes, a packed argument at least 72). Redis asks for the key positions (Cluster slot
 /// checks, ACL key patterns) with the same arguments, so both use this one function.
-pub(crate) fn key_count(lengths: &[usize]) -> Option<usize> {
+pub(crate) fn key_count(args: usize, last: usize, before_last: usize) -> Option<usize> {
     let packs = |keys: usize, packed: usize| keys >= 1 && packed == HEAD + PER_LIMIT * keys;
-    match *lengths {
-        [.., packed] if packs(lengths.len() - 1, packed) => Some(lengths.len() - 1),
-        [.., packed, DEADLINE] if packs(lengths.len() - 2, packed) => Some(lengths.len() - 2),
-        _ => None,
+    if args >= 2 && packs(args - 1, last) {
+        Some(args - 1)
+    } else if args >= 3 && last == DEADLINE && packs(args - 2, before_last) {
+        Some(args - 2)
+    } else {
+        None
     }
 }
 
@@ -41,7 +46,7 @@ pub(crate) struct Check {
     /// The smallest TTL (ms), at least 1.
     pub(crate) min_ttl_ms: u64,
     /// One policy per key, in the keys' order.
-    pub(crate) policies: Vec<Policy>,
+    pub(crate) policies: SmallVec<[Policy; 2]>,
     /// Redis `TIME` (µs) past which nothing is written and the reply is empty.
     pub(crate) deadline: Option<u64>,
 }
@@ -55,7 +60,7 @@ pub(crate) struct Check {
 /// A message for the error reply, naming the first problem.
 pub(crate) fn parse(packed: &[u8], deadline: Option<&[u8]>) -> Result<Check, String> {
     let limits = packed.len().checked_sub(HEAD).filter(|rest| rest % PER_LIMIT == 0 && *rest > 0);
-    let Some(limits) = limits.map(|rest| rest / PER_LIMIT) else {
+    if limits.is_none() {
         return Err(format!("the packed argument has {} bytes, not 32 + 40 per limit", packed.len()));
     };
     let number = |index: usize| double(packed, index);
@@ -64,22 +69,65 @@ pub(crate) fn parse(packed: &[u8], deadline: Option<&[u8]>) -> Result<Check, Str
     let cost = integer(number(1)?, "cost", 0, EXACT_LIMIT)?;
     let extra_ms = integer(number(2)?, "extra_ms", 0, EXACT_LIMIT - 1)?;
     let min_ttl_ms = integer(number(3)?, "min_ttl_ms", 1, EXACT_LIMIT - 1)?;
-    let policies = (0..limits)
-        .map(|limit| {
-            let field = |k: usize| number(4 + 5 * limit + k);
-            let id = integer(field(0)?, "algorithm id", 1, 5)?;
-            let params = [field(1)?, field(2)?, field(3)?, field(4)?];
-            let params = params.map(|p| integer(p, "parameter", 0, EXACT_LIMIT - 1));
-            let [p1, p2, p3, p4] = params;
-            policy(id, [p1?, p2?, p3?, p4?]).map_err(|problem| format!("limit {}: {problem}", limit + 1))
-        })
-        .collect::<Result<_, _>>()?;
+    let mut policies = SmallVec::new();
+    for (limit, spec) in packed[HEAD..].chunks_exact(PER_LIMIT).enumerate() {
+        policies.push(built(spec).map_err(|problem| format!("limit {}: {problem}", limit + 1))?);
+    }
     let deadline = match deadline {
         None => None,
         Some(bytes) if bytes.len() == DEADLINE => Some(integer(double(bytes, 0)?, "deadline", 0, EXACT_LIMIT - 1)?),
         Some(bytes) => return Err(format!("the deadline has {} bytes, not 8", bytes.len())),
     };
     Ok(Check { now, cost, extra_ms, min_ttl_ms, policies, deadline })
+}
+
+/// The policy of one limit's 40 bytes (algorithm id and `p1..p4`).
+fn limit_policy(spec: &[u8]) -> Result<Policy, String> {
+    let field = |k: usize| double(spec, k);
+    let id = integer(field(0)?, "algorithm id", 1, 5)?;
+    let params = [field(1)?, field(2)?, field(3)?, field(4)?];
+    let params = params.map(|p| integer(p, "parameter", 0, EXACT_LIMIT - 1));
+    let [p1, p2, p3, p4] = params;
+    policy(id, [p1?, p2?, p3?, p4?])
+}
+
+/// How many policies [`built`] keeps (per thread: Redis runs commands on one).
+const CACHED: usize = 64;
+
+/// A policy built before, and the bytes it was built from.
+type Built = Option<([u8; PER_LIMIT], Policy)>;
+
+thread_local! {
+    /// Policies built from limits' bytes, by a hash of the bytes.
+    static BUILT: RefCell<[Built; CACHED]> = const { RefCell::new([const { None }; CACHED]) };
+}
+
+/// [`limit_policy`], remembered: a limit checked before is not validated again (the core's
+/// constructors check every parameter, and format their messages as they go). Only valid
+/// policies are kept, each under its exact bytes, so a hit is what building would give.
+fn built(spec: &[u8]) -> Result<Policy, String> {
+    let Ok(bytes) = <[u8; PER_LIMIT]>::try_from(spec) else { return limit_policy(spec) };
+    let slot = slot(&bytes);
+    let hit = BUILT.with_borrow(|built| match &built[slot] {
+        Some((held, policy)) if *held == bytes => Some(policy.clone()),
+        _ => None,
+    });
+    if let Some(policy) = hit {
+        return Ok(policy);
+    }
+    let policy = limit_policy(spec)?;
+    BUILT.with_borrow_mut(|built| built[slot] = Some((bytes, policy.clone())));
+    Ok(policy)
+}
+
+/// Where `bytes` are kept in [`BUILT`].
+fn slot(bytes: &[u8; PER_LIMIT]) -> usize {
+    let mut hash = 0u64;
+    for word in bytes.chunks_exact(8) {
+        let word = u64::from_le_bytes(<[u8; 8]>::try_from(word).unwrap_or_default());
+        hash = (hash.rotate_left(5) ^ word).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    usize::try_from(hash >> 58).unwrap_or_default() % CACHED
 }
 
 /// The `index`-th little-endian double of `bytes`.
@@ -147,16 +195,22 @@ mod tests {
         numbers.iter().flat_map(|n| n.to_le_bytes()).collect()
     }
 
+    /// [`key_count`] of arguments of these lengths.
+    fn keys(lengths: &[usize]) -> Option<usize> {
+        let at = |back: usize| lengths.len().checked_sub(back).map_or(0, |index| lengths[index]);
+        key_count(lengths.len(), at(1), at(2))
+    }
+
     #[test]
     fn the_packed_argument_s_length_says_where_the_keys_end() {
-        assert_eq!(key_count(&[5, 72]), Some(1));
-        assert_eq!(key_count(&[5, 72, 8]), Some(1));
-        assert_eq!(key_count(&[5, 5, 112]), Some(2));
-        assert_eq!(key_count(&[5, 5, 112, 8]), Some(2));
-        assert_eq!(key_count(&[72]), None);
-        assert_eq!(key_count(&[5, 72, 9]), None);
-        assert_eq!(key_count(&[5, 112]), None);
-        assert_eq!(key_count(&[]), None);
+        assert_eq!(keys(&[5, 72]), Some(1));
+        assert_eq!(keys(&[5, 72, 8]), Some(1));
+        assert_eq!(keys(&[5, 5, 112]), Some(2));
+        assert_eq!(keys(&[5, 5, 112, 8]), Some(2));
+        assert_eq!(keys(&[72]), None);
+        assert_eq!(keys(&[5, 72, 9]), None);
+        assert_eq!(keys(&[5, 112]), None);
+        assert_eq!(keys(&[]), None);
     }
 
     #[test]

@@ -2,18 +2,19 @@
 //! (`lua/single.lua`, `lua/check.lua`), pure: states in, reply and writes out.
 
 use crate::args::Check;
-use crate::layout::{Layout, Malformed, micros, pack};
+use crate::layout::{Bytes, Layout, Malformed, micros};
 use crate::sliding_log::{self, Log};
 use crate::write::{Write, Writes};
 use sluice_core::{Decision, Policy, RetryAfter, Timestamp};
+use smallvec::{SmallVec, smallvec};
 
-/// What a check answers and writes.
+/// What a check answers and writes. (Checks of one or two limits fit on the stack: they
+/// allocate nothing of their own.)
 #[derive(Debug)]
 pub(crate) struct Outcome {
     /// The packed reply: `now`, seven fields per limit, Redis `TIME`; empty past the deadline.
-    pub(crate) reply: Vec<u8>,
-    /// Per key index (the first of a key listed twice), its writes.
-    pub(crate) writes: Vec<(usize, Writes)>,
+    pub(crate) reply: SmallVec<[u8; 128]>,
+    pub(crate) writes: Writes,
 }
 
 /// Why a check answers with an error, writing nothing.
@@ -26,64 +27,78 @@ pub(crate) enum Refusal {
 }
 
 /// Runs `check` on `states` (one per limit: the key's name and its value, `None` when it has
-/// no key) at Redis time `clock` (µs).
+/// no key) at Redis time `clock` (µs), into `outcome` (empty when called).
 ///
 /// # Errors
 ///
 /// When a key holds a value the scripts would not have written, or a sliding log would
 /// outgrow a Redis string; nothing is written then.
-pub(crate) fn run(check: &Check, states: &[(&[u8], Option<&[u8]>)], clock: u64) -> Result<Outcome, Refusal> {
+pub(crate) fn run(
+    check: &Check,
+    states: &[(&[u8], Option<&[u8]>)],
+    clock: u64,
+    outcome: &mut Outcome,
+) -> Result<(), Refusal> {
     if check.deadline.is_some_and(|deadline| clock > deadline) {
-        return Ok(Outcome { reply: Vec::new(), writes: Vec::new() });
+        return Ok(());
     }
     let now = check.now.unwrap_or(clock);
-    let judged = check
-        .policies
-        .iter()
-        .zip(states)
-        .enumerate()
-        .map(|(limit, (policy, (_, raw)))| {
-            decide(policy, *raw, now, check.cost).map_err(|Malformed| Refusal::BadState(limit))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let mut judged: SmallVec<[([i64; 7], Pending<'_>); 2]> = SmallVec::new();
+    for (limit, (policy, (_, raw))) in check.policies.iter().zip(states).enumerate() {
+        judged.push(decide(policy, *raw, now, check.cost).map_err(|Malformed| Refusal::BadState(limit))?);
+    }
     let admitted = judged.iter().all(|(fields, _)| fields[0] == 1);
-    let mut reply = pack(&[now]);
-    let mut writes = Vec::new();
-    for (index, (fields, pending)) in judged.iter().enumerate() {
+    let length = 16 + 56 * judged.len();
+    if length <= 128 {
+        outcome.reply.extend_from_slice(&[0; 128][..length]);
+    } else {
+        outcome.reply = smallvec![0; length];
+    }
+    let mut numbers = outcome.reply.chunks_exact_mut(8);
+    let mut put = |bytes: [u8; 8]| numbers.next().map(|slot| slot.copy_from_slice(&bytes));
+    put(double_of(now));
+    for (index, (fields, pending)) in judged.into_iter().enumerate() {
         // A limit listed twice is one state: record the request once.
         let first = !states[..index].iter().any(|(name, _)| *name == states[index].0);
         if first {
-            let key_writes = pending.record(admitted, check).map_err(|_| Refusal::TooLong(index))?;
-            if !key_writes.is_empty() {
-                writes.push((index, key_writes));
-            }
+            pending.record(admitted, check, index, &mut outcome.writes).map_err(|_| Refusal::TooLong(index))?;
         }
-        reply.extend(fields.iter().flat_map(|&field| double(field)));
+        for field in fields {
+            put(double(field));
+        }
     }
-    reply.extend(pack(&[clock]));
-    Ok(Outcome { reply, writes })
+    put(double_of(clock));
+    Ok(())
 }
 
 /// A judged limit, not yet recorded.
 #[derive(Debug)]
 enum Pending<'a> {
     /// The value to store if the request is admitted, and µs until it is fresh again.
-    Replace(Option<(Vec<u8>, u64)>),
+    Replace(Option<(Bytes, u64)>),
     Log(sliding_log::Params, sliding_log::Plan<'a>),
 }
 
 impl Pending<'_> {
-    /// The writes of the judged request, once every limit has answered.
-    fn record(&self, admitted: bool, check: &Check) -> Result<Writes, sliding_log::TooLong> {
+    /// Adds the writes of the judged request of limit `index` to `writes`, once every limit
+    /// has answered.
+    fn record(
+        self,
+        admitted: bool,
+        check: &Check,
+        index: usize,
+        writes: &mut Writes,
+    ) -> Result<(), sliding_log::TooLong> {
         match self {
             Pending::Replace(Some((value, expires_in))) if admitted => {
-                Ok(vec![Write::Set { value: value.clone(), ttl_ms: ttl_ms(check, *expires_in) }])
+                let write = Write::Set { value, ttl_ms: ttl_ms(check, expires_in) };
+                writes.push((index, write));
+                Ok(())
             }
-            Pending::Replace(_) => Ok(Vec::new()),
+            Pending::Replace(_) => Ok(()),
             Pending::Log(params, plan) => {
-                let mut writes = Vec::new();
-                sliding_log::record(*params, plan, admitted, ttl_ms(check, params.window), &mut writes)?;
-                Ok(writes)
+                let ttl_ms = ttl_ms(check, params.window);
+                sliding_log::record(params, &plan, admitted, ttl_ms, &mut |write| writes.push((index, write)))
             }
         }
     }
@@ -119,13 +134,12 @@ fn decide_core<A: Layout>(
     now: u64,
     cost: u64,
 ) -> Result<([i64; 7], Pending<'static>), Malformed> {
-    let state = algorithm.read(raw)?;
+    let mut state = algorithm.read(raw)?;
     let at = algorithm.judged_at(&state, now);
     let (decision, plan) = algorithm.decide(&state, Timestamp::from_micros(now), cost);
     let replacement = (decision.allowed && cost > 0).then(|| {
-        let mut next = state.clone();
-        algorithm.record(&mut next, plan, true);
-        (algorithm.write(&next), micros(decision.reset_after))
+        algorithm.record(&mut state, plan, true);
+        (algorithm.write(&state), micros(decision.reset_after))
     });
     Ok((fields(&decision, at), Pending::Replace(replacement)))
 }
@@ -159,4 +173,10 @@ fn ttl_ms(check: &Check, expires_in: u64) -> u64 {
 fn double(field: i64) -> [u8; 8] {
     #[allow(clippy::cast_precision_loss)]
     (field as f64).to_le_bytes()
+}
+
+/// A time in the reply (below 2^53, so exact).
+fn double_of(micros: u64) -> [u8; 8] {
+    #[allow(clippy::cast_precision_loss)]
+    (micros as f64).to_le_bytes()
 }

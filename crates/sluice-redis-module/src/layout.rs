@@ -7,6 +7,11 @@ use sluice_core::algorithm::leaky_bucket::Tat;
 use sluice_core::algorithm::sliding_window::BucketCounts;
 use sluice_core::algorithm::token_bucket::Tokens;
 use sluice_core::{Algorithm, EXACT_LIMIT, FixedWindow, LeakyBucket, SlidingWindow, TokenBucket};
+use smallvec::SmallVec;
+
+/// A value or part of one, as written: on the stack up to 64 bytes (every state but a
+/// sliding window of more than six buckets or a whole sliding log of more than eight).
+pub(crate) type Bytes = SmallVec<[u8; 64]>;
 
 /// A state the scripts would not have written: the wrong length, a number that is not an
 /// exact non-negative integer, or numbers the algorithm never stores (more used than the
@@ -20,7 +25,7 @@ pub(crate) trait Layout: Algorithm {
     fn read(&self, raw: Option<&[u8]>) -> Result<Self::State, Malformed>;
 
     /// The bytes of `state`.
-    fn write(&self, state: &Self::State) -> Vec<u8>;
+    fn write(&self, state: &Self::State) -> Bytes;
 
     /// The time a request at `now` is judged at: `now`, or later when the state's time is.
     fn judged_at(&self, state: &Self::State, now: u64) -> u64;
@@ -36,7 +41,7 @@ impl Layout for FixedWindow {
         Ok(WindowCount { start, used })
     }
 
-    fn write(&self, state: &WindowCount) -> Vec<u8> {
+    fn write(&self, state: &WindowCount) -> Bytes {
         pack(&[state.start, state.used])
     }
 
@@ -55,7 +60,7 @@ impl Layout for TokenBucket {
         Ok(Tokens { taken, last })
     }
 
-    fn write(&self, state: &Tokens) -> Vec<u8> {
+    fn write(&self, state: &Tokens) -> Bytes {
         pack(&[state.taken, state.last])
     }
 
@@ -72,7 +77,7 @@ impl Layout for LeakyBucket {
         Ok(Tat(tat))
     }
 
-    fn write(&self, state: &Tat) -> Vec<u8> {
+    fn write(&self, state: &Tat) -> Bytes {
         pack(&[state.0])
     }
 
@@ -89,17 +94,18 @@ impl Layout for SlidingWindow {
         if raw.len() != 8 * (slots + 1) {
             return Err(Malformed);
         }
-        let numbers = raw.chunks_exact(8).map(number).collect::<Result<Vec<_>, _>>()?;
+        let newest = number(&raw[..8])?;
+        let counts = raw[8..].chunks_exact(8).map(number).collect::<Result<SmallVec<[u64; 8]>, _>>()?;
         // The newest bucket starts before 2^53 µs, as every time the scripts handle.
         let width = micros(self.window()) / self.buckets();
-        if numbers[0].checked_mul(width).is_none_or(|start| start >= EXACT_LIMIT) {
+        if newest.checked_mul(width).is_none_or(|start| start >= EXACT_LIMIT) {
             return Err(Malformed);
         }
-        Ok(BucketCounts::from_parts(numbers[0], &numbers[1..]))
+        Ok(BucketCounts::from_parts(newest, &counts))
     }
 
-    fn write(&self, state: &BucketCounts) -> Vec<u8> {
-        let mut numbers = Vec::with_capacity(state.counts().len() + 1);
+    fn write(&self, state: &BucketCounts) -> Bytes {
+        let mut numbers: SmallVec<[u64; 8]> = SmallVec::with_capacity(state.counts().len() + 1);
         numbers.push(state.newest());
         numbers.extend_from_slice(state.counts());
         pack(&numbers)
@@ -140,9 +146,21 @@ pub(crate) fn number(bytes: &[u8]) -> Result<u64, Malformed> {
 }
 
 /// `numbers` as little-endian doubles (each below 2^53, so exact).
-pub(crate) fn pack(numbers: &[u64]) -> Vec<u8> {
+pub(crate) fn pack(numbers: &[u64]) -> Bytes {
+    let mut buffer = [0; 64];
+    if numbers.len() > buffer.len() / 8 {
+        return Bytes::from_vec(numbers.iter().flat_map(|&number| double(number)).collect());
+    }
+    for (slot, &number) in buffer.chunks_exact_mut(8).zip(numbers) {
+        slot.copy_from_slice(&double(number));
+    }
+    Bytes::from_buf_and_len(buffer, 8 * numbers.len())
+}
+
+/// `number` as a little-endian double (below 2^53, so exact).
+pub(crate) fn double(number: u64) -> [u8; 8] {
     #[allow(clippy::cast_precision_loss)]
-    numbers.iter().flat_map(|&n| (n as f64).to_le_bytes()).collect()
+    (number as f64).to_le_bytes()
 }
 
 #[cfg(test)]

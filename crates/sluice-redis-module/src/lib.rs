@@ -31,6 +31,15 @@
 //! - **Safety.** Every argument is validated before a key is opened (`args.rs`); a value
 //!   the scripts would not have written is an error reply, and nothing is written then.
 //!   `unsafe` lives in `keyspace.rs` alone.
+//! - **Cost.** A check of one or two limits allocates nothing of its own: arguments are
+//!   read where Redis keeps them, values are written in place, replies and writes are
+//!   built on the stack, and a limit's policy, once validated, is kept by its bytes
+//!   (`args.rs`). What remains is Redis's: opening the key, setting its TTL, replying, and
+//!   `RedisModule_Replicate` per write, which alone costs more than `INCR` (it looks the
+//!   command up by name and copies its arguments); see `docs/redis.md`.
+//!
+//! The `bench-floor` feature adds `SLUICE.FLOOR`, the benchmark's floors (not for
+//! production).
 
 mod args;
 mod check;
@@ -39,87 +48,140 @@ mod layout;
 mod sliding_log;
 mod write;
 
-use keyspace::OpenKey;
-use redis_module::{Context, RedisError, RedisResult, RedisString, RedisValue};
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use keyspace::{Call, Command, OpenKey};
+use smallvec::SmallVec;
+use std::ffi::CStr;
+use std::os::raw::c_int;
 
-/// `SLUICE.CHECK`: answers Redis's request for key positions, or runs the check. (The
-/// registration macro hands the arguments over by value.)
-#[allow(clippy::needless_pass_by_value)]
-fn check_command(ctx: &Context, args: Vec<RedisString>) -> RedisResult {
-    let lengths: Vec<usize> = args.iter().skip(1).map(|arg| arg.as_slice().len()).collect();
-    let keys = args::key_count(&lengths);
-    if ctx.is_keys_position_request() {
-        for position in 1..=keys.unwrap_or(0) {
-            ctx.key_at_pos(i32::try_from(position).unwrap_or(i32::MAX));
+/// `SLUICE.CHECK`: answers Redis's request for key positions, or runs the check.
+#[derive(Debug)]
+struct CheckCommand;
+
+impl Command for CheckCommand {
+    const NAME: &'static CStr = c"sluice.check";
+    const FLAGS: &'static CStr = c"write deny-oom getkeys-api";
+    const KEYS: [c_int; 3] = [1, 1, 1];
+
+    fn run(call: &Call<'_>) -> Result<(), String> {
+        let args = call.len() - 1;
+        let length = |back: usize| if args >= back { call.arg(call.len() - back).len() } else { 0 };
+        let keys = args::key_count(args, length(1), length(2));
+        if call.wants_key_positions() {
+            for position in 1..=keys.unwrap_or(0) {
+                call.key_at(position);
+            }
+            return Ok(());
         }
-        return Ok(RedisValue::NoReply);
+        let Some(keys) = keys else {
+            return Err(error(
+                "usage: SLUICE.CHECK <key> [<key> ...] <packed: 32 + 40 bytes per key> [<deadline: 8 bytes>]",
+            ));
+        };
+        run(call, keys)
     }
-    let Some(keys) = keys else {
-        return Err(error(
-            "usage: SLUICE.CHECK <key> [<key> ...] <packed: 32 + 40 bytes per key> [<deadline: 8 bytes>]",
-        ));
-    };
-    // A panic is a bug, not an input: it becomes an error reply rather than taking Redis down.
-    catch_unwind(AssertUnwindSafe(|| run(ctx, &args[1..=keys], &args[keys + 1..])))
-        .unwrap_or_else(|_| Err(error("internal error (a bug in the module: please report it)")))
 }
 
-/// Validates the arguments, then checks the limits on `keys` and applies what it wrote.
-fn run(ctx: &Context, keys: &[RedisString], rest: &[RedisString]) -> RedisResult {
-    let deadline = rest.get(1).map(RedisString::as_slice);
-    let check = args::parse(rest[0].as_slice(), deadline).map_err(|problem| error(&problem))?;
+/// Validates the arguments, then checks the limits on the first `keys` arguments, applies
+/// what it wrote and replies.
+fn run(call: &Call<'_>, keys: usize) -> Result<(), String> {
+    let deadline = (call.len() > keys + 2).then(|| call.arg(keys + 2));
+    let check = args::parse(call.arg(keys + 1), deadline).map_err(|problem| error(&problem))?;
     let clock = keyspace::redis_time_us();
     // Each key opened once, however often it is listed: a second handle on a key would not
     // see what the first one changes.
-    let mut slots = Vec::with_capacity(keys.len());
-    let mut open: Vec<OpenKey<'_>> = Vec::with_capacity(keys.len());
-    for name in keys {
-        let slot = open.iter().position(|key| key.name() == name.as_slice()).unwrap_or(open.len());
+    let mut slots: SmallVec<[usize; 4]> = SmallVec::new();
+    let mut open: SmallVec<[OpenKey<'_>; 2]> = SmallVec::new();
+    for index in 1..=keys {
+        let name = call.arg(index);
+        let slot = open.iter().position(|key| key.name() == name).unwrap_or(open.len());
         if slot == open.len() {
-            open.push(OpenKey::open(ctx, name));
+            open.push(call.open(index));
         }
         slots.push(slot);
     }
-    let states = slots
-        .iter()
-        .map(|&slot| open[slot].value().map(|value| (open[slot].name(), value)))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|keyspace::WrongType| RedisError::WrongType)?;
-    let outcome = check::run(&check, &states, clock).map_err(|refusal| match refusal {
+    let mut states: SmallVec<[_; 2]> = SmallVec::new();
+    for &slot in &slots {
+        let value = open[slot].value().map_err(|keyspace::WrongType| WRONG_TYPE.to_owned())?;
+        states.push((open[slot].name(), value));
+    }
+    let mut outcome = check::Outcome { reply: SmallVec::new(), writes: SmallVec::new() };
+    check::run(&check, &states, clock, &mut outcome).map_err(|refusal| match refusal {
         check::Refusal::BadState(limit) => {
             error(&format!("the key of limit {} holds a value that is not a Sluice state", limit + 1))
         }
         check::Refusal::TooLong(limit) => error(&format!("the log of limit {} would outgrow 512 MB", limit + 1)),
     })?;
-    if !outcome.writes.is_empty() {
-        let now_ms = keyspace::redis_time_ms();
-        for (index, writes) in &outcome.writes {
-            for write in writes {
-                open[slots[*index]].apply(write, now_ms);
-            }
-        }
+    drop(states);
+    // Redis counts TTLs in ms of the same clock (`mstime`).
+    let now_ms = clock / 1000;
+    for (index, write) in &outcome.writes {
+        open[slots[*index]].apply(write, now_ms);
     }
-    Ok(RedisValue::StringBuffer(outcome.reply))
+    call.reply(&outcome.reply);
+    Ok(())
 }
+
+/// Redis's reply to a command on a key of another type.
+const WRONG_TYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 /// An error reply. Its text is ASCII, as clients expect of an error line: the core's
 /// messages say `µs` and `×`, which Redis would pass on as bytes of another encoding.
-fn error(message: &str) -> RedisError {
+fn error(message: &str) -> String {
     let ascii = message.chars().map(|c| match c {
         'µ' => 'u',
         '×' => 'x',
         ' '..='~' => c,
         _ => '?',
     });
-    RedisError::String(format!("ERR sluice: {}", ascii.collect::<String>()))
+    format!("ERR sluice: {}", ascii.collect::<String>())
+}
+
+/// `SLUICE.FLOOR <key> [WRITE]`, built only with the `bench-floor` feature, for the
+/// benchmark: a command that opens its key and replies (as many bytes as a one-limit check),
+/// the least any module command on a key costs Redis; with `WRITE`, it also writes what a
+/// fixed window's check writes (16 bytes, a TTL) and replicates it as one `SET … PXAT`, the
+/// least any module command that changes a key costs Redis.
+#[cfg(feature = "bench-floor")]
+#[derive(Debug)]
+struct FloorCommand;
+
+#[cfg(feature = "bench-floor")]
+impl Command for FloorCommand {
+    const NAME: &'static CStr = c"sluice.floor";
+    const FLAGS: &'static CStr = c"write deny-oom";
+    const KEYS: [c_int; 3] = [1, 1, 1];
+
+    fn run(call: &Call<'_>) -> Result<(), String> {
+        let write = match call.len() {
+            2 => false,
+            3 if call.arg(2).eq_ignore_ascii_case(b"write") => true,
+            _ => return Err(error("usage: SLUICE.FLOOR <key> [WRITE]")),
+        };
+        let mut key = call.open(1);
+        if write {
+            let value = layout::pack(&[1, 2]);
+            key.apply(&check::Write::Set { value, ttl_ms: 1000 }, keyspace::redis_time_us() / 1000);
+        }
+        drop(key);
+        call.reply(&[0; 72]);
+        Ok(())
+    }
+}
+
+/// Registers the module's commands.
+fn init(ctx: &redis_module::Context, _: &[redis_module::RedisString]) -> redis_module::Status {
+    keyspace::prepare();
+    let registered = keyspace::register::<CheckCommand>(ctx);
+    #[cfg(feature = "bench-floor")]
+    let registered = registered.and_then(|()| keyspace::register::<FloorCommand>(ctx));
+    if registered.is_ok() { redis_module::Status::Ok } else { redis_module::Status::Err }
 }
 
 /// The module's entry points (`RedisModule_OnLoad`, `RedisModule_OnUnload`), which Redis
 /// looks up by name.
 #[allow(missing_docs)]
 mod registration {
-    use super::check_command;
+    use super::init;
     use redis_module::redis_module;
 
     // The system allocator, not Redis's: a check allocates only for its own duration, and
@@ -129,8 +191,6 @@ mod registration {
         version: 1,
         allocator: (std::alloc::System, std::alloc::System),
         data_types: [],
-        commands: [
-            ["sluice.check", check_command, "write deny-oom getkeys-api", 1, 1, 1, ""],
-        ],
+        init: init,
     }
 }

@@ -9,8 +9,8 @@
 //! (the state is borrowed from Redis's own buffer), so only the writes follow the script's
 //! calls, which is also what is replicated.
 
-use crate::layout::{Malformed, number};
-use crate::write::{Write, Writes};
+use crate::write::Write;
+use crate::layout::{Bytes, Malformed, double, number};
 use sluice_core::SlidingLogVariant;
 
 /// Logs of at most this many entries are stored whole.
@@ -193,7 +193,7 @@ pub(crate) fn record(
     plan: &Plan<'_>,
     admitted: bool,
     ttl_ms: u64,
-    writes: &mut Writes,
+    writes: &mut dyn FnMut(Write),
 ) -> Result<(), TooLong> {
     if plan.cost == 0 || !(admitted || p.variant == SlidingLogVariant::Attempts) {
         return Ok(());
@@ -202,13 +202,15 @@ pub(crate) fn record(
     let count = usize::try_from(plan.cost.min(p.n)).unwrap_or(usize::MAX);
     if !log.ring {
         let n = usize::try_from(p.n).unwrap_or(usize::MAX);
-        let mut body = log.slots[8 * plan.first..].to_vec();
-        body.extend(std::iter::repeat_n(stamp(plan.now), count).flatten());
+        let mut body = Bytes::from_slice(&log.slots[8 * plan.first..]);
+        for _ in 0..count {
+            body.extend_from_slice(&stamp(plan.now));
+        }
         let held = body.len() / 8;
         if held > n {
             body.drain(..8 * (held - n));
         }
-        writes.push(Write::Set { value: body, ttl_ms });
+        writes(Write::Set { value: body, ttl_ms });
         return Ok(());
     }
     let n = usize::try_from(p.n).unwrap_or(usize::MAX);
@@ -224,14 +226,13 @@ pub(crate) fn record(
     if capacity > (MAX_VALUE - HEADER) / 8 {
         return Err(TooLong);
     }
-    writes.push(rewrite(plan, count, capacity, ttl_ms));
+    writes(rewrite(plan, count, capacity, ttl_ms));
     Ok(())
 }
 
 /// `now` as a slot.
 fn stamp(now: u64) -> [u8; 8] {
-    #[allow(clippy::cast_precision_loss)] // below 2^53: exact
-    (now as f64).to_le_bytes()
+    double(now)
 }
 
 /// The header of a ring.
@@ -269,15 +270,16 @@ fn rewrite(plan: &Plan<'_>, count: usize, capacity: usize, ttl_ms: u64) -> Write
         held = capacity;
     }
     let oldest = number(&body[..8]).unwrap_or(plan.now);
-    let mut value = header(plan.now, oldest, held, 0, capacity).to_vec();
+    let mut value = Vec::with_capacity(HEADER + 8 * capacity);
+    value.extend_from_slice(&header(plan.now, oldest, held, 0, capacity));
     value.extend_from_slice(&body);
     value.resize(HEADER + 8 * capacity, 0);
-    Write::Set { value, ttl_ms }
+    Write::Set { value: Bytes::from_vec(value), ttl_ms }
 }
 
 /// Writes `count` entries stamped `now` after the newest, in place; in a full ring they
 /// replace the oldest.
-fn write_in_place(plan: &Plan<'_>, count: usize, ttl_ms: u64, writes: &mut Writes) {
+fn write_in_place(plan: &Plan<'_>, count: usize, ttl_ms: u64, writes: &mut dyn FnMut(Write)) {
     let log = &plan.log;
     let mut live = log.len - plan.first;
     let overwritten = (live + count).saturating_sub(log.cap);
@@ -293,13 +295,16 @@ fn write_in_place(plan: &Plan<'_>, count: usize, ttl_ms: u64, writes: &mut Write
     while left > 0 {
         let tail = (head + live) % log.cap;
         let run = left.min(log.cap - tail);
-        let bytes = std::iter::repeat_n(stamp(plan.now), run).flatten().collect();
-        writes.push(Write::SetRange { offset: HEADER + 8 * tail, bytes });
+        let mut bytes = Bytes::new();
+        for _ in 0..run {
+            bytes.extend_from_slice(&stamp(plan.now));
+        }
+        writes(Write::SetRange { offset: HEADER + 8 * tail, bytes });
         let grown = run.min(log.cap - live);
         live += grown;
         head = (head + run - grown) % log.cap;
         left -= run;
     }
-    writes.push(Write::SetRange { offset: 0, bytes: header(plan.now, kept, live, head, log.cap).to_vec() });
-    writes.push(Write::Expire { ttl_ms });
+    writes(Write::SetRange { offset: 0, bytes: Bytes::from_slice(&header(plan.now, kept, live, head, log.cap)) });
+    writes(Write::Expire { ttl_ms });
 }
