@@ -1,6 +1,7 @@
 //! `RedisStore` with the module: it finds `SLUICE.CHECK` on a Redis that has it loaded and
 //! sends every check there (no `EVALSHA`), keeps to the scripts where it is absent or when
-//! told to, and a store on the module decides as the memory store, field for field.
+//! told to, and a store on the module decides as the memory store, field for field, on
+//! standalone Redis and on a 3-master Cluster.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 mod harness;
@@ -11,7 +12,7 @@ use sluice_core::{Key, Limit, Store, Timestamp, Verdict};
 use sluice_redis::{ModuleUse, RedisSettings, RedisStore};
 use std::time::Duration;
 use support::compare::{compare, policy, start_time, trace};
-use support::redis::{RedisServer, query};
+use support::redis::{RedisCluster, RedisServer, query};
 
 fn settings(module: ModuleUse) -> RedisSettings {
     RedisSettings { module, timeout: Duration::from_secs(2), blocked_cache: false, ..RedisSettings::injected_time() }
@@ -19,7 +20,12 @@ fn settings(module: ModuleUse) -> RedisSettings {
 
 /// The calls of `command` Redis counted since the server started (`INFO commandstats`).
 fn calls(server: &RedisServer, command: &str) -> u64 {
-    let stats = query(server.port(), &["INFO commandstats"]).unwrap().concat();
+    calls_on(server.port(), command)
+}
+
+/// The calls of `command` the server on `port` counted since it started.
+fn calls_on(port: u16, command: &str) -> u64 {
+    let stats = query(port, &["INFO commandstats"]).unwrap().concat();
     let prefix = format!("cmdstat_{command}:calls=");
     stats
         .lines()
@@ -102,4 +108,29 @@ fn a_store_on_the_module_decides_as_the_memory_store() {
         compare(&runtime, &store, &limits, start, &trace).unwrap_or_else(|mismatch| panic!("case {case}: {mismatch}"));
     }
     assert!(calls(&server, "sluice.check") > 1_000, "the checks went to the module");
+}
+
+/// The same differential test on a 3-master Cluster, one to three limits per check (every
+/// limit of a key shares its hash slot): through the module, on every node.
+#[test]
+fn a_cluster_store_on_the_module_decides_as_the_memory_store() {
+    use proptest::prelude::*;
+    let cluster = RedisCluster::start_with_module(&harness::module_path());
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let store = runtime.block_on(RedisStore::connect_cluster(&cluster.urls(), settings(ModuleUse::Detect))).unwrap();
+    assert!(store.uses_module(), "connect's probe found SLUICE.CHECK");
+    let total = |command: &str| cluster.ports().into_iter().map(|port| calls_on(port, command)).sum::<u64>();
+    let scripts_before = total("evalsha") + total("eval");
+    let policies = prop::collection::vec(policy(), 1..4);
+    proptest!(ProptestConfig::with_cases(120), |(policies in policies, start in start_time(), trace in trace())| {
+        let limits: Vec<Limit> =
+            policies.iter().enumerate().map(|(i, p)| Limit::new(format!("p{i}"), p.clone())).collect();
+        prop_assert_eq!(compare(&runtime, &store, &limits, start, &trace), Ok(()), "{:?}", policies);
+    });
+    let scripts_run = total("evalsha") + total("eval") - scripts_before;
+    assert!(scripts_run <= START_PROBES, "{scripts_run} scripts ran during the checks: they did not all go to the module");
+    for port in cluster.ports() {
+        assert!(calls_on(port, "sluice.check") > 0, "node {port} ran no SLUICE.CHECK: the keys did not reach every master");
+    }
+    assert!(total("sluice.check") > 1_000, "the checks went to the module");
 }
