@@ -128,9 +128,15 @@ fn a_cluster_store_on_the_module_decides_as_the_memory_store() {
         prop_assert_eq!(compare(&runtime, &store, &limits, start, &trace), Ok(()), "{:?}", policies);
     });
     let scripts_run = total("evalsha") + total("eval") - scripts_before;
-    assert!(scripts_run <= START_PROBES, "{scripts_run} scripts ran during the checks: they did not all go to the module");
+    assert!(
+        scripts_run <= START_PROBES,
+        "{scripts_run} scripts ran during the checks: they did not all go to the module"
+    );
     for port in cluster.ports() {
-        assert!(calls_on(port, "sluice.check") > 0, "node {port} ran no SLUICE.CHECK: the keys did not reach every master");
+        assert!(
+            calls_on(port, "sluice.check") > 0,
+            "node {port} ran no SLUICE.CHECK: the keys did not reach every master"
+        );
     }
     assert!(total("sluice.check") > 1_000, "the checks went to the module");
 }

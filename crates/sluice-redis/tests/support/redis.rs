@@ -78,7 +78,15 @@ impl RedisServer {
     /// Starts a standalone server with the module at `path` loaded (`--loadmodule`): the
     /// Redis module's tests (crates/sluice-redis-module) share these helpers.
     pub fn start_with_module(path: &Path) -> RedisServer {
-        Self::start_with(|_| (Vec::new(), vec!["--loadmodule".into(), path.display().to_string()]))
+        Self::start_with_modules(&[path])
+    }
+
+    /// Starts a standalone server with each module of `paths` loaded (the module's benchmark
+    /// loads redis-cell beside it).
+    pub fn start_with_modules(paths: &[&Path]) -> RedisServer {
+        let args: Vec<String> =
+            paths.iter().flat_map(|path| ["--loadmodule".into(), path.display().to_string()]).collect();
+        Self::start_with(|_| (Vec::new(), args.clone()))
     }
 
     /// Starts a standalone server that also accepts TLS on a second free port
