@@ -26,7 +26,8 @@
 # cases), LIFETIME (seconds any server may live, 1200), SLUICE_BIN (a `sluice` binary to
 # measure instead of the one built here, to compare a change), CASES (a regular expression:
 # only the measured cases whose name matches it run, such as `h2load`; setup steps, memory
-# and churn still run).
+# and churn still run), REDIS_MODULE (a Sluice Redis module, libsluice_redis_module.so, for the
+# Redis cases' redis-server to load: the store then checks with it instead of the scripts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +36,7 @@ RUNS=${RUNS:-3}
 KEYS=${KEYS:-1000000}
 CONNECTIONS=${CONNECTIONS:-64}
 REDIS=${REDIS:-1}
+REDIS_MODULE=${REDIS_MODULE:-}
 LIFETIME=${LIFETIME:-1200}
 OTHERS_MAX=${OTHERS_MAX:-10}
 CASES=${CASES:-.}
@@ -188,7 +190,8 @@ free_port() {
 start_redis() {
   REDIS_PORT=$(free_port)
   taskset -c "$CLIENT_CPU" timeout "$LIFETIME" redis-server --bind 127.0.0.1 --port "$REDIS_PORT" \
-    --save '' --appendonly no --daemonize no --logfile "$WORK/redis.log" &
+    --save '' --appendonly no --daemonize no --logfile "$WORK/redis.log" \
+    ${REDIS_MODULE:+--loadmodule "$REDIS_MODULE"} &
   local wrapper=$!
   PIDS+=("$wrapper")
   for _ in $(seq 100); do redis-cli -p "$REDIS_PORT" ping >/dev/null 2>&1 && break; sleep 0.1; done
@@ -384,6 +387,8 @@ if [ "$REDIS" = 1 ]; then
   repeat grpc "grpc redis hot" pinned 1
   repeat grpc "grpc redis $KEYS keys" pinned "$KEYS"
   stop_server
+  # Which ran the checks: the scripts (evalsha) or the module (sluice.check).
+  redis-cli -p "$REDIS_PORT" info commandstats | grep -E '^cmdstat_(evalsha|sluice\.check):' | tee -a "$WORK/notes"
   stop_pid "$REDIS_PID"
   REDIS_PID=
 fi
