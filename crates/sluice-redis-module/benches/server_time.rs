@@ -119,7 +119,8 @@ fn batch(peer: Peer, limits: &[Limit], script: &redis::Script, packed: &[u8], fr
                 pipe.cmd("INCR").arg(&key).cmd("PEXPIRE").arg(&key).arg(MIN_TTL_MS)
             }
             Peer::Cell => pipe.cmd("CL.THROTTLE").arg(format!("cell:{caller}")).arg(&[1_000_000, 1_000_000, 1, 1]),
-            Peer::Floor => pipe.cmd("SLUICE.FLOOR").arg(&keys[0]),
+            // The write floor's keys: live, 16 bytes (it runs first).
+            Peer::Floor => pipe.cmd("SLUICE.FLOOR").arg(format!("floor:{caller}")),
             Peer::WriteFloor => pipe.cmd("SLUICE.FLOOR").arg(format!("floor:{caller}")).arg("WRITE"),
         };
     }

@@ -139,8 +139,9 @@ fn error(message: &str) -> String {
 /// `SLUICE.FLOOR <key> [WRITE]`, built only with the `bench-floor` feature, for the
 /// benchmark: a command that opens its key and replies (as many bytes as a one-limit check),
 /// the least any module command on a key costs Redis; with `WRITE`, it also writes what a
-/// fixed window's check writes (16 bytes, a TTL) and replicates it as one `SET … PXAT`, the
-/// least any module command that changes a key costs Redis.
+/// fixed window's check writes (16 bytes, a TTL: a minute, so that the floor finds the key)
+/// and replicates it as one `SET … PXAT`, the least any module command that changes a key
+/// costs Redis.
 #[cfg(feature = "bench-floor")]
 #[derive(Debug)]
 struct FloorCommand;
@@ -160,7 +161,7 @@ impl Command for FloorCommand {
         let mut key = call.open(1);
         if write {
             let value = layout::pack(&[1, 2]);
-            key.apply(&check::Write::Set { value, ttl_ms: 1000 }, keyspace::redis_time_us() / 1000);
+            key.apply(&check::Write::Set { value, ttl_ms: 60_000 }, keyspace::redis_time_us() / 1000);
         }
         drop(key);
         call.reply(&[0; 72]);

@@ -74,7 +74,7 @@ impl Server {
         }
         let floor: redis::Value = redis::cmd("COMMAND").arg("INFO").arg("sluice.floor").query(&mut con).unwrap();
         if matches!(&floor, redis::Value::Array(items) if items.iter().all(|item| *item != redis::Value::Nil)) {
-            peers.extend([Peer::Floor, Peer::WriteFloor]);
+            peers.extend([Peer::WriteFloor, Peer::Floor]);
         } else {
             println!(
                 "floors: not measured: the module was built without the `bench-floor` feature (--features bench-floor)"
