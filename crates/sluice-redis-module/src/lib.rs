@@ -161,7 +161,7 @@ impl Command for FloorCommand {
         let mut key = call.open(1);
         if write {
             let value = layout::pack(&[1, 2]);
-            key.apply(&check::Write::Set { value, ttl_ms: 60_000 }, keyspace::redis_time_us() / 1000);
+            key.apply(&write::Write::Set { value, ttl_ms: 60_000 }, keyspace::redis_time_us() / 1000);
         }
         drop(key);
         call.reply(&[0; 72]);
