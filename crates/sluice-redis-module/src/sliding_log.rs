@@ -9,8 +9,8 @@
 //! (the state is borrowed from Redis's own buffer), so only the writes follow the script's
 //! calls, which is also what is replicated.
 
-use crate::write::Write;
 use crate::layout::{Bytes, Malformed, double, number};
+use crate::write::Write;
 use sluice_core::SlidingLogVariant;
 
 /// Logs of at most this many entries are stored whole.

@@ -1,10 +1,11 @@
 //! [`RateLimit`]: the service a [`RateLimitLayer`](crate::RateLimitLayer) wraps around another.
 
+use crate::at_once::{AtOnce, decide_at_once};
 use crate::future::{ResponseFuture, with_fields};
 use crate::judge::{Judgement, Outcome, judge, missing_key, outcome, request_key};
 use crate::key::RequestKey;
 use crate::response::LayerBody;
-use crate::shared::{AtOnce, Shared};
+use crate::shared::Shared;
 use http::request::Parts;
 use http::{Request, Response};
 use sluice_core::{Clock, Key, Store};
@@ -105,7 +106,7 @@ where
         // frame rather than receiving a copy of it. An allowed request's fields are
         // rendered after the inner call, from the verdict (plain data), so that nothing
         // that must be dropped is alive across that call.
-        match self.shared.decide_at_once(request.headers(), request.extensions()) {
+        match decide_at_once(&self.shared, request.headers(), request.extensions()) {
             AtOnce::Allowed(verdict) => {
                 let future = self.inner.call(request);
                 ResponseFuture::inner(future, self.shared.allowed_fields(&verdict))

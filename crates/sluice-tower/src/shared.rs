@@ -2,11 +2,9 @@
 //! rules for keys, costs and answers.
 
 use crate::headers::{AllowedFields, Fields, PolicyFields};
-use crate::judge::{Outcome, outcome};
-use crate::key::{Extractor, KeyBuffer, MissingKey, RequestKey};
+use crate::key::{Extractor, MissingKey, RequestKey};
 use crate::response::{Rejection, RejectionBody};
 use http::request::Parts;
-use http::{Extensions, HeaderMap};
 use sluice_core::{Clock, Key, Limit, RateLimiter, Source, Store, StoreError, Verdict};
 use std::fmt;
 use std::sync::Arc;
@@ -44,40 +42,7 @@ pub(crate) struct Shared<S, C> {
     pub(crate) on_store_error: OnStoreError,
 }
 
-/// What the layer decided for a request at once, from its head alone and in place.
-pub(crate) enum AtOnce {
-    /// The request proceeds now; its fields are rendered from this verdict, after the
-    /// inner call.
-    Allowed(Verdict),
-    /// The store decided at once, and the request waits, is refused, or its store failed.
-    Decided(Outcome),
-    /// The request's key, for a store that must be awaited.
-    Later(RequestKey),
-    /// The shortest path does not apply: a cost function, an extractor that needs the
-    /// whole head, or a key that is missing or invalid.
-    Elsewhere,
-}
-
 impl<S: Store, C: Clock> Shared<S, C> {
-    /// Decides a request on the layer's shortest path: no cost function, a ready
-    /// extractor and a valid key, on a store that decides at once.
-    #[inline(never)]
-    pub(crate) fn decide_at_once(&self, headers: &HeaderMap, extensions: &Extensions) -> AtOnce {
-        if self.cost.is_some() {
-            return AtOnce::Elsewhere;
-        }
-        let mut buffer = KeyBuffer::new();
-        let Some(Some(key)) = self.key.key_in(headers, extensions, &mut buffer) else { return AtOnce::Elsewhere };
-        let Ok(key) = Key::new(key) else { return AtOnce::Elsewhere };
-        match self.check_ready(key, 1) {
-            Some(Ok(verdict)) if verdict.decision.allowed && verdict.decision.delay.is_zero() => {
-                AtOnce::Allowed(verdict)
-            }
-            Some(checked) => AtOnce::Decided(outcome(self, checked)),
-            None => AtOnce::Later(RequestKey::from(key.as_bytes())),
-        }
-    }
-
     /// The store's answer for a request of `cost`, when it decides at once (the one
     /// decide-now path, [`Store::check_ready`]); `None` when it must be awaited
     /// ([`check`](Self::check)).
