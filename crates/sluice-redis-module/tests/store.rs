@@ -79,6 +79,32 @@ async fn a_store_finds_the_module_and_sends_its_checks_there() {
 }
 
 #[tokio::test]
+async fn a_store_whose_module_is_unloaded_runs_the_scripts_again_at_once() {
+    let server = harness::start();
+    let store = RedisStore::connect(&server.url(), settings(ModuleUse::Detect)).await.unwrap();
+    assert!(store.uses_module());
+    let limit = one_sliding_log();
+    let at = 1_763_700_000_000_000;
+    assert_eq!(check(&store, &limit, b"k", at, 1).await.decision.remaining, 2, "decided by the module");
+    assert_eq!(query(server.port(), &["MODULE UNLOAD sluice"]).unwrap(), ["+OK"]);
+    // Redis answers the next check with an error that names its arguments, the packed
+    // bytes included, which breaks the reply: the check is answered by the failure mode,
+    // and the outage's probe finds the module gone.
+    let verdict = check(&store, &limit, b"k", at + 1, 1).await;
+    assert_eq!(verdict.source, sluice_core::Source::FailedOpen);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while store.uses_module() || !store.health().is_available() {
+        assert!(std::time::Instant::now() < deadline, "the probe did not find the module gone");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The scripts go on from the state the module wrote.
+    let verdict = check(&store, &limit, b"k", at + 2, 1).await;
+    assert_eq!((verdict.source, verdict.decision.remaining), (sluice_core::Source::Store, 1));
+    let scripts_run = evalsha_during_checks(&server, &store, &limit).await;
+    assert!(scripts_run >= CHECKS, "{scripts_run} EVALSHA for {CHECKS} checks");
+}
+
+#[tokio::test]
 async fn without_the_module_the_store_keeps_to_the_scripts() {
     let server = RedisServer::start();
     let store = RedisStore::connect(&server.url(), settings(ModuleUse::Detect)).await.unwrap();

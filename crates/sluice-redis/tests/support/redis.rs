@@ -82,10 +82,11 @@ impl RedisServer {
     }
 
     /// Starts a standalone server with each module of `paths` loaded (the module's benchmark
-    /// loads redis-cell beside it).
+    /// loads redis-cell beside it), and `MODULE LOAD`/`UNLOAD` allowed from loopback.
     pub fn start_with_modules(paths: &[&Path]) -> RedisServer {
-        let args: Vec<String> =
+        let mut args: Vec<String> =
             paths.iter().flat_map(|path| ["--loadmodule".into(), path.display().to_string()]).collect();
+        args.extend(["--enable-module-command".into(), "local".into()]);
         Self::start_with(|_| (Vec::new(), args.clone()))
     }
 
