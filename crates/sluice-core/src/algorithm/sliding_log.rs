@@ -73,7 +73,9 @@ impl SlidingLog {
     pub fn new(limit: u64, window: Duration, variant: SlidingLogVariant) -> Result<Self, PolicyError> {
         let mut checks = Validation::default();
         checks.require(limit >= 1, "limit", "must be at least 1");
-        checks.require(limit <= Self::MAX_LIMIT, "limit", format!("must be at most {}", Self::MAX_LIMIT));
+        if limit > Self::MAX_LIMIT {
+            checks.fail("limit", format!("must be at most {}", Self::MAX_LIMIT));
+        }
         let window = checks.micros("window", window);
         checks.finish(|| SlidingLog { limit, window, variant })
     }

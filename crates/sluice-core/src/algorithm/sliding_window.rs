@@ -48,11 +48,14 @@ impl SlidingWindow {
         checks.require(limit >= 1, "limit", "must be at least 1");
         let window = checks.micros("window", window);
         let in_range = (1..=Self::MAX_BUCKETS).contains(&buckets);
-        checks.require(in_range, "buckets", format!("must be between 1 and {}", Self::MAX_BUCKETS));
+        if !in_range {
+            checks.fail("buckets", format!("must be between 1 and {}", Self::MAX_BUCKETS));
+        }
         let width = if in_range { window / buckets } else { 0 };
         if in_range && !checks.failed("window") {
-            let message = format!("must divide the window ({window} µs) exactly");
-            checks.require(window % buckets == 0, "buckets", message);
+            if window % buckets != 0 {
+                checks.fail("buckets", format!("must divide the window ({window} µs) exactly"));
+            }
             let message = "limit × bucket width (µs) must be below 2^53";
             checks.exact_with("limit", u128::from(limit) * u128::from(width), message);
         }
