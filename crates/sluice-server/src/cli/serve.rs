@@ -56,6 +56,11 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "SLUICE_FAILURE_MODE", value_name = "MODE")]
     pub(crate) failure_mode: Option<String>,
 
+    /// Whether Redis-backed checks use the Sluice Redis module's `SLUICE.CHECK`: `detect`
+    /// (when Redis has it), `always` or `never` (the Lua scripts) [default: detect].
+    #[arg(long, env = "SLUICE_REDIS_MODULE", value_name = "USE")]
+    pub(crate) redis_module: Option<String>,
+
     /// How long one Redis call may take, such as `50ms` [default: 50ms].
     #[arg(long, env = "SLUICE_REDIS_TIMEOUT", value_name = "DURATION")]
     pub(crate) redis_timeout: Option<String>,

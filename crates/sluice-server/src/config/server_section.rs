@@ -19,6 +19,7 @@ pub(crate) struct ServerSection {
     pub(crate) shadow_mode: Option<bool>,
     pub(crate) failure_mode: Option<String>,
     pub(crate) redis_timeout: Option<String>,
+    pub(crate) redis_module: Option<String>,
     pub(crate) redis_ca_file: Option<PathBuf>,
     pub(crate) redis_client_cert: Option<PathBuf>,
     pub(crate) redis_client_key: Option<PathBuf>,

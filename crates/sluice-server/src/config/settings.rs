@@ -9,7 +9,7 @@ pub(crate) use crate::config::store_url::StoreChoice;
 use crate::config::values::{positive, positive_or_off, within};
 use sluice_config::ConfigError;
 use sluice_core::config::parse_duration;
-use sluice_redis::{FailureMode, TlsFiles};
+use sluice_redis::{FailureMode, ModuleUse, TlsFiles};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -27,6 +27,8 @@ pub(crate) struct Settings {
     pub(crate) shadow_mode: bool,
     pub(crate) failure_mode: FailureMode,
     pub(crate) redis_timeout: Duration,
+    /// Whether checks go to the Sluice Redis module (docs/redis.md, "With the module").
+    pub(crate) redis_module: ModuleUse,
     /// Certificates for `rediss://` stores.
     pub(crate) redis_tls: TlsFiles,
     /// How long an HTTP connection may go with no request in flight and no new one before
@@ -101,6 +103,8 @@ impl Settings {
         let failure_mode = problems.take("failure_mode", failure_mode(&mode));
         let timeout = pick(&args.redis_timeout, &file.redis_timeout, "50ms");
         let redis_timeout = problems.take("redis_timeout", positive(&timeout));
+        let module = pick(&args.redis_module, &file.redis_module, "detect");
+        let redis_module = problems.take("redis_module", module_use(&module));
         let timeout = pick(&args.request_timeout, &file.request_timeout, "75s");
         let request_timeout = problems.take("request_timeout", positive(&timeout));
         let keepalive = pick(&args.grpc_keepalive, &file.grpc_keepalive, "60s");
@@ -137,6 +141,7 @@ impl Settings {
                 shadow_mode: flag(args.shadow_mode, file.shadow_mode),
                 failure_mode: failure_mode?,
                 redis_timeout: redis_timeout?,
+                redis_module: redis_module?,
                 redis_tls: TlsFiles {
                     ca_file: args.redis_ca_file.clone().or_else(|| file.redis_ca_file.clone()),
                     client_cert: args.redis_client_cert.clone().or_else(|| file.redis_client_cert.clone()),
@@ -186,6 +191,15 @@ fn failure_mode(text: &str) -> Result<FailureMode, String> {
     }
 }
 
+fn module_use(text: &str) -> Result<ModuleUse, String> {
+    match text {
+        "detect" => Ok(ModuleUse::Detect),
+        "always" => Ok(ModuleUse::Always),
+        "never" => Ok(ModuleUse::Never),
+        other => Err(format!("unknown module use `{other}` (detect, always, never)")),
+    }
+}
+
 fn log_format(text: &str) -> Result<bool, String> {
     match text {
         "text" => Ok(false),
@@ -217,6 +231,21 @@ mod tests {
         assert_eq!(settings.grpc_keepalive_timeout(), Some(Duration::from_secs(20)));
         assert_eq!(settings.shutdown_grace, Duration::from_secs(5));
         assert_eq!(settings.max_memory, sluice_core::store::memory::DEFAULT_MAX_MEMORY);
+        assert_eq!(settings.redis_module, ModuleUse::Detect);
+    }
+
+    #[test]
+    fn the_redis_module_use_comes_from_the_flag_or_the_file() {
+        let file = ServerSection { redis_module: Some("never".into()), ..ServerSection::default() };
+        assert_eq!(Settings::resolve(&ServeArgs::default(), &file).unwrap().redis_module, ModuleUse::Never);
+        let args = ServeArgs { redis_module: Some("always".into()), ..ServeArgs::default() };
+        assert_eq!(Settings::resolve(&args, &file).unwrap().redis_module, ModuleUse::Always);
+        let bad = ServeArgs { redis_module: Some("sometimes".into()), ..ServeArgs::default() };
+        let problems = Settings::resolve(&bad, &file).unwrap_err().to_string();
+        assert!(
+            problems.contains("redis_module: unknown module use `sometimes` (detect, always, never)"),
+            "{problems}"
+        );
     }
 
     #[test]

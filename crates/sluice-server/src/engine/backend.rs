@@ -20,6 +20,7 @@ impl Backend {
         let redis = || RedisSettings {
             timeout: settings.redis_timeout,
             failure_mode: settings.failure_mode,
+            module: settings.redis_module,
             tls: settings.redis_tls.clone(),
             fallback_max_keys: settings.max_keys,
             ..RedisSettings::default()
