@@ -34,8 +34,8 @@ fn ms(millis: u64) -> Duration {
 }
 
 /// One policy of each algorithm and variant, with small parameters so a short trace hits
-/// every edge.
-fn policies() -> Vec<Policy> {
+/// every edge: the policies the suite runs (and the core's own tests use).
+pub fn policies() -> Vec<Policy> {
     vec![
         SlidingLog::new(3, ms(10), SlidingLogVariant::Accepted).expect("valid parameters").into(),
         SlidingLog::new(3, ms(10), SlidingLogVariant::Attempts).expect("valid parameters").into(),
