@@ -82,8 +82,15 @@ pub trait Algorithm {
 
     /// Applies a judged request to `state`. `admitted` is true when every policy checked
     /// together allowed the request; a rejected request changes the state only where the
-    /// algorithm's own rule records rejected attempts (the sliding log's `attempts`).
+    /// algorithm's own rule records rejected attempts (the `attempts` variants).
     fn record(&self, state: &mut Self::State, plan: Self::Plan, admitted: bool);
+
+    /// True when a rejected request still changes the state (the `attempts` variants of
+    /// the sliding log and the sliding window), so a rejection is written like an admission
+    /// and cannot be answered from a cache.
+    fn records_rejections(&self) -> bool {
+        false
+    }
 
     /// When `state` becomes equivalent to `Default` and may be dropped.
     fn expires_at(&self, state: &Self::State) -> Timestamp;

@@ -15,7 +15,7 @@ pub use algorithm::Algorithm;
 pub use algorithm::fixed_window::{Alignment, FixedWindow};
 pub use algorithm::leaky_bucket::{LeakMode, LeakyBucket};
 pub use algorithm::sliding_log::{SlidingLog, SlidingLogVariant};
-pub use algorithm::sliding_window::SlidingWindow;
+pub use algorithm::sliding_window::{SlidingWindow, SlidingWindowSettings, SlidingWindowVariant};
 pub use algorithm::token_bucket::{TokenBucket, TokenBucketSettings};
 pub use algorithm::{EXACT_LIMIT, ParameterProblem, PolicyError};
 pub use config::{Config, ConfigError};

@@ -78,10 +78,10 @@ impl Policy {
         with_algorithm!(self, algorithm => fresh(algorithm, now, cost))
     }
 
-    /// True when a rejected request still changes the state (the sliding log's
-    /// `attempts` variant), so a rejection cannot be answered from a cache.
+    /// True when a rejected request still changes the state (the `attempts` variants of
+    /// the sliding log and the sliding window), so a rejection cannot be answered from a cache.
     pub fn records_rejections(&self) -> bool {
-        matches!(self, Policy::SlidingLog(p) if p.variant() == crate::SlidingLogVariant::Attempts)
+        with_algorithm!(self, algorithm => algorithm.records_rejections())
     }
 }
 

@@ -161,14 +161,14 @@ fn version_1_tables_of_unknown_limits_are_skipped() {
 }
 
 /// Snapshots written now carry the new identities, their limits' definitions and format
-/// version 3.
+/// version 4.
 #[test]
-fn new_snapshots_are_version_3() {
+fn new_snapshots_are_version_4() {
     let clock = ManualClock::at(Timestamp::from_micros(1_700_000_000_000_000));
     let store = MemoryStore::builder().clock(clock.clone()).build();
     store.check_now(Key::new(b"alice").unwrap(), &limits(), clock.now(), 1).unwrap();
     let snapshot = store.snapshot();
-    assert_eq!(&snapshot[8..10], &3u16.to_le_bytes());
+    assert_eq!(&snapshot[8..10], &4u16.to_le_bytes());
     let report = MemoryStore::builder().clock(clock).build().restore(&snapshot, &limits()).unwrap();
     assert_eq!(report.restored, 9);
 }

@@ -22,7 +22,8 @@ use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use sluice_core::{
     Algorithm, Alignment, Decision, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, Policy,
-    RetryAfter, SlidingLog, SlidingLogVariant, SlidingWindow, Timestamp, TokenBucket, TokenBucketSettings,
+    RetryAfter, SlidingLog, SlidingLogVariant, SlidingWindow, SlidingWindowSettings, Timestamp, TokenBucket,
+    TokenBucketSettings,
 };
 use std::time::Duration;
 
@@ -42,7 +43,7 @@ const TRACE_LEN: usize = 48;
 enum Spec {
     SlidingLog { limit: u64, window: u64, attempts: bool },
     FixedWindow { limit: u64, window: u64, anchored: bool, offset: u64 },
-    SlidingWindow { limit: u64, width: u64, buckets: u64 },
+    SlidingWindow { limit: u64, width: u64, buckets: u64, attempts: bool, anchored: bool },
     TokenBucket { capacity: u64, amount: u64, interval: u64 },
     LeakyBucket { interval: u64, burst: u64, delay: bool },
 }
@@ -69,10 +70,13 @@ impl Spec {
     }
 
     fn sliding_window(&self) -> Option<SlidingWindow> {
-        let Spec::SlidingWindow { limit, width, buckets } = *self else {
+        let Spec::SlidingWindow { limit, width, buckets, attempts, anchored } = *self else {
             return None;
         };
-        Some(SlidingWindow::new(limit, us(width * buckets), buckets).unwrap())
+        let variant = if attempts { SlidingLogVariant::Attempts } else { SlidingLogVariant::Accepted };
+        let alignment = if anchored { Alignment::Anchored } else { Alignment::Aligned };
+        let settings = SlidingWindowSettings { limit, window: us(width * buckets), buckets, variant, alignment };
+        Some(SlidingWindow::with_settings(settings).unwrap())
     }
 
     fn token_bucket(&self) -> Option<TokenBucket> {
@@ -109,7 +113,9 @@ impl Spec {
             Spec::FixedWindow { limit, window, anchored, offset } => {
                 Box::new(FixedWindowOracle::new(limit, window, anchored, offset))
             }
-            Spec::SlidingWindow { limit, width, buckets } => Box::new(SlidingWindowOracle::new(limit, width, buckets)),
+            Spec::SlidingWindow { limit, width, buckets, attempts, anchored } => {
+                Box::new(SlidingWindowOracle::new(limit, width, buckets, attempts, anchored))
+            }
             Spec::TokenBucket { capacity, amount, interval } => {
                 Box::new(TokenBucketOracle::new(capacity, amount, interval))
             }
@@ -268,8 +274,9 @@ fn fixed_window() -> impl Strategy<Value = Spec> {
 }
 
 fn sliding_window() -> impl Strategy<Value = Spec> {
-    (limit(), 1..=20u64, prop_oneof![3 => Just(1u64), 2 => 2..=5u64])
-        .prop_map(|(limit, width, buckets)| Spec::SlidingWindow { limit, width, buckets })
+    (limit(), 1..=20u64, prop_oneof![3 => Just(1u64), 2 => 2..=5u64], any::<bool>(), any::<bool>()).prop_map(
+        |(limit, width, buckets, attempts, anchored)| Spec::SlidingWindow { limit, width, buckets, attempts, anchored },
+    )
 }
 
 fn token_bucket() -> impl Strategy<Value = Spec> {

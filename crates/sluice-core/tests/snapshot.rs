@@ -254,10 +254,10 @@ fn the_envelope_is_checked_first() {
     assert_eq!(refusal(b"{\"not\": \"a snapshot\"}", &limits).to_string(), "not a Sluice snapshot");
     assert_eq!(refusal(b"", &limits), SnapshotError::Truncated { offset: 0 });
     assert_eq!(refusal(b"SLUICE", &limits), SnapshotError::Truncated { offset: 6 });
-    let future = forge_version(4, &[]);
+    let future = forge_version(5, &[]);
     let error = refusal(&future, &limits);
-    assert_eq!(error, SnapshotError::UnsupportedVersion { found: 4 });
-    assert!(error.to_string().contains("version 4"), "{error}");
+    assert_eq!(error, SnapshotError::UnsupportedVersion { found: 5 });
+    assert!(error.to_string().contains("version 5"), "{error}");
     let mut corrupted = forge(&[]);
     corrupted[12] ^= 1;
     assert_eq!(refusal(&corrupted, &limits), SnapshotError::Checksum);

@@ -252,6 +252,10 @@ impl Algorithm for SlidingLog {
         self.record_resizing(state, plan, admitted);
     }
 
+    fn records_rejections(&self) -> bool {
+        self.variant == SlidingLogVariant::Attempts
+    }
+
     fn expires_at(&self, state: &SlidingLogState) -> Timestamp {
         let newest = state.newest().map_or(0, |newest| newest.saturating_add(self.window));
         Timestamp::from_micros(newest)

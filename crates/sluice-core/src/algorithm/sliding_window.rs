@@ -1,10 +1,11 @@
 //! Sliding window counter ("floating window"): the approximation of the sliding log that
 //! keeps one counter per bucket instead of one timestamp per request.
 //!
-//! The window of length `window` is cut into `buckets` epoch-aligned buckets of width
-//! `w = window / buckets`. At `now`, `e` into bucket `j`, the estimate counts the buckets
-//! `j − B + 1 ..= j` in full and the oldest bucket `j − B` in proportion to how much of it is
-//! still inside the window:
+//! The window of length `window` is cut into `buckets` buckets of width `w = window /
+//! buckets`, on a grid that starts at the epoch (`aligned`) or at the key's first request
+//! (`anchored`, started again whenever the key's estimate has fallen to 0). At `now`, `e`
+//! into bucket `j`, the estimate counts the buckets `j − B + 1 ..= j` in full and the oldest
+//! bucket `j − B` in proportion to how much of it is still inside the window:
 //!
 //! ```text
 //! B = 1, limit = 10       |--- bucket j−1: 8 ---|--- bucket j: 3 ---|
@@ -13,37 +14,95 @@
 //! ```
 //!
 //! `B = 1` is the two-counter approximation Cloudflare and Upstash use; a larger `B` is the
-//! multi-bucket counter and approaches the exact log as `B` grows. All arithmetic is on
-//! integers (`c[j−B]·(w − e) + (sum + cost)·w ≤ N·w`), so every store agrees exactly.
+//! multi-bucket counter and approaches the exact log as `B` grows. The `accepted` variant
+//! counts allowed requests; `attempts` counts every request (HAProxy's `http_req_rate`),
+//! so a client that keeps hammering stays limited. All arithmetic is on integers
+//! (`c[j−B]·(w − e) + (sum + cost)·w ≤ N·w`), so every store agrees exactly.
+
+mod counts;
+
+use counts::Counts;
+pub use counts::{BucketAdd, BucketCounts};
 
 use super::Algorithm;
+use super::fixed_window::Alignment;
 use super::parameters::{PolicyError, Validation};
-use super::source::{ParameterSource, ReadParameters};
+use super::sliding_log::SlidingLogVariant;
+use super::source::{ParameterSource, ReadParameters, choice};
 use crate::{Decision, Timestamp};
-use smallvec::SmallVec;
+use std::fmt;
 use std::time::Duration;
 
+/// Which requests a sliding window counts: the sliding log's two variants.
+pub type SlidingWindowVariant = SlidingLogVariant;
+
+/// Everything that defines a sliding window counter, for [`SlidingWindow::with_settings`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlidingWindowSettings {
+    /// The limit `N` per window.
+    pub limit: u64,
+    /// The window `W`.
+    pub window: Duration,
+    /// The number of buckets `B`, which must divide the window.
+    pub buckets: u64,
+    /// Which requests are counted.
+    pub variant: SlidingWindowVariant,
+    /// Where the bucket grid starts.
+    pub alignment: Alignment,
+}
+
 /// The sliding window counter: an estimated `limit` per `window`, over `buckets` buckets.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct SlidingWindow {
     limit: u64,
     window: u64,
     buckets: u64,
     /// Bucket width `w`, µs.
     width: u64,
+    variant: SlidingWindowVariant,
+    alignment: Alignment,
+}
+
+/// Where a request falls on its key's bucket grid.
+#[derive(Clone, Copy, Debug)]
+struct Position {
+    /// The grid's origin (µs).
+    anchor: u64,
+    /// The time judged at: `now`, or the start of the newest counted bucket if later.
+    now: u64,
+    /// The bucket `j`.
+    bucket: u64,
+    /// `e`, µs into bucket `j`.
+    into: u64,
+    /// True when the request starts a new grid (anchored windows on a fresh state).
+    restarted: bool,
 }
 
 impl SlidingWindow {
     /// The largest number of buckets: state and work per decision grow with it.
     pub const MAX_BUCKETS: u64 = 10_000;
 
-    /// A sliding window counter of `limit` per `window`, with `buckets` buckets.
+    /// A sliding window counter of `limit` per `window`, with `buckets` clock-aligned
+    /// buckets, counting allowed requests.
+    ///
+    /// # Errors
+    ///
+    /// As [`with_settings`](Self::with_settings).
+    pub fn new(limit: u64, window: Duration, buckets: u64) -> Result<Self, PolicyError> {
+        let variant = SlidingWindowVariant::Accepted;
+        Self::with_settings(SlidingWindowSettings { limit, window, buckets, variant, alignment: Alignment::Aligned })
+    }
+
+    /// The sliding window counter `settings` describe.
     ///
     /// # Errors
     ///
     /// When a parameter is zero, `buckets` exceeds [`MAX_BUCKETS`](Self::MAX_BUCKETS),
-    /// `window` is not divisible by `buckets`, or `limit × window / buckets` is not below 2^53.
-    pub fn new(limit: u64, window: Duration, buckets: u64) -> Result<Self, PolicyError> {
+    /// `window` is not divisible by `buckets`, or `limit × window / buckets` is not below
+    /// 2^53; under `attempts`, also when `limit × (window + window / buckets)` is not (the
+    /// counters of a key that keeps hammering reach `limit × width` each).
+    pub fn with_settings(settings: SlidingWindowSettings) -> Result<Self, PolicyError> {
+        let SlidingWindowSettings { limit, window, buckets, variant, alignment } = settings;
         let mut checks = Validation::default();
         checks.require(limit >= 1, "limit", "must be at least 1");
         let window = checks.micros("window", window);
@@ -58,8 +117,12 @@ impl SlidingWindow {
             }
             let message = "limit × bucket width (µs) must be below 2^53";
             checks.exact_with("limit", u128::from(limit) * u128::from(width), message);
+            if variant == SlidingWindowVariant::Attempts && !checks.failed("limit") {
+                let message = "with variant attempts, limit × (window + bucket width) (µs) must be below 2^53";
+                checks.exact_with("limit", u128::from(limit) * (u128::from(window) + u128::from(width)), message);
+            }
         }
-        checks.finish(|| SlidingWindow { limit, window, buckets, width })
+        checks.finish(|| SlidingWindow { limit, window, buckets, width, variant, alignment })
     }
 
     /// The limit `N`.
@@ -77,30 +140,56 @@ impl SlidingWindow {
         self.buckets
     }
 
+    /// Which requests are counted.
+    pub fn variant(&self) -> SlidingWindowVariant {
+        self.variant
+    }
+
+    /// Where the bucket grid starts.
+    pub fn alignment(&self) -> Alignment {
+        self.alignment
+    }
+
     /// The bucket width `w`, µs.
-    pub(crate) fn width(&self) -> u64 {
+    pub fn width(&self) -> u64 {
         self.width
     }
 
-    /// Admitted cost in bucket `index`, given the key's state as of bucket `current`.
-    fn count(&self, state: &BucketCounts, index: Option<u64>) -> u64 {
-        match index {
-            Some(index) if !state.counts.is_empty() && index <= state.newest => {
-                if state.newest - index > self.buckets {
-                    0
-                } else {
-                    state.counts[(index % (self.buckets + 1)) as usize]
-                }
-            }
-            _ => 0,
-        }
+    /// The most a counter holds: `limit × width`. A counter at least this large rejects
+    /// every request, in full or weighted by as little as 1/w, so holding more changes no
+    /// decision; under `attempts` it keeps a hammered key's counters (and their sum over
+    /// `B + 1` buckets) below 2^53.
+    pub fn counter_cap(&self) -> u64 {
+        self.limit * self.width
     }
 
-    /// Sum of buckets `j − B + 1 ..= j` (saturating: a restored state's counters are each
-    /// at most the limit, but their sum is not checked).
-    fn full_sum(&self, state: &BucketCounts, j: u64) -> u64 {
-        let first = j.saturating_sub(self.buckets - 1);
-        (first..=j).map(|i| self.count(state, Some(i))).fold(0, u64::saturating_add)
+    /// The time a request at `now` is judged at: `now`, or the start of the state's newest
+    /// counted bucket if that is later (time never runs backwards inside a state).
+    pub fn judged_at(&self, state: &BucketCounts, now: Timestamp) -> Timestamp {
+        Timestamp::from_micros(self.position(state, now.as_micros()).now)
+    }
+
+    /// The start (µs) of bucket `index` on the grid from `anchor`, saturating.
+    fn start_of(&self, anchor: u64, index: u64) -> u64 {
+        let start = u128::from(anchor) + u128::from(index) * u128::from(self.width);
+        u64::try_from(start).unwrap_or(u64::MAX)
+    }
+
+    /// Where a request at `now` falls: on the state's grid, or at the start of a new one
+    /// when an anchored key's state is fresh (no counted cost in buckets `j − B ..= j`).
+    fn position(&self, state: &BucketCounts, now: u64) -> Position {
+        let held = !state.counts.is_empty();
+        let anchor = match self.alignment {
+            Alignment::Aligned => 0,
+            Alignment::Anchored => state.anchor,
+        };
+        let now = if held { now.max(self.start_of(anchor, state.newest)) } else { now };
+        let fresh = !held || now >= self.start_of(anchor, state.newest.saturating_add(self.buckets + 1));
+        if self.alignment == Alignment::Anchored && fresh {
+            return Position { anchor: now, now, bucket: 0, into: 0, restarted: true };
+        }
+        let since = now - anchor;
+        Position { anchor, now, bucket: since / self.width, into: since % self.width, restarted: false }
     }
 
     /// Largest `k` with `prev·(w − e) + (sum + k)·w ≤ N·w`, or 0.
@@ -112,23 +201,22 @@ impl SlidingWindow {
         u64::try_from(fits.saturating_sub(u128::from(sum))).unwrap_or(u64::MAX)
     }
 
-    /// µs from `now` until the state is fresh, if bucket `newest` is the newest non-empty one.
-    fn reset_after(&self, newest: Option<u64>, j: u64, now: u64) -> u64 {
+    /// µs from `at` until the state is fresh, if bucket `newest` is the newest counted one.
+    fn reset_after(&self, newest: Option<u64>, at: &Position) -> u64 {
         match newest {
-            Some(n) if j - n <= self.buckets => {
-                let end = (u128::from(n) + u128::from(self.buckets) + 1) * u128::from(self.width);
-                u64::try_from(end).unwrap_or(u64::MAX).saturating_sub(now)
+            Some(n) if at.bucket - n <= self.buckets => {
+                self.start_of(at.anchor, n.saturating_add(self.buckets + 1)).saturating_sub(at.now)
             }
             _ => 0,
         }
     }
 
-    /// µs until a request of `cost ≤ limit` fits if nothing else is admitted meanwhile.
-    fn retry_after(&self, state: &BucketCounts, j: u64, e: u64, cost: u64) -> u64 {
+    /// µs until a request of `cost ≤ limit` fits if nothing else is counted meanwhile.
+    fn retry_after(&self, counts: &Counts<'_>, j: u64, e: u64, cost: u64) -> u64 {
         let w = u128::from(self.width);
         let budget = u128::from(self.limit) * w;
-        let mut prev = self.count(state, j.checked_sub(self.buckets));
-        let mut sum = self.full_sum(state, j);
+        let mut prev = counts.at(j.checked_sub(self.buckets));
+        let mut sum = counts.full_sum(j);
         // Saturating: a time near the end of `u64` must not overflow (nor panic).
         for k in j..=j.saturating_add(self.buckets + 1) {
             let earliest = if k == j { u128::from(e) } else { 0 };
@@ -145,18 +233,30 @@ impl SlidingWindow {
                 }
             }
             // Move to bucket k + 1: bucket k − B + 1 becomes the partial one.
-            prev = self.count(state, k.saturating_add(1).checked_sub(self.buckets));
+            prev = counts.at(k.saturating_add(1).checked_sub(self.buckets));
             sum = sum.saturating_sub(prev);
         }
         self.window
     }
-}
 
-/// What [`SlidingWindow::record`] needs: the bucket and the cost to add to it.
-#[derive(Clone, Copy, Debug)]
-pub struct BucketAdd {
-    bucket: u64,
-    cost: u64,
+    /// The answer to a rejected request of `cost ≥ 1` judged on `counts` (`room` < `cost`).
+    fn rejection(&self, counts: Counts<'_>, at: &Position, cost: u64, room: u64) -> Decision {
+        let (n, j, e) = (self.limit, at.bucket, at.into);
+        if self.variant == SlidingWindowVariant::Attempts {
+            // The attempt is counted: every field is computed on the state that holds it.
+            let counts = counts.with(j, cost);
+            let reset_after = self.reset_after(counts.newest(), at);
+            if cost > n {
+                return Decision::never(n, 0, reset_after);
+            }
+            return Decision::reject(n, 0, reset_after, self.retry_after(&counts, j, e, cost));
+        }
+        let reset_after = self.reset_after(counts.newest(), at);
+        if cost > n {
+            return Decision::never(n, room, reset_after);
+        }
+        Decision::reject(n, room, reset_after, self.retry_after(&counts, j, e, cost))
+    }
 }
 
 impl Algorithm for SlidingWindow {
@@ -180,51 +280,57 @@ impl Algorithm for SlidingWindow {
         Duration::from_micros(self.window + self.window / self.buckets)
     }
 
+    /// `limit`, `window_us`, `buckets`, then `variant` and `alignment` where they are not
+    /// the defaults (so the limits written before these choices existed keep their ids).
     fn parameters(&self) -> Vec<(&'static str, String)> {
-        vec![
+        let mut parameters = vec![
             ("limit", self.limit.to_string()),
             ("window_us", self.window.to_string()),
             ("buckets", self.buckets.to_string()),
-        ]
+        ];
+        if self.variant != SlidingWindowVariant::default() {
+            parameters.push(("variant", self.variant.name().to_owned()));
+        }
+        if self.alignment != Alignment::default() {
+            parameters.push(("alignment", self.alignment.name().to_owned()));
+        }
+        parameters
+    }
+
+    fn records_rejections(&self) -> bool {
+        self.variant == SlidingWindowVariant::Attempts
     }
 
     #[inline(always)]
     fn decide(&self, state: &BucketCounts, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
-        let newest = (!state.counts.is_empty()).then_some(state.newest);
-        // Time never runs backwards inside a state: not before its newest bucket's start.
-        let floor = newest.map_or(0, |n| n.saturating_mul(self.width));
-        let now = now.as_micros().max(floor);
-        let j = now / self.width;
-        let e = now - j * self.width;
-        let prev = self.count(state, j.checked_sub(self.buckets));
-        let sum = self.full_sum(state, j);
-        let room = self.room(prev, sum, e);
-        let n = self.limit;
-        let reset_after = self.reset_after(newest, j, now);
+        let at = self.position(state, now.as_micros());
+        let fresh = BucketCounts::default();
+        let counts = Counts::new(if at.restarted { &fresh } else { state }, self.buckets, self.counter_cap());
+        let (n, j, e) = (self.limit, at.bucket, at.into);
+        let prev = counts.at(j.checked_sub(self.buckets));
+        let room = self.room(prev, counts.full_sum(j), e);
         if cost == 0 {
+            let reset_after = self.reset_after(counts.newest(), &at);
             let decision = if room >= 1 {
                 Decision::allow(n, room, reset_after)
             } else {
-                Decision::reject(n, 0, reset_after, self.retry_after(state, j, e, 1))
+                Decision::reject(n, 0, reset_after, self.retry_after(&counts, j, e, 1))
             };
             return (decision, None);
         }
-        if cost > n {
-            return (Decision::never(n, room, reset_after), None);
-        }
+        let plan = Some(BucketAdd { anchor: at.anchor, bucket: j, cost });
         if cost > room {
-            let retry = self.retry_after(state, j, e, cost);
-            return (Decision::reject(n, room, reset_after, retry), None);
+            return (self.rejection(counts, &at, cost, room), plan);
         }
-        let reset_after = self.reset_after(Some(j), j, now);
-        let plan = BucketAdd { bucket: j, cost };
-        (Decision::allow(n, room - cost, reset_after), Some(plan))
+        (Decision::allow(n, room - cost, self.reset_after(Some(j), &at)), plan)
     }
 
     #[inline(always)]
     fn record(&self, state: &mut BucketCounts, plan: Self::Plan, admitted: bool) {
-        if let (true, Some(add)) = (admitted, plan) {
-            state.add(add, self.buckets + 1);
+        if let Some(add) = plan
+            && (admitted || self.records_rejections())
+        {
+            state.add(add, self.buckets + 1, self.counter_cap());
         }
     }
 
@@ -232,8 +338,8 @@ impl Algorithm for SlidingWindow {
         if state.counts.is_empty() {
             return Timestamp::EPOCH;
         }
-        let end = (u128::from(state.newest) + u128::from(self.buckets) + 1) * u128::from(self.width);
-        Timestamp::from_micros(u64::try_from(end).unwrap_or(u64::MAX))
+        let anchor = if self.alignment == Alignment::Anchored { state.anchor } else { 0 };
+        Timestamp::from_micros(self.start_of(anchor, state.newest.saturating_add(self.buckets + 1)))
     }
 }
 
@@ -242,54 +348,61 @@ impl ReadParameters for SlidingWindow {
         let limit = source.count("limit", 1, None);
         let window = source.duration("window");
         let buckets = source.count("buckets", 1, Some(1));
-        Some(SlidingWindow::new(limit?, window?, buckets?))
+        let variant = choice(source, "variant", &SlidingWindowVariant::ALL, SlidingWindowVariant::name);
+        let alignment = choice(source, "alignment", &Alignment::ALL, Alignment::name);
+        let settings = SlidingWindowSettings {
+            limit: limit?,
+            window: window?,
+            buckets: buckets?,
+            variant: variant?,
+            alignment: alignment?,
+        };
+        Some(SlidingWindow::with_settings(settings))
     }
 }
 
-/// A key's bucket counts: a ring of `B + 1` counters ending at bucket `newest`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct BucketCounts {
-    /// Index of the newest bucket with admitted cost (`floor(t / w)`).
-    pub(crate) newest: u64,
-    /// Counters by `bucket % (B + 1)`; empty for a fresh key.
-    pub(crate) counts: SmallVec<[u64; 2]>,
-}
-
-impl BucketCounts {
-    /// The state whose newest bucket is `newest`, with counters `counts` by
-    /// `bucket % (B + 1)` (empty for a fresh key): for stores that keep it in their own
-    /// layout, such as the Redis module's packed string.
-    pub fn from_parts(newest: u64, counts: &[u64]) -> Self {
-        BucketCounts { newest, counts: SmallVec::from_slice(counts) }
-    }
-
-    /// Index of the newest bucket with admitted cost (meaningless when fresh).
-    pub fn newest(&self) -> u64 {
-        self.newest
-    }
-
-    /// Counters by `bucket % (B + 1)`; empty for a fresh key.
-    pub fn counts(&self) -> &[u64] {
-        &self.counts
-    }
-
-    fn add(&mut self, add: BucketAdd, slots: u64) {
-        if self.counts.is_empty() {
-            self.counts.resize(slots as usize, 0);
-        } else if add.bucket > self.newest {
-            // Buckets skipped since the newest one hold nothing any more.
-            let skipped = (add.bucket - self.newest).min(slots);
-            for i in 1..=skipped {
-                self.counts[((self.newest + i) % slots) as usize] = 0;
-            }
+/// The fields in declaration order, the variant and the alignment only where they are not
+/// the defaults: the text of policies made before those choices existed is unchanged, and
+/// the first identity scheme hashed it ([`LimitId::legacy`](crate::LimitId)).
+impl fmt::Debug for SlidingWindow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut fields = f.debug_struct("SlidingWindow");
+        fields.field("limit", &self.limit).field("window", &self.window).field("buckets", &self.buckets);
+        fields.field("width", &self.width);
+        if self.variant != SlidingWindowVariant::default() {
+            fields.field("variant", &self.variant);
         }
-        self.newest = self.newest.max(add.bucket);
-        let slot = &mut self.counts[(add.bucket % slots) as usize];
-        *slot = slot.saturating_add(add.cost);
+        if self.alignment != Alignment::default() {
+            fields.field("alignment", &self.alignment);
+        }
+        fields.finish()
     }
+}
 
-    /// Bytes this state holds on the heap (none for up to two counters).
-    pub fn heap_bytes(&self) -> usize {
-        if self.counts.spilled() { self.counts.capacity() * size_of::<u64>() } else { 0 }
+impl SlidingWindow {
+    /// Why `state` cannot have been written by this policy, if it cannot: the wrong number
+    /// of counters, a bucket past the end of time, a counter above
+    /// [`counter_cap`](Self::counter_cap) (above the limit when only allowed requests are
+    /// counted), or an anchor on a clock-aligned grid. Stores that read states from outside
+    /// (snapshots, the Redis module) refuse these: the arithmetic relies on what it stores.
+    pub fn impossible_state(&self, state: &BucketCounts) -> Option<String> {
+        let slots = state.counts.len() as u64;
+        if slots == 0 {
+            return None;
+        }
+        if slots != self.buckets + 1 {
+            return Some(format!("a sliding window of {slots} counters for {} buckets", self.buckets));
+        }
+        if self.alignment == Alignment::Aligned && state.anchor != 0 {
+            return Some(format!("a clock-aligned sliding window anchored at {} µs", state.anchor));
+        }
+        // A bucket's start is a time: no time reaches further.
+        if self.start_of(state.anchor, state.newest) == u64::MAX {
+            let width = self.width;
+            return Some(format!("a newest bucket {} past the end of time for a width of {width} µs", state.newest));
+        }
+        let most = if self.records_rejections() { self.counter_cap() } else { self.limit };
+        let over = state.counts.iter().find(|&&count| count > most)?;
+        Some(format!("a sliding window bucket counting {over}, more than the limit of {most}"))
     }
 }

@@ -88,6 +88,11 @@ impl<'a> DefinitionReader<'a> {
         Ok(name)
     }
 
+    /// True when the next line is `field=…`.
+    fn next_is(&self, field: &str) -> bool {
+        self.rest.strip_prefix(field).is_some_and(|rest| rest.starts_with('='))
+    }
+
     /// The value of the next line, which must be `field=value`.
     fn field(&mut self, field: &str) -> Result<&'a str, DefinitionError> {
         let line = self.line()?;
@@ -137,7 +142,15 @@ impl ParameterSource for DefinitionLines<'_, '_> {
         self.micros(name)
     }
 
-    fn word(&mut self, name: &'static str, words: &[&'static str], _: Option<usize>) -> Option<usize> {
+    /// A choice with a default may be left out (a definition writes it only when it is not
+    /// the default: see [`Algorithm::parameters`](crate::Algorithm::parameters)).
+    fn word(&mut self, name: &'static str, words: &[&'static str], default: Option<usize>) -> Option<usize> {
+        if let Some(default) = default
+            && self.problem.is_none()
+            && !self.reader.next_is(name)
+        {
+            return Some(default);
+        }
         let value = self.value(name)?.to_owned();
         let found = words.iter().position(|word| *word == value);
         if found.is_none() {

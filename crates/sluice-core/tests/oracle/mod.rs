@@ -22,7 +22,7 @@ pub(crate) trait Oracle: fmt::Debug {
     fn decide(&self, now: u64, cost: u64) -> Decision;
 
     /// Records the request of `cost` at `now`: `admitted` is true when every policy checked
-    /// together allowed it. Only the sliding log's `attempts` variant records a rejection.
+    /// together allowed it. Only the `attempts` variants record a rejection.
     fn commit(&mut self, now: u64, cost: u64, admitted: bool);
 
     /// Decides and commits a request checked alone.

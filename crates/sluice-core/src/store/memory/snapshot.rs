@@ -5,19 +5,19 @@
 //! Timestamps in states are µs since the Unix epoch (the [`SystemClock`](crate::SystemClock)
 //! is anchored on the wall clock), so they keep their meaning in the next process.
 //!
-//! # Format, version 3
+//! # Format, version 4
 //!
 //! Integers are little-endian and fixed-width.
 //!
 //! ```text
-//! snapshot = magic "SLUICEMS" (8 bytes) | version: u16 = 3 | taken_at: u64 (µs, store clock)
+//! snapshot = magic "SLUICEMS" (8 bytes) | version: u16 = 4 | taken_at: u64 (µs, store clock)
 //!            | table* | 0: u8 (end of tables) | crc32: u32 (CRC-32 of every byte before it)
 //! table    = tag: u8 | limit id: u64 | definition length: u32 | definition (UTF-8)
 //!            | count: u64 | entry{count}
 //! entry    = key length: u16 (1..=1024) | key bytes | state (by tag)
 //! tag 1  sliding_log     len: u32 | len × timestamp: u64, oldest first
 //! tag 2  fixed_window    start: u64 | used: u64
-//! tag 3  sliding_window  newest bucket: u64 | slots: u32 | slots × count: u64 (by bucket % slots)
+//! tag 3  sliding_window  anchor: u64 | newest bucket: u64 | slots: u32 | slots × count: u64 (by bucket % slots)
 //! tag 4  token_bucket    taken: u64 | last refill: u64
 //! tag 5  leaky_bucket    tat: u64
 //! ```
@@ -28,8 +28,9 @@
 //! run time rather than configured (Envoy's per-descriptor overrides) can be restored too:
 //! see [`MemoryStore::restore_adopting`].
 //!
-//! Version 2 had no definitions; version 1 neither, and limit ids of the first identity
-//! scheme (a hash of the policy's `Debug` text). Both are still read, matching each table
+//! Version 3 had no anchor in sliding window states (their grids were all clock-aligned);
+//! version 2 had no definitions either; version 1 neither, and limit ids of the first identity
+//! scheme (a hash of the policy's `Debug` text). All three are still read, matching each table
 //! to the limits given (by that scheme for version 1), so the first restart after an
 //! upgrade keeps every configured limit's states; a table that matches no limit is skipped
 //! and counted in [`RestoreReport::skipped_limits`], never read as another limit's.

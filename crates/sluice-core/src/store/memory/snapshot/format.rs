@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 /// The first bytes of every snapshot.
 pub(super) const MAGIC: [u8; 8] = *b"SLUICEMS";
 /// The format this build writes.
-pub(super) const VERSION: u16 = 3;
+pub(super) const VERSION: u16 = 4;
+/// The format before sliding window states carried their grid's anchor.
+pub(super) const VERSION_WITHOUT_ANCHORS: u16 = 3;
 /// The format before tables carried their limit's definition.
 const VERSION_WITHOUT_DEFINITIONS: u16 = 2;
 /// The first format: as version 2, but its limit ids are [`LimitId::legacy`] ones.
@@ -74,7 +76,7 @@ pub(super) fn parse<'a>(
             break;
         }
         let id = LimitId(input.u64()?);
-        let definition = if version >= VERSION { Some(read_definition(&mut input, id)?) } else { None };
+        let definition = if version >= VERSION_WITHOUT_ANCHORS { Some(read_definition(&mut input, id)?) } else { None };
         let count = input.u64()?;
         let limit = match limits.iter().position(|limit| id_of(limit) == id && tag_of(limit.policy()) == tag) {
             Some(index) => Some(index),
@@ -141,7 +143,7 @@ fn open(bytes: &[u8]) -> Result<(u16, Timestamp, Reader<'_>), SnapshotError> {
     }
     let mut input = Reader::new(bytes, MAGIC.len());
     let found = input.u16()?;
-    if ![VERSION, VERSION_WITHOUT_DEFINITIONS, VERSION_LEGACY_IDS].contains(&found) {
+    if ![VERSION, VERSION_WITHOUT_ANCHORS, VERSION_WITHOUT_DEFINITIONS, VERSION_LEGACY_IDS].contains(&found) {
         return Err(SnapshotError::UnsupportedVersion { found });
     }
     let Some(body) = bytes.len().checked_sub(TRAILER).filter(|&body| body >= HEADER) else {
@@ -151,7 +153,7 @@ fn open(bytes: &[u8]) -> Result<(u16, Timestamp, Reader<'_>), SnapshotError> {
     if crc32fast::hash(body).to_le_bytes() != trailer {
         return Err(SnapshotError::Checksum);
     }
-    let mut input = Reader::new(body, input.offset());
+    let mut input = Reader::new(body, input.offset()).of_version(found);
     let taken_at = Timestamp::from_micros(input.u64()?);
     Ok((found, taken_at, input))
 }

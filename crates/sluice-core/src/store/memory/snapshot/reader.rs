@@ -8,12 +8,24 @@ pub(crate) struct Reader<'a> {
     bytes: &'a [u8],
     /// Offset of the next byte, from the start of the snapshot.
     at: usize,
+    /// The snapshot's format version (the current one until told).
+    version: u16,
 }
 
 impl<'a> Reader<'a> {
     /// A cursor at `offset` of `bytes`.
     pub(crate) fn new(bytes: &'a [u8], offset: usize) -> Self {
-        Reader { bytes, at: offset }
+        Reader { bytes, at: offset, version: super::format::VERSION }
+    }
+
+    /// The same cursor, reading a snapshot of format `version`.
+    pub(crate) fn of_version(self, version: u16) -> Self {
+        Reader { version, ..self }
+    }
+
+    /// The snapshot's format version.
+    pub(crate) fn version(&self) -> u16 {
+        self.version
     }
 
     /// The offset of the next byte.

@@ -1,6 +1,7 @@
 //! Each algorithm's state in a snapshot: its tag, its bytes, and what makes one impossible.
 
 use super::SnapshotError;
+use super::format::VERSION_WITHOUT_ANCHORS;
 use super::reader::Reader;
 use crate::Policy;
 use crate::algorithm::Algorithm;
@@ -150,38 +151,28 @@ impl Persist for FixedWindow {
 impl Persist for SlidingWindow {
     const TAG: u8 = 3;
 
-    /// `newest` bucket, `slots: u32`, then the `slots` counters by `bucket % slots`
-    /// (`B + 1` of them, none for a fresh key).
+    /// The grid's `anchor` (from format version 4), the `newest` bucket, `slots: u32`, then
+    /// the `slots` counters by `bucket % slots` (`B + 1` of them, none for a fresh key).
     fn encode(state: &BucketCounts, out: &mut Vec<u8>) {
+        put(out, state.anchor);
         put(out, state.newest);
         out.extend_from_slice(&(state.counts.len() as u32).to_le_bytes());
         state.counts.iter().for_each(|&count| put(out, count));
     }
 
     fn decode(input: &mut Reader<'_>) -> Result<BucketCounts, SnapshotError> {
+        let anchor = if input.version() > VERSION_WITHOUT_ANCHORS { input.u64()? } else { 0 };
         let newest = input.u64()?;
         let slots = input.u32()?;
         if u64::from(slots) > SlidingWindow::MAX_BUCKETS + 1 {
             return Err(input.invalid(format!("a sliding window of {slots} counters")));
         }
-        let counts = (0..slots).map(|_| input.u64()).collect::<Result<_, _>>()?;
-        Ok(BucketCounts { newest, counts })
+        let counts = (0..slots).map(|_| input.u64()).collect::<Result<Vec<_>, _>>()?;
+        Ok(BucketCounts::from_parts(newest, &counts).with_anchor(anchor))
     }
 
     fn impossible(&self, state: &BucketCounts) -> Option<String> {
-        let slots = state.counts.len() as u64;
-        if slots != 0 && slots != self.buckets() + 1 {
-            return Some(format!("a sliding window of {slots} counters for {} buckets", self.buckets()));
-        }
-        // A bucket's index is a time divided by the width: no time reaches further.
-        if slots != 0 && state.newest > u64::MAX / self.width() {
-            return Some(format!(
-                "a newest bucket {} past the end of time for a width of {} µs",
-                state.newest,
-                self.width()
-            ));
-        }
-        state.counts.iter().find_map(|&count| over("a sliding window bucket counting", count, self.limit()))
+        self.impossible_state(state)
     }
 
     fn of(state: &AnyState) -> Option<&BucketCounts> {
