@@ -24,13 +24,20 @@
 use crate::algorithm::Algorithm;
 use crate::{
     Alignment, Decision, FixedWindow, Key, LeakMode, LeakyBucket, Limit, Policy, SlidingLog, SlidingLogVariant,
-    SlidingWindow, Store, StoreError, Timestamp, TokenBucket, TokenBucketSettings, Verdict,
+    SlidingWindow, SlidingWindowSettings, SlidingWindowVariant, Store, StoreError, Timestamp, TokenBucket,
+    TokenBucketSettings, Verdict,
 };
 use std::future::Future;
 use std::time::Duration;
 
 fn ms(millis: u64) -> Duration {
     Duration::from_millis(millis)
+}
+
+/// A sliding window counter of `limit` per 10 ms over `buckets` buckets.
+fn sliding_window(limit: u64, buckets: u64, variant: SlidingWindowVariant, alignment: Alignment) -> Policy {
+    let settings = SlidingWindowSettings { limit, window: ms(10), buckets, variant, alignment };
+    SlidingWindow::with_settings(settings).expect("valid parameters").into()
 }
 
 /// One policy of each algorithm and variant, with small parameters so a short trace hits
@@ -43,6 +50,9 @@ pub fn policies() -> Vec<Policy> {
         FixedWindow::new(3, ms(10), Alignment::Anchored, Duration::ZERO).expect("valid parameters").into(),
         SlidingWindow::new(4, ms(10), 1).expect("valid parameters").into(),
         SlidingWindow::new(4, ms(10), 5).expect("valid parameters").into(),
+        sliding_window(4, 5, SlidingWindowVariant::Attempts, Alignment::Aligned),
+        sliding_window(4, 1, SlidingWindowVariant::Accepted, Alignment::Anchored),
+        sliding_window(4, 5, SlidingWindowVariant::Attempts, Alignment::Anchored),
         TokenBucket::new(TokenBucketSettings { capacity: 3, refill_amount: 2, refill_interval: ms(4) })
             .expect("valid parameters")
             .into(),

@@ -23,6 +23,7 @@ pub use decision::{Decision, Quota, RetryAfter};
 pub use limit::{DefinitionError, Key, KeyError, Limit, LimitId};
 pub use limiter::{BuildError, CheckError, RateLimiter, RateLimiterBuilder};
 pub use policy::Policy;
+pub use policy::wire::{WireError, WirePolicy};
 pub use store::memory::{MemoryStore, MemoryStoreBuilder, RestoreReport, SnapshotError};
 pub use store::{Source, Store, StoreError, Verdict};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};

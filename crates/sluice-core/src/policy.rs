@@ -1,5 +1,9 @@
 //! The closed set of algorithms a limit can use, and the one dispatch over them.
 
+#[cfg(test)]
+mod arbitrary;
+pub(crate) mod wire;
+
 use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::leaky_bucket::LeakyBucket;
 use crate::algorithm::sliding_log::SlidingLog;

@@ -1,13 +1,9 @@
 //! The command's arguments: where its keys are, and the packed argument the Lua scripts take
 //! (`crates/sluice-redis/lua/common.lua`), validated before anything is read or written.
 
-use sluice_core::{
-    Alignment, EXACT_LIMIT, FixedWindow, LeakMode, LeakyBucket, Policy, SlidingLog, SlidingLogVariant, SlidingWindow,
-    TokenBucket, TokenBucketSettings,
-};
+use sluice_core::{EXACT_LIMIT, Policy, WirePolicy};
 use smallvec::SmallVec;
 use std::cell::RefCell;
-use std::time::Duration;
 
 /// Bytes of the packed argument before the first limit: `now`, `cost`, `extra_ms`, `min_ttl_ms`.
 const HEAD: usize = 32;
@@ -84,11 +80,14 @@ pub(crate) fn parse(packed: &[u8], deadline: Option<&[u8]>) -> Result<Check, Str
 /// The policy of one limit's 40 bytes (algorithm id and `p1..p4`).
 fn limit_policy(spec: &[u8]) -> Result<Policy, String> {
     let field = |k: usize| double(spec, k);
-    let id = integer(field(0)?, "algorithm id", 1, 5)?;
+    let id = integer(field(0)?, "algorithm id", 1, 255)?;
     let params = [field(1)?, field(2)?, field(3)?, field(4)?];
     let params = params.map(|p| integer(p, "parameter", 0, EXACT_LIMIT - 1));
     let [p1, p2, p3, p4] = params;
-    policy(id, [p1?, p2?, p3?, p4?])
+    // The core's wire form, read back through the algorithms' own constructors: a parameter
+    // the configuration would refuse is refused here too.
+    let wire = WirePolicy { algorithm: u8::try_from(id).unwrap_or(0), params: [p1?, p2?, p3?, p4?] };
+    Policy::from_wire(wire).map_err(|error| error.to_string())
 }
 
 /// How many policies [`built`] keeps (per thread: Redis runs commands on one).
@@ -145,46 +144,6 @@ fn integer(value: f64, name: &str, min: u64, max: u64) -> Result<u64, String> {
         return Ok(value as u64);
     }
     Err(format!("{name} {value} is not an integer in {min}..={max}"))
-}
-
-/// The policy that algorithm `id` with parameters `p` stands for (`script.rs`'s `script_args`
-/// read backwards), through the core's constructors: a parameter the configuration would
-/// refuse is refused here too. Unused parameters must be 0, and flags 0 or 1.
-fn policy(id: u64, p: [u64; 4]) -> Result<Policy, String> {
-    let us = Duration::from_micros;
-    let flag = |value: u64| match value {
-        0 => Ok(false),
-        1 => Ok(true),
-        other => Err(format!("a flag is {other}, not 0 or 1")),
-    };
-    let unused = |value: u64| if value == 0 { Ok(()) } else { Err(format!("an unused parameter is {value}, not 0")) };
-    let policy = match id {
-        1 => {
-            let variant = if flag(p[2])? { SlidingLogVariant::Attempts } else { SlidingLogVariant::Accepted };
-            unused(p[3])?;
-            SlidingLog::new(p[0], us(p[1]), variant).map(Policy::from)
-        }
-        2 => {
-            let alignment = if flag(p[2])? { Alignment::Anchored } else { Alignment::Aligned };
-            FixedWindow::new(p[0], us(p[1]), alignment, us(p[3])).map(Policy::from)
-        }
-        3 => {
-            unused(p[3])?;
-            let window = p[1].checked_mul(p[2]).ok_or("the window (width × buckets) overflows")?;
-            SlidingWindow::new(p[0], us(window), p[2]).map(Policy::from)
-        }
-        4 => {
-            unused(p[3])?;
-            let settings = TokenBucketSettings { capacity: p[0], refill_amount: p[1], refill_interval: us(p[2]) };
-            TokenBucket::new(settings).map(Policy::from)
-        }
-        _ => {
-            let mode = if flag(p[2])? { LeakMode::Delay } else { LeakMode::NoDelay };
-            unused(p[3])?;
-            LeakyBucket::new(us(p[0]), p[1], mode).map(Policy::from)
-        }
-    };
-    policy.map_err(|error| error.to_string())
 }
 
 #[cfg(test)]

@@ -74,8 +74,12 @@ pub(crate) fn run(
 /// A judged limit, not yet recorded.
 #[derive(Debug)]
 enum Pending<'a> {
-    /// The value to store if the request is admitted, and µs until it is fresh again.
-    Replace(Option<(Bytes, u64)>),
+    /// The value to store if the request is admitted (`always`: recorded either way), and
+    /// µs until it is fresh again.
+    Replace {
+        replacement: Option<(Bytes, u64)>,
+        always: bool,
+    },
     Log(sliding_log::Params, sliding_log::Plan<'a>),
 }
 
@@ -90,12 +94,12 @@ impl Pending<'_> {
         writes: &mut Writes,
     ) -> Result<(), sliding_log::TooLong> {
         match self {
-            Pending::Replace(Some((value, expires_in))) if admitted => {
+            Pending::Replace { replacement: Some((value, expires_in)), always } if admitted || always => {
                 let write = Write::Set { value, ttl_ms: ttl_ms(check, expires_in) };
                 writes.push((index, write));
                 Ok(())
             }
-            Pending::Replace(_) => Ok(()),
+            Pending::Replace { .. } => Ok(()),
             Pending::Log(params, plan) => {
                 let ttl_ms = ttl_ms(check, params.window);
                 sliding_log::record(params, &plan, admitted, ttl_ms, &mut |write| writes.push((index, write)))
@@ -125,9 +129,10 @@ fn decide<'a>(
     }
 }
 
-/// The core's own `decide` on a state whose layout is its core state. What an admitted
+/// The core's own `decide` on a state whose layout is its core state. What a recorded
 /// request stores is the core's `record` of it, fresh again after the decision's
-/// `reset_after` (the scripts' TTL for these algorithms).
+/// `reset_after` (the scripts' TTL for these algorithms). A request is recorded when it is
+/// admitted, or in any case where the algorithm records rejections (`attempts`).
 fn decide_core<A: Layout>(
     algorithm: &A,
     raw: Option<&[u8]>,
@@ -137,11 +142,12 @@ fn decide_core<A: Layout>(
     let mut state = algorithm.read(raw)?;
     let at = algorithm.judged_at(&state, now);
     let (decision, plan) = algorithm.decide(&state, Timestamp::from_micros(now), cost);
-    let replacement = (decision.allowed && cost > 0).then(|| {
+    let always = algorithm.records_rejections();
+    let replacement = (cost > 0 && (decision.allowed || always)).then(|| {
         algorithm.record(&mut state, plan, true);
         (algorithm.write(&state), micros(decision.reset_after))
     });
-    Ok((fields(&decision, at), Pending::Replace(replacement)))
+    Ok((fields(&decision, at), Pending::Replace { replacement, always }))
 }
 
 /// A decision as the scripts reply it.

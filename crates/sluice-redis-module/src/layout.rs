@@ -6,7 +6,7 @@ use sluice_core::algorithm::fixed_window::WindowCount;
 use sluice_core::algorithm::leaky_bucket::Tat;
 use sluice_core::algorithm::sliding_window::BucketCounts;
 use sluice_core::algorithm::token_bucket::Tokens;
-use sluice_core::{Algorithm, EXACT_LIMIT, FixedWindow, LeakyBucket, SlidingWindow, TokenBucket};
+use sluice_core::{Algorithm, Alignment, EXACT_LIMIT, FixedWindow, LeakyBucket, SlidingWindow, Timestamp, TokenBucket};
 use smallvec::SmallVec;
 
 /// A value or part of one, as written: on the stack up to 64 bytes (every state but a
@@ -86,34 +86,41 @@ impl Layout for LeakyBucket {
     }
 }
 
-/// The newest bucket's index, then `B + 1` counters by `bucket % (B + 1)`.
+/// The newest bucket's index, then `B + 1` counters by `bucket % (B + 1)`, then (anchored
+/// grids only) the grid's anchor (µs): `lua/sliding_window.lua`'s layout.
 impl Layout for SlidingWindow {
     fn read(&self, raw: Option<&[u8]>) -> Result<BucketCounts, Malformed> {
         let Some(raw) = raw else { return Ok(BucketCounts::default()) };
         let slots = usize::try_from(self.buckets() + 1).map_err(|_| Malformed)?;
-        if raw.len() != 8 * (slots + 1) {
+        let anchored = usize::from(self.alignment() == Alignment::Anchored);
+        if raw.len() != 8 * (slots + 1 + anchored) {
             return Err(Malformed);
         }
         let newest = number(&raw[..8])?;
-        let counts = raw[8..].chunks_exact(8).map(number).collect::<Result<SmallVec<[u64; 8]>, _>>()?;
+        let counted = &raw[8..8 * (slots + 1)];
+        let counts = counted.chunks_exact(8).map(number).collect::<Result<SmallVec<[u64; 8]>, _>>()?;
+        let anchor = if anchored == 1 { number(&raw[8 * (slots + 1)..])? } else { 0 };
+        let state = BucketCounts::from_parts(newest, &counts).with_anchor(anchor);
         // The newest bucket starts before 2^53 µs, as every time the scripts handle.
-        let width = micros(self.window()) / self.buckets();
-        if newest.checked_mul(width).is_none_or(|start| start >= EXACT_LIMIT) {
+        let start = u128::from(anchor) + u128::from(newest) * u128::from(self.width());
+        if start >= u128::from(EXACT_LIMIT) || self.impossible_state(&state).is_some() {
             return Err(Malformed);
         }
-        Ok(BucketCounts::from_parts(newest, &counts))
+        Ok(state)
     }
 
     fn write(&self, state: &BucketCounts) -> Bytes {
-        let mut numbers: SmallVec<[u64; 8]> = SmallVec::with_capacity(state.counts().len() + 1);
+        let mut numbers: SmallVec<[u64; 8]> = SmallVec::with_capacity(state.counts().len() + 2);
         numbers.push(state.newest());
         numbers.extend_from_slice(state.counts());
+        if self.alignment() == Alignment::Anchored {
+            numbers.push(state.anchor());
+        }
         pack(&numbers)
     }
 
     fn judged_at(&self, state: &BucketCounts, now: u64) -> u64 {
-        let width = micros(self.window()) / self.buckets();
-        if state.counts().is_empty() { now } else { now.max(state.newest().saturating_mul(width)) }
+        self.judged_at(state, Timestamp::from_micros(now)).as_micros()
     }
 }
 
@@ -166,7 +173,7 @@ pub(crate) fn double(number: u64) -> [u8; 8] {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sluice_core::{Alignment, TokenBucketSettings};
+    use sluice_core::TokenBucketSettings;
     use std::time::Duration;
 
     #[test]

@@ -1,7 +1,7 @@
 //! The check script and its arguments: one `EVALSHA` per check, whatever the limits.
 
 use crate::settings::RedisSettings;
-use sluice_core::{Decision, EXACT_LIMIT, LeakMode, Limit, Policy, Quota, RetryAfter, StoreError};
+use sluice_core::{Decision, EXACT_LIMIT, Limit, Quota, RetryAfter, StoreError};
 use std::time::Duration;
 
 /// The script for several limits at once, all or nothing: the common start, every
@@ -36,6 +36,13 @@ macro_rules! single {
     };
 }
 
+/// Each algorithm's Lua prefix (`sl_decide`…), by wire number less one: the initials of
+/// its configuration word (`Policy::WIRE_ALGORITHMS`).
+#[cfg(test)]
+fn lua_prefix(word: &str) -> String {
+    word.split('_').filter_map(|part| part.chars().next()).collect()
+}
+
 /// The check scripts, loaded into Redis on first use (`EVALSHA`, reloaded on `NOSCRIPT`).
 #[derive(Debug)]
 pub(crate) struct Scripts {
@@ -43,18 +50,18 @@ pub(crate) struct Scripts {
     single: [redis::Script; 5],
 }
 
+/// The lean scripts for one limit, by wire number less one.
+const SINGLE: [&str; 5] = [
+    single!("sl", "sliding_log.lua"),
+    single!("fw", "idiv.lua", "fixed_window.lua"),
+    single!("sw", "idiv.lua", "sliding_window.lua"),
+    single!("tb", "idiv.lua", "token_bucket.lua"),
+    single!("lb", "idiv.lua", "leaky_bucket.lua"),
+];
+
 impl Default for Scripts {
     fn default() -> Self {
-        Scripts {
-            multi: redis::Script::new(MULTI),
-            single: [
-                redis::Script::new(single!("sl", "sliding_log.lua")),
-                redis::Script::new(single!("fw", "idiv.lua", "fixed_window.lua")),
-                redis::Script::new(single!("sw", "idiv.lua", "sliding_window.lua")),
-                redis::Script::new(single!("tb", "idiv.lua", "token_bucket.lua")),
-                redis::Script::new(single!("lb", "idiv.lua", "leaky_bucket.lua")),
-            ],
-        }
+        Scripts { multi: redis::Script::new(MULTI), single: SINGLE.map(redis::Script::new) }
     }
 }
 
@@ -73,7 +80,7 @@ impl Scripts {
         settings: &RedisSettings,
     ) -> redis::ScriptInvocation<'_> {
         let script = match limits {
-            [limit] => &self.single[usize::from(algorithm_id(limit.policy()) - 1)],
+            [limit] => &self.single[usize::from(limit.policy().wire().algorithm - 1)],
             _ => &self.multi,
         };
         let mut invocation = script.prepare_invoke();
@@ -122,42 +129,14 @@ fn arguments(limits: &[Limit], now: i64, cost: u64, settings: &RedisSettings) ->
     push(settings.extra_ttl_ms() as f64);
     push(settings.min_ttl_ms() as f64);
     for limit in limits {
-        push(f64::from(algorithm_id(limit.policy())));
-        for param in policy_args(limit.policy()) {
+        // The core's wire form (`Policy::wire`): check.lua's algorithm number, then p1..p4.
+        let wire = limit.policy().wire();
+        push(f64::from(wire.algorithm));
+        for param in wire.params {
             push(param as f64);
         }
     }
     packed
-}
-
-/// The script's number for `policy`'s algorithm: its place in check.lua's `ALGORITHMS` and,
-/// less one, in `Scripts::single`.
-fn algorithm_id(policy: &Policy) -> u8 {
-    script_args(policy).0
-}
-
-/// The four numeric parameters of `policy` (what its algorithm's Lua file calls p1..p4).
-fn policy_args(policy: &Policy) -> [u64; 4] {
-    script_args(policy).1
-}
-
-/// `policy` as the scripts see it: its algorithm's number and its parameters p1..p4. The
-/// Redis store's one `match` over the algorithms (the core's is `Policy`'s own).
-fn script_args(policy: &Policy) -> (u8, [u64; 4]) {
-    let micros = |d: Duration| u64::try_from(d.as_micros()).unwrap_or(u64::MAX);
-    let flag = |on: bool| u64::from(on);
-    match policy {
-        Policy::SlidingLog(p) => {
-            (1, [p.limit(), micros(p.window()), flag(p.variant() == sluice_core::SlidingLogVariant::Attempts), 0])
-        }
-        Policy::FixedWindow(p) => {
-            let anchored = flag(p.alignment() == sluice_core::Alignment::Anchored);
-            (2, [p.limit(), micros(p.window()), anchored, micros(p.offset())])
-        }
-        Policy::SlidingWindow(p) => (3, [p.limit(), micros(p.window()) / p.buckets(), p.buckets(), 0]),
-        Policy::TokenBucket(p) => (4, [p.capacity(), p.refill_amount(), micros(p.refill_interval()), 0]),
-        Policy::LeakyBucket(p) => (5, [micros(p.interval()), p.burst(), flag(p.mode() == LeakMode::Delay), 0]),
-    }
 }
 
 /// What the script answered.
@@ -230,4 +209,28 @@ fn decode_one(fields: &[i64]) -> Result<Decision, StoreError> {
         _ => return Err(StoreError::Malformed(format!("allowed and retry_after disagree: {fields:?}"))),
     };
     Ok(decided.delayed(Duration::from_micros(unsigned(5)?)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_core::Policy;
+
+    /// check.lua's `ALGORITHMS` and `Scripts::single` list the algorithms in the order of
+    /// the core's wire numbers, so a number always reaches its own algorithm's Lua.
+    #[test]
+    fn the_scripts_follow_the_wire_numbers() {
+        let table = MULTI.split("local ALGORITHMS = {").nth(1).and_then(|rest| rest.split("\n}").next());
+        let listed: Vec<String> = table
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|line| line.trim().strip_prefix('{'))
+            .filter_map(|entry| entry.trim().split("_decide").next().map(str::to_owned))
+            .collect();
+        let expected: Vec<String> = Policy::WIRE_ALGORITHMS.iter().map(|word| lua_prefix(word)).collect();
+        assert_eq!(listed, expected);
+        for (script, prefix) in SINGLE.iter().zip(&expected) {
+            assert!(script.contains(&format!("local decide, record = {prefix}_decide, {prefix}_record")), "{prefix}");
+        }
+    }
 }

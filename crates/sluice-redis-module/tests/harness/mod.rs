@@ -5,7 +5,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use crate::support::redis::RedisServer;
-use sluice_core::{Decision, LeakMode, Limit, Policy, Quota, RetryAfter};
+use sluice_core::{Decision, Limit, Policy, Quota, RetryAfter};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -68,21 +68,10 @@ pub fn script(limits: &[Limit]) -> &'static str {
     }
 }
 
-/// The algorithm id and `p1..p4` of `policy` (common.lua, check.lua's `ALGORITHMS`).
+/// The algorithm id and `p1..p4` of `policy` (the core's wire form, as the store sends it).
 pub fn script_args(policy: &Policy) -> (u64, [u64; 4]) {
-    let us = |d: Duration| u64::try_from(d.as_micros()).unwrap();
-    match policy {
-        Policy::SlidingLog(p) => {
-            (1, [p.limit(), us(p.window()), u64::from(p.variant() == sluice_core::SlidingLogVariant::Attempts), 0])
-        }
-        Policy::FixedWindow(p) => (
-            2,
-            [p.limit(), us(p.window()), u64::from(p.alignment() == sluice_core::Alignment::Anchored), us(p.offset())],
-        ),
-        Policy::SlidingWindow(p) => (3, [p.limit(), us(p.window()) / p.buckets(), p.buckets(), 0]),
-        Policy::TokenBucket(p) => (4, [p.capacity(), p.refill_amount(), us(p.refill_interval()), 0]),
-        Policy::LeakyBucket(p) => (5, [us(p.interval()), p.burst(), u64::from(p.mode() == LeakMode::Delay), 0]),
-    }
+    let wire = policy.wire();
+    (u64::from(wire.algorithm), wire.params)
 }
 
 /// The packed argument: `now` (`None`: Redis `TIME`), `cost`, `extra_ms`, `min_ttl_ms`,

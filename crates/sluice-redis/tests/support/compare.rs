@@ -4,7 +4,8 @@
 use proptest::prelude::*;
 use sluice_core::{
     Alignment, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, Policy, SlidingLog,
-    SlidingLogVariant, SlidingWindow, Source, Store, Timestamp, TokenBucket, TokenBucketSettings,
+    SlidingLogVariant, SlidingWindow, SlidingWindowSettings, Source, Store, Timestamp, TokenBucket,
+    TokenBucketSettings,
 };
 use sluice_redis::RedisStore;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -33,8 +34,15 @@ pub fn policy() -> impl Strategy<Value = Policy> {
                 if anchored { (Alignment::Anchored, 0) } else { (Alignment::Aligned, offset % w) };
             FixedWindow::new(n, us(w), alignment, us(offset)).unwrap().into()
         }),
-        (limit.clone(), 1u64..20, 1u64..6)
-            .prop_map(|(n, width, b)| SlidingWindow::new(n, us(width * b), b).unwrap().into()),
+        (limit.clone(), 1u64..20, 1u64..6, any::<bool>(), any::<bool>()).prop_map(
+            |(n, width, b, attempts, anchored)| {
+                let variant = if attempts { SlidingLogVariant::Attempts } else { SlidingLogVariant::Accepted };
+                let alignment = if anchored { Alignment::Anchored } else { Alignment::Aligned };
+                let settings =
+                    SlidingWindowSettings { limit: n, window: us(width * b), buckets: b, variant, alignment };
+                SlidingWindow::with_settings(settings).unwrap().into()
+            }
+        ),
         (limit, 1u64..4, window).prop_map(|(c, amount, interval)| TokenBucket::new(TokenBucketSettings {
             capacity: c,
             refill_amount: amount,
