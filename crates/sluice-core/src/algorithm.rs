@@ -2,28 +2,34 @@
 //!
 //! # Adding an algorithm
 //!
-//! Every item below but the last two is a `match` over [`Policy`](crate::Policy) (or a
-//! required trait method) that fails to compile until the new algorithm has its arm:
+//! Items 1 to 5 fail to compile until the new algorithm has its part (a `match` over
+//! [`Policy`](crate::Policy), a required trait method, or a trait bound of the one dispatch);
+//! items 6 and 7 are held by tests; item 8 by nothing but review.
 //!
 //! 1. `algorithm/<name>.rs`: the parameters, validated in the constructor, and
 //!    [`Algorithm`] (`decide`, `record`, `expires_at`, `parameters`, `quota_window`,
-//!    `look_ahead`, …) and `ReadParameters`, which reads the parameters from a
-//!    configuration file and from a limit's definition by the names `parameters` writes.
+//!    `look_ahead`, and `records_rejections` if a rejection changes its state) and
+//!    `ReadParameters`, which reads the parameters from a configuration file and from a
+//!    limit's definition by the names `parameters` writes.
 //! 2. `policy.rs`: a variant of `Policy`, its arm in `with_algorithm!` (the core's one
-//!    dispatch), `policy_from!`, and its configuration word in `READERS` (the definition
-//!    round-trip test in `limit/definition.rs`, which builds one limit per variant, fails
-//!    for a variant missing there).
-//! 3. `store/memory/table.rs` and `store/memory/snapshot/states.rs`: its table of states
-//!    and its state's snapshot encoding (a new tag).
-//! 4. `sluice-redis`: `script.rs`'s `script_args` (its number and parameters p1..p4) and
-//!    its Lua twin in `lua/`, and `sluice-redis-module`'s `args.rs`, `check.rs` and
-//!    `layout.rs` (the same bytes as the Lua twin).
-//! 5. `sluice-server`: `config/policy_text.rs` (its parameters in words) and
-//!    `offline/playground.rs` (the counters it holds).
-//! 6. Not checked by the compiler: the dashboard's JavaScript (`ui/playground.js`,
-//!    `ui/timeline.js`, `ui/index.html`), which draws each algorithm's quota.
-//! 7. Not checked by the compiler: an oracle in `tests/oracle/`, the differential tests
-//!    (memory, Redis scripts, module), and `docs/semantics.md`'s definition and examples.
+//!    dispatch), `policy_from!`, and its configuration word in `READERS`.
+//! 3. `policy/wire.rs`: its `Wire` impl (number and `p1..p4`, the form the Redis scripts and
+//!    module receive) and its row in `DECODERS`.
+//! 4. `store/memory/table.rs` and `store/memory/snapshot/states.rs`: its table of states
+//!    and its state's snapshot encoding (a new tag), with the states it can never hold.
+//! 5. `sluice-redis-module`: `check.rs`'s `decide` and a `Layout` in `layout.rs` (the same
+//!    bytes as the Lua twin); `sluice-server`: `config/policy_text.rs` (its parameters in
+//!    words) and `offline/playground.rs` (the counters it holds).
+//! 6. Held by tests: `READERS` (the definition round trip in `limit/definition.rs` builds one
+//!    limit per variant), `DECODERS` (the wire round trip in `policy/wire.rs`), and
+//!    sluice-redis's Lua twin in `lua/` with its row in `lua/check.lua`'s `ALGORITHMS` and its
+//!    lean script in `script.rs` (`the_scripts_follow_the_wire_numbers`), which then decides
+//!    as the core in the differential tests (memory, scripts, module) once it is among
+//!    `conformance::policies` and the tests' generators.
+//! 7. Held by tests too: an oracle in `tests/oracle/` written from `docs/semantics.md`.
+//! 8. Held by nothing: the dashboard's JavaScript (`ui/playground.js`, `ui/timeline.js`,
+//!    `ui/index.html`), which draws each algorithm's quota, and `docs/semantics.md`'s
+//!    definition and worked examples (`tests/worked_examples.rs` replays them).
 
 pub mod fixed_window;
 pub mod leaky_bucket;

@@ -5,7 +5,7 @@ mod support;
 
 use sluice_core::{
     Alignment, FixedWindow, LeakMode, LeakyBucket, RetryAfter, SlidingLog, SlidingLogVariant, SlidingWindow,
-    TokenBucket, TokenBucketSettings,
+    SlidingWindowSettings, SlidingWindowVariant, TokenBucket, TokenBucketSettings,
 };
 use std::time::Duration;
 use support::{check_at, limiter, ms, us};
@@ -150,6 +150,46 @@ fn sliding_window_counter_weights_the_previous_window() {
     assert!(!rejected.allowed);
     // 8·(60 − e) + 5·60 ≤ 600 once e ≥ 22.5 s: at 82.5 s.
     assert_eq!(rejected.retry_after, Some(RetryAfter::After(ms(7_500))));
+}
+
+#[test]
+fn sliding_window_attempts_anchored_keeps_a_hammering_client_limited() {
+    // Worked example from docs/semantics.md: limit 2 per 10 s, B = 1, attempts, anchored.
+    let settings = SlidingWindowSettings {
+        limit: 2,
+        window: Duration::from_secs(10),
+        buckets: 1,
+        variant: SlidingWindowVariant::Attempts,
+        alignment: Alignment::Anchored,
+    };
+    let policy = SlidingWindow::with_settings(settings).unwrap();
+    run(
+        policy.clone(),
+        &[
+            (3 * S, 1, true, 1, None),
+            (4 * S, 1, true, 0, None),
+            // Counted: c[0] = 3; fits once 3·(w − e) + 1·w ≤ 2·w, e = 6 666 667 µs into [13 s, 23 s).
+            (5 * S, 1, false, 0, Some(13 * S + 6_666_667 - 5 * S)),
+            (9 * S, 1, false, 0, Some(13 * S + 7_500_000 - 9 * S)),
+            // 4 × 9/10 + 1 > 2: rejected and counted; nothing fits before bucket [23 s, 33 s).
+            (14 * S, 1, false, 0, Some(9 * S)),
+            // Every counted bucket left the window at 33 s: a new grid starts at 40 s.
+            (40 * S, 1, true, 1, None),
+        ],
+    );
+    // Under `accepted` the rejected attempts count nothing: at 14 s the estimate is 1.8,
+    // and a request fits at 18 s.
+    let accepted =
+        SlidingWindow::with_settings(SlidingWindowSettings { variant: SlidingWindowVariant::Accepted, ..settings });
+    run(
+        accepted.unwrap(),
+        &[
+            (3 * S, 1, true, 1, None),
+            (4 * S, 1, true, 0, None),
+            (5 * S, 1, false, 0, Some(13 * S + 5 * S - 5 * S)),
+            (14 * S, 1, false, 0, Some(4 * S)),
+        ],
+    );
 }
 
 #[test]

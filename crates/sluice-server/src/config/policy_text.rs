@@ -22,7 +22,10 @@ pub(crate) fn describe(policy: &Policy) -> String {
         }
         Policy::SlidingWindow(window) => {
             let plural = if window.buckets() == 1 { "" } else { "s" };
-            format!("{} / {}, {} bucket{plural}", window.limit(), duration(window.window()), window.buckets())
+            let attempts = if window.variant() == SlidingLogVariant::Attempts { ", attempts" } else { "" };
+            let anchored = if window.alignment() == Alignment::Anchored { ", anchored" } else { "" };
+            let (limit, span, buckets) = (window.limit(), duration(window.window()), window.buckets());
+            format!("{limit} / {span}, {buckets} bucket{plural}{attempts}{anchored}")
         }
         Policy::TokenBucket(bucket) => {
             format!(
@@ -72,6 +75,7 @@ hourly: {algorithm: fixed_window, limit: 5000, window: 1h}
 daily: {algorithm: fixed_window, limit: 1000, window: 1d, offset: 5h}
 trial: {algorithm: fixed_window, limit: 3, window: 1m, alignment: anchored}
 search: {algorithm: sliding_window, limit: 10, window: 1m, buckets: 6}
+haproxy: {algorithm: sliding_window, limit: 10, window: 10s, variant: attempts, alignment: anchored}
 api: {algorithm: token_bucket, capacity: 100, refill_amount: 1, refill_interval: 10ms}
 shaped: {algorithm: leaky_bucket, interval: 500ms, burst: 3, mode: delay}",
         );
@@ -85,6 +89,7 @@ shaped: {algorithm: leaky_bucket, interval: 500ms, burst: 3, mode: delay}",
                 "1000 / 1 d, offset 5 h",
                 "3 / 1 min, anchored",
                 "10 / 1 min, 6 buckets",
+                "10 / 10 s, 1 bucket, attempts, anchored",
                 "capacity 100, 1 per 10 ms",
                 "1 per 500 ms, burst 3, delay",
             ]
