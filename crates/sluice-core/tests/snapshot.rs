@@ -420,3 +420,34 @@ proptest! {
         }
     }
 }
+
+/// A sliding window state written in format version 3 (no anchor: every grid was
+/// clock-aligned) is restored on the aligned grid and decides as the store that wrote it.
+#[test]
+fn a_version_3_sliding_window_state_is_read_without_an_anchor() {
+    let limit = Limit::new("window", SlidingWindow::new(4, ms(10), 1).unwrap());
+    let definition = limit.definition();
+    let mut tables = vec![3];
+    tables.extend_from_slice(&limit.id().0.to_le_bytes());
+    tables.extend_from_slice(&(definition.len() as u32).to_le_bytes());
+    tables.extend_from_slice(definition.as_bytes());
+    tables.extend_from_slice(&1u64.to_le_bytes());
+    tables.extend_from_slice(&1u16.to_le_bytes());
+    tables.extend_from_slice(b"k");
+    // Newest bucket 100 (1 s / 10 ms), two slots: 3 counted in bucket 100 (slot 0).
+    tables.extend_from_slice(&u64s(&[100]));
+    tables.extend_from_slice(&2u32.to_le_bytes());
+    tables.extend_from_slice(&u64s(&[3, 0]));
+    let clock = ManualClock::at(Timestamp::from_micros(1_000_000));
+    let restored = MemoryStore::builder().clock(clock.clone()).build();
+    let limits = [limit];
+    assert_eq!(restored.restore(&forge_version(3, &tables), &limits).unwrap().restored, 1);
+    let live = MemoryStore::builder().clock(clock).build();
+    let key = Key::new(b"k").unwrap();
+    live.check_now(key, &limits, Timestamp::from_micros(1_000_000), 3).unwrap();
+    for at in [1_004_000, 1_009_999, 1_013_000, 1_019_000, 1_030_000] {
+        let now = Timestamp::from_micros(at);
+        let (want, have) = (live.check_now(key, &limits, now, 1).unwrap(), restored.check_now(key, &limits, now, 1));
+        assert_eq!(have.unwrap(), want, "at {at} µs");
+    }
+}
