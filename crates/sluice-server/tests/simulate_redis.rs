@@ -37,8 +37,8 @@ fn simulate(store: &str, policy: &str, trace: &str) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
-const POLICIES: [&str; 10] =
-    ["login", "burst2", "api", "github", "daily", "trial", "search", "search_fine", "uploads", "shaped"];
+const POLICIES: [&str; 11] =
+    ["login", "burst2", "api", "github", "daily", "trial", "search", "search_fine", "scanner", "uploads", "shaped"];
 
 #[test]
 fn redis_prints_what_memory_prints() {
@@ -57,7 +57,7 @@ fn redis_cluster_prints_what_memory_prints() {
     let nodes: Vec<String> = cluster.ports().iter().map(|port| format!("127.0.0.1:{port}")).collect();
     let store = format!("redis+cluster://{}", nodes.join(","));
     let trace = trace();
-    for policy in ["login", "api", "search_fine", "shaped"] {
+    for policy in ["login", "api", "search_fine", "scanner", "shaped"] {
         assert_eq!(simulate(&store, policy, &trace), simulate("memory", policy, &trace), "{policy}");
     }
 }
