@@ -101,6 +101,12 @@ pub trait Algorithm {
     /// When `state` becomes equivalent to `Default` and may be dropped.
     fn expires_at(&self, state: &Self::State) -> Timestamp;
 
+    /// Why `state` cannot have been written by this algorithm, if it cannot (more counted
+    /// than the limit allows, a malformed layout). Stores that read states from outside the
+    /// process (snapshots, the Redis module) refuse these: the arithmetic relies on what it
+    /// stores itself.
+    fn impossible(&self, state: &Self::State) -> Option<String>;
+
     /// Decides and records one request checked alone: the pure form of the algorithm.
     fn step(&self, state: &Self::State, now: Timestamp, cost: u64) -> (Decision, Self::State) {
         let (decision, plan) = self.decide(state, now, cost);
@@ -108,6 +114,12 @@ pub trait Algorithm {
         self.record(&mut next, plan, decision.allowed);
         (decision, next)
     }
+}
+
+/// `what` holds `value`, more than `limit` allows, if it does: the message of
+/// [`Algorithm::impossible`].
+pub(crate) fn over(what: &str, value: u64, limit: u64) -> Option<String> {
+    (value > limit).then(|| format!("{what} {value}, more than the limit of {limit}"))
 }
 
 /// `count` times `unit`, in whole microseconds, saturating (far beyond 2^53 µs).

@@ -35,10 +35,7 @@ impl Layout for FixedWindow {
     fn read(&self, raw: Option<&[u8]>) -> Result<WindowCount, Malformed> {
         let Some(raw) = raw else { return Ok(WindowCount::default()) };
         let [start, used] = doubles(raw)?;
-        if used > self.limit() {
-            return Err(Malformed);
-        }
-        Ok(WindowCount { start, used })
+        possible(self, WindowCount { start, used })
     }
 
     fn write(&self, state: &WindowCount) -> Bytes {
@@ -54,10 +51,7 @@ impl Layout for TokenBucket {
     fn read(&self, raw: Option<&[u8]>) -> Result<Tokens, Malformed> {
         let Some(raw) = raw else { return Ok(Tokens::default()) };
         let [taken, last] = doubles(raw)?;
-        if taken > self.capacity() {
-            return Err(Malformed);
-        }
-        Ok(Tokens { taken, last })
+        possible(self, Tokens { taken, last })
     }
 
     fn write(&self, state: &Tokens) -> Bytes {
@@ -103,10 +97,10 @@ impl Layout for SlidingWindow {
         let state = BucketCounts::from_parts(newest, &counts).with_anchor(anchor);
         // The newest bucket starts before 2^53 µs, as every time the scripts handle.
         let start = u128::from(anchor) + u128::from(newest) * u128::from(self.width());
-        if start >= u128::from(EXACT_LIMIT) || self.impossible_state(&state).is_some() {
+        if start >= u128::from(EXACT_LIMIT) {
             return Err(Malformed);
         }
-        Ok(state)
+        possible(self, state)
     }
 
     fn write(&self, state: &BucketCounts) -> Bytes {
@@ -122,6 +116,11 @@ impl Layout for SlidingWindow {
     fn judged_at(&self, state: &BucketCounts, now: u64) -> u64 {
         self.judged_at(state, Timestamp::from_micros(now)).as_micros()
     }
+}
+
+/// `state`, unless the core says `algorithm` never writes it (`Algorithm::impossible`).
+fn possible<A: Algorithm>(algorithm: &A, state: A::State) -> Result<A::State, Malformed> {
+    if algorithm.impossible(&state).is_some() { Err(Malformed) } else { Ok(state) }
 }
 
 /// Whole microseconds of a duration the core built (below 2^53).

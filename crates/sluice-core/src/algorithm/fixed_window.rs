@@ -181,6 +181,10 @@ impl Algorithm for FixedWindow {
         // The end of the window the state's start lies in (window −1 ends at `offset`).
         Timestamp::from_micros(self.current(state, state.start).1)
     }
+
+    fn impossible(&self, state: &WindowCount) -> Option<String> {
+        super::over("a fixed window counting", state.used, self.limit)
+    }
 }
 
 impl ReadParameters for FixedWindow {

@@ -157,6 +157,11 @@ impl Algorithm for LeakyBucket {
     fn expires_at(&self, state: &Tat) -> Timestamp {
         Timestamp::from_micros(state.0)
     }
+
+    /// Any arrival time is possible: one far ahead only blocks its key, as it did.
+    fn impossible(&self, _: &Tat) -> Option<String> {
+        None
+    }
 }
 
 impl ReadParameters for LeakyBucket {

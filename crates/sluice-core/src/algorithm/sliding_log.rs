@@ -260,6 +260,10 @@ impl Algorithm for SlidingLog {
         let newest = state.newest().map_or(0, |newest| newest.saturating_add(self.window));
         Timestamp::from_micros(newest)
     }
+
+    fn impossible(&self, state: &SlidingLogState) -> Option<String> {
+        super::over("a sliding log holding", state.len() as u64, self.limit)
+    }
 }
 
 impl ReadParameters for SlidingLog {

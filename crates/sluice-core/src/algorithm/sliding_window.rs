@@ -341,6 +341,10 @@ impl Algorithm for SlidingWindow {
         let anchor = if self.alignment == Alignment::Anchored { state.anchor } else { 0 };
         Timestamp::from_micros(self.start_of(anchor, state.newest.saturating_add(self.buckets + 1)))
     }
+
+    fn impossible(&self, state: &BucketCounts) -> Option<String> {
+        self.impossible_state(state)
+    }
 }
 
 impl ReadParameters for SlidingWindow {

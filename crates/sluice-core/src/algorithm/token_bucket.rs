@@ -182,6 +182,10 @@ impl Algorithm for TokenBucket {
         let (tokens, last, now) = self.refilled(state, state.last);
         Timestamp::from_micros(now.saturating_add(self.wait_for(tokens, last, now, self.capacity)))
     }
+
+    fn impossible(&self, state: &Tokens) -> Option<String> {
+        super::over("a token bucket missing", state.taken, self.capacity)
+    }
 }
 
 impl ReadParameters for TokenBucket {

@@ -44,9 +44,6 @@ pub(crate) trait Persist: Algorithm {
     /// Reads a state written by `encode`, refusing what no parameters could produce.
     fn decode(input: &mut Reader<'_>) -> Result<Self::State, SnapshotError>;
 
-    /// Why `state` cannot have been produced by this policy, if it cannot.
-    fn impossible(&self, state: &Self::State) -> Option<String>;
-
     /// The state if it is this algorithm's (a state of another one is treated as fresh).
     fn of(state: &AnyState) -> Option<&Self::State>;
 }
@@ -88,11 +85,6 @@ fn put(out: &mut Vec<u8>, value: u64) {
     out.extend_from_slice(&value.to_le_bytes());
 }
 
-/// `what` holds `value`, more than `limit` allows, if it does.
-fn over(what: &str, value: u64, limit: u64) -> Option<String> {
-    (value > limit).then(|| format!("{what} {value}, more than the limit of {limit}"))
-}
-
 impl Persist for SlidingLog {
     const TAG: u8 = 1;
 
@@ -117,10 +109,6 @@ impl Persist for SlidingLog {
         Ok(SlidingLogState::from_entries(&entries))
     }
 
-    fn impossible(&self, state: &SlidingLogState) -> Option<String> {
-        over("a sliding log holding", state.len() as u64, self.limit())
-    }
-
     fn of(state: &AnyState) -> Option<&SlidingLogState> {
         if let AnyState::SlidingLog(state) = state { Some(state) } else { None }
     }
@@ -137,10 +125,6 @@ impl Persist for FixedWindow {
 
     fn decode(input: &mut Reader<'_>) -> Result<WindowCount, SnapshotError> {
         Ok(WindowCount { start: input.u64()?, used: input.u64()? })
-    }
-
-    fn impossible(&self, state: &WindowCount) -> Option<String> {
-        over("a fixed window counting", state.used, self.limit())
     }
 
     fn of(state: &AnyState) -> Option<&WindowCount> {
@@ -171,10 +155,6 @@ impl Persist for SlidingWindow {
         Ok(BucketCounts::from_parts(newest, &counts).with_anchor(anchor))
     }
 
-    fn impossible(&self, state: &BucketCounts) -> Option<String> {
-        self.impossible_state(state)
-    }
-
     fn of(state: &AnyState) -> Option<&BucketCounts> {
         if let AnyState::SlidingWindow(state) = state { Some(state) } else { None }
     }
@@ -193,10 +173,6 @@ impl Persist for TokenBucket {
         Ok(Tokens { taken: input.u64()?, last: input.u64()? })
     }
 
-    fn impossible(&self, state: &Tokens) -> Option<String> {
-        over("a token bucket missing", state.taken, self.capacity())
-    }
-
     fn of(state: &AnyState) -> Option<&Tokens> {
         if let AnyState::TokenBucket(state) = state { Some(state) } else { None }
     }
@@ -212,11 +188,6 @@ impl Persist for LeakyBucket {
 
     fn decode(input: &mut Reader<'_>) -> Result<Tat, SnapshotError> {
         Ok(Tat(input.u64()?))
-    }
-
-    /// Any arrival time is possible: one far ahead only blocks its key, as it did.
-    fn impossible(&self, _: &Tat) -> Option<String> {
-        None
     }
 
     fn of(state: &AnyState) -> Option<&Tat> {
