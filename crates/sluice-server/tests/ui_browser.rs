@@ -226,6 +226,27 @@ fn the_playground_shows_allowed_dots_then_a_blocked_one_from_the_real_algorithms
     assert_no_errors(&browser);
 }
 
+/// The example stream (limit 3 per second) under `attempts`: the blocked requests at 300 and
+/// 400 ms are logged too, so the log stays full through 1.8 s (6 blocked, against 3 when
+/// only allowed requests count); the sliding window counts them too (7 blocked, against 5:
+/// at 2.7 s the 4 attempts of the second before still weigh 4 × 0.3).
+#[test]
+fn the_playground_counts_every_attempt_when_asked() {
+    let server = Server::start(CONFIG, &[]);
+    let mut browser = Browser::launch(1280, 900);
+    browser.navigate(&server.url("/ui#playground"));
+    let example = format!("{} === 11 && {} === 3", dots(""), dots(".blocked"));
+    browser.wait_for(&example, "the example stream, counting allowed requests", PATIENCE);
+    browser.eval(
+        "(() => { const variant = document.getElementById('variant'); variant.value = 'attempts'; \
+                  variant.dispatchEvent(new Event('input', {bubbles: true})); })()",
+    );
+    browser.wait_for(&format!("{} === 6", dots(".blocked")), "six blocked requests under attempts", PATIENCE);
+    assert_eq!(browser.eval(&count("#lane-sliding_window .dot.blocked")), 7);
+    browser.screenshot(&artifact("playground-attempts.png"));
+    assert_no_errors(&browser);
+}
+
 /// Chooses `algorithm` in the playground's picker, as a user would.
 fn pick_algorithm(browser: &mut Browser, algorithm: &str) {
     browser.eval(&format!(

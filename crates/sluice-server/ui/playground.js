@@ -43,6 +43,10 @@ function number(id) {
   return Number(document.getElementById(id).value);
 }
 
+function choice(id) {
+  return document.getElementById(id).value;
+}
+
 /** Shows the parameters and legend entries of the chosen algorithm only. */
 function showFields() {
   const algorithm = document.getElementById('algorithm').value;
@@ -77,9 +81,11 @@ function policies() {
   const windowed = { limit: number('limit'), window: `${number('window')}ms` };
   switch (algorithm) {
     case 'compare':
+      // Both count the same requests: allowed ones, or every attempt (a client that keeps
+      // hammering stays blocked).
       return {
-        sliding_log: { algorithm: 'sliding_log', ...windowed },
-        sliding_window: { algorithm: 'sliding_window', ...windowed },
+        sliding_log: { algorithm: 'sliding_log', ...windowed, variant: choice('variant') },
+        sliding_window: { algorithm: 'sliding_window', ...windowed, variant: choice('variant') },
       };
     case 'fixed_window':
       return { fixed_window: { algorithm: 'fixed_window', ...windowed } };

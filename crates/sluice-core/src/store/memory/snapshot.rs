@@ -38,6 +38,7 @@
 mod format;
 mod reader;
 pub(crate) mod states;
+mod version;
 
 use super::keyed::{Change, KeyedStates};
 use super::{MemoryStore, Shard};
@@ -57,7 +58,7 @@ pub enum SnapshotError {
     /// A snapshot in a format this version of Sluice does not read.
     #[error(
         "unsupported snapshot format version {found} (this version of Sluice reads versions 1 to {})",
-        format::VERSION
+        version::VERSION
     )]
     UnsupportedVersion {
         /// The version found.

@@ -4,19 +4,12 @@
 use super::SnapshotError;
 use super::reader::Reader;
 use super::states::{AnyState, impossible, tag_of};
+use super::version::{READ, VERSION, VERSION_LEGACY_IDS, VERSION_WITHOUT_DEFINITIONS};
 use crate::{Key, Limit, LimitId, Timestamp};
 use std::collections::BTreeSet;
 
 /// The first bytes of every snapshot.
 pub(super) const MAGIC: [u8; 8] = *b"SLUICEMS";
-/// The format this build writes.
-pub(super) const VERSION: u16 = 4;
-/// The format before sliding window states carried their grid's anchor.
-pub(super) const VERSION_WITHOUT_ANCHORS: u16 = 3;
-/// The format before tables carried their limit's definition.
-const VERSION_WITHOUT_DEFINITIONS: u16 = 2;
-/// The first format: as version 2, but its limit ids are [`LimitId::legacy`] ones.
-const VERSION_LEGACY_IDS: u16 = 1;
 /// The tag that ends the tables.
 pub(super) const END: u8 = 0;
 /// Magic, version and the time the snapshot was taken.
@@ -76,7 +69,8 @@ pub(super) fn parse<'a>(
             break;
         }
         let id = LimitId(input.u64()?);
-        let definition = if version >= VERSION_WITHOUT_ANCHORS { Some(read_definition(&mut input, id)?) } else { None };
+        let definition =
+            if version > VERSION_WITHOUT_DEFINITIONS { Some(read_definition(&mut input, id)?) } else { None };
         let count = input.u64()?;
         let limit = match limits.iter().position(|limit| id_of(limit) == id && tag_of(limit.policy()) == tag) {
             Some(index) => Some(index),
@@ -143,7 +137,7 @@ fn open(bytes: &[u8]) -> Result<(u16, Timestamp, Reader<'_>), SnapshotError> {
     }
     let mut input = Reader::new(bytes, MAGIC.len());
     let found = input.u16()?;
-    if ![VERSION, VERSION_WITHOUT_ANCHORS, VERSION_WITHOUT_DEFINITIONS, VERSION_LEGACY_IDS].contains(&found) {
+    if !READ.contains(&found) {
         return Err(SnapshotError::UnsupportedVersion { found });
     }
     let Some(body) = bytes.len().checked_sub(TRAILER).filter(|&body| body >= HEADER) else {

@@ -15,7 +15,7 @@ pub(crate) struct Reader<'a> {
 impl<'a> Reader<'a> {
     /// A cursor at `offset` of `bytes`.
     pub(crate) fn new(bytes: &'a [u8], offset: usize) -> Self {
-        Reader { bytes, at: offset, version: super::format::VERSION }
+        Reader { bytes, at: offset, version: super::version::VERSION }
     }
 
     /// The same cursor, reading a snapshot of format `version`.

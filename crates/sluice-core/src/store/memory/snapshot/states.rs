@@ -1,8 +1,8 @@
 //! Each algorithm's state in a snapshot: its tag, its bytes, and what makes one impossible.
 
 use super::SnapshotError;
-use super::format::VERSION_WITHOUT_ANCHORS;
 use super::reader::Reader;
+use super::version::VERSION_WITHOUT_ANCHORS;
 use crate::Policy;
 use crate::algorithm::Algorithm;
 use crate::algorithm::fixed_window::{FixedWindow, WindowCount};
