@@ -3,3 +3,6 @@
 mod descriptor_status;
 mod response_headers;
 pub(crate) mod rls;
+mod unknown_service;
+
+pub(crate) use unknown_service::LogUnknownCalls;
