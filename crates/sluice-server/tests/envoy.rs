@@ -18,6 +18,7 @@ use support::upstream::Upstream;
 
 const ENVOY_YAML: &str = include_str!("../../../docs/envoy.yaml");
 const SLUICE_YAML: &str = include_str!("../../../docs/envoy-sluice.yaml");
+const ENVOY_MD: &str = include_str!("../../../docs/envoy.md");
 
 /// The headers a rate-limited response may carry, each at most once.
 const RATE_LIMIT_HEADERS: [&str; 6] =
@@ -187,4 +188,12 @@ async fn envoy_refuses_while_sluice_is_down_and_resumes_after_a_restart() {
     assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS, "Sluice decides again");
     assert_coherent(&refused);
     stack.sluice = sluice;
+}
+
+/// docs/envoy.md shows the two files these tests run, as they are.
+#[test]
+fn the_docs_page_shows_the_tested_files() {
+    for (file, text) in [("docs/envoy.yaml", ENVOY_YAML), ("docs/envoy-sluice.yaml", SLUICE_YAML)] {
+        assert!(ENVOY_MD.contains(&format!("```yaml\n{text}```")), "docs/envoy.md should show {file} as it is");
+    }
 }
