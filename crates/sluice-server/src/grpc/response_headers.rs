@@ -75,3 +75,70 @@ fn retry_after(checked: &[Checked]) -> Option<u64> {
     let waits: Option<Vec<u64>> = refusing.map(wait).collect();
     waits?.into_iter().max()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_core::{Alignment, Decision, FixedWindow, Limit, Quota, RetryAfter, Source};
+    use std::time::Duration;
+
+    /// A checked descriptor of `limit` per hour with `remaining` left; refused with `retry`
+    /// when given.
+    fn checked(name: &str, remaining: u32, retry: Option<RetryAfter>) -> Checked {
+        let window = FixedWindow::new(10, Duration::from_secs(3600), Alignment::Aligned, Duration::ZERO).unwrap();
+        let allowed = Decision::allowed(Quota { limit: 10, remaining: u64::from(remaining) }, Duration::from_secs(60));
+        let decision = retry.map_or(allowed, |retry| allowed.rejected(retry));
+        let code = if decision.allowed { Code::Ok } else { Code::OverLimit };
+        let limit = RateLimit { name: name.to_owned(), requests_per_unit: 10, unit: ProtoUnit::Hour as i32 };
+        let status = DescriptorStatus {
+            code: code as i32,
+            current_limit: Some(limit),
+            limit_remaining: remaining,
+            ..DescriptorStatus::default()
+        };
+        let outcome = Outcome {
+            decision,
+            limit: Limit::new("internal.path", window),
+            source: Source::Store,
+            shadow_rejected: false,
+        };
+        (status, Some(outcome))
+    }
+
+    fn value<'a>(headers: &'a [HeaderValue], key: &str) -> Option<&'a str> {
+        headers.iter().find(|header| header.key == key).map(|header| header.value.as_str())
+    }
+
+    #[test]
+    fn the_tightest_is_the_first_with_the_least_remaining_as_envoy_picks_it() {
+        let headers = response_headers(&[checked("a", 5, None), checked("b", 2, None), checked("c", 2, None)]);
+        assert_eq!(value(&headers, "ratelimit-policy"), Some("\"b\";q=10;w=3600"));
+        assert_eq!(value(&headers, "retry-after"), None, "allowed: no Retry-After");
+    }
+
+    #[test]
+    fn a_refusal_waits_for_the_slowest_refusing_descriptor() {
+        let soon = Some(RetryAfter::After(Duration::from_millis(1_500)));
+        let later = Some(RetryAfter::After(Duration::from_secs(7)));
+        let headers = response_headers(&[checked("", 0, soon), checked("", 3, None), checked("", 0, later)]);
+        assert_eq!(value(&headers, "retry-after"), Some("7"));
+        assert_eq!(value(&headers, "ratelimit-policy"), Some("\"default\";q=10;w=3600"), "no name: `default`");
+    }
+
+    #[test]
+    fn no_retry_after_when_no_wait_helps() {
+        let soon = Some(RetryAfter::After(Duration::from_secs(1)));
+        let headers = response_headers(&[checked("", 0, soon), checked("", 0, Some(RetryAfter::Never))]);
+        assert_eq!(value(&headers, "retry-after"), None);
+        let (mut blocked, _) = checked("", 0, None);
+        blocked.code = Code::OverLimit as i32;
+        assert_eq!(value(&response_headers(&[checked("", 0, soon), (blocked, None)]), "retry-after"), None);
+    }
+
+    #[test]
+    fn a_name_a_structured_field_cannot_hold_gets_no_ietf_field() {
+        let headers = response_headers(&[checked("café", 0, Some(RetryAfter::After(Duration::from_secs(2))))]);
+        assert_eq!(value(&headers, "ratelimit"), None);
+        assert_eq!(value(&headers, "retry-after"), Some("2"));
+    }
+}
