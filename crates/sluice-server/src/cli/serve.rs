@@ -140,7 +140,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, env = "SLUICE_MAX_GRPC_MESSAGE", value_name = "BYTES")]
     pub(crate) max_grpc_message: Option<usize>,
 
-    /// Add rate-limit headers to Envoy responses [default: false].
+    /// Add RateLimit-Policy, RateLimit and Retry-After to Envoy's responses [default: false].
     #[arg(long, env = "SLUICE_ENVOY_HEADERS", num_args = 0..=1, default_missing_value = "true")]
     pub(crate) envoy_headers: Option<bool>,
 

@@ -212,6 +212,7 @@ impl<'p> Parser<'p> {
     }
 
     fn rule(&mut self, spec: Spec, scope: &Scope) -> Arc<Rule> {
+        let named = spec.name.is_some();
         let name: Arc<str> = Arc::from(spec.name.unwrap_or_else(|| scope.path.clone()));
         let quota = match spec.kind {
             Kind::Count(policy) => Quota::Limit(Limit::new(name.clone(), policy)),
@@ -220,6 +221,7 @@ impl<'p> Parser<'p> {
         };
         let rule = Arc::new(Rule {
             name,
+            named,
             domain: scope.domain.clone(),
             path: scope.path.as_str().into(),
             quota,

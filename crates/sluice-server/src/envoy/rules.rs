@@ -50,6 +50,8 @@ impl Rules {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Rule {
     pub(super) name: Arc<str>,
+    /// Whether `name` is the file's `rate_limit.name` (else it is the rule's path).
+    pub(super) named: bool,
     pub(super) domain: Arc<str>,
     pub(super) path: Box<str>,
     pub(super) quota: Quota,
@@ -62,6 +64,13 @@ impl Rule {
     /// The rule's name: `rate_limit.name` when given, else its [`path`](Rule::path).
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The `rate_limit.name` the file gives the rule, if any: the only name fit for clients
+    /// to see (Envoy prints it in its `x-ratelimit-limit` header), as envoyproxy/ratelimit
+    /// reports no name for a rule without one.
+    pub fn given_name(&self) -> Option<&str> {
+        self.named.then_some(&*self.name)
     }
 
     /// The domain the rule belongs to.

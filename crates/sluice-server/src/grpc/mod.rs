@@ -1,3 +1,8 @@
 //! The gRPC front end: Envoy's rate limit service.
 
+mod descriptor_status;
+mod response_headers;
 pub(crate) mod rls;
+mod unknown_service;
+
+pub(crate) use unknown_service::LogUnknownCalls;

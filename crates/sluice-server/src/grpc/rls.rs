@@ -6,21 +6,19 @@
 //! Descriptors are not all-or-nothing (their keys differ, and may live on different Redis
 //! Cluster slots); a policy list on one key is, through the HTTP API.
 
+use super::descriptor_status::{descriptor_status, override_limit, status};
+use super::response_headers::{Checked, response_headers};
 use crate::config::bounds::Bounds;
 use crate::engine::front::Front;
 use crate::engine::{CheckError, Loaded, Outcome};
-use crate::envoy::{Quota, Resolution, Rule, StateKey, Unit};
-use envoy_types::pb::envoy::config::core::v3::HeaderValue;
+use crate::envoy::{Resolution, StateKey, Unit};
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
-use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::rate_limit::Unit as ProtoUnit;
-use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus, RateLimit};
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus};
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitService;
 use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 use envoy_types::pb::envoy::r#type::v3::RateLimitUnit;
-use envoy_types::pb::google::protobuf::Duration as ProtoDuration;
 use futures_util::future::join_all;
 use sluice_core::{Key, Source, StoreError};
-use sluice_tower::headers::{structured_item, whole_seconds};
 use std::sync::Arc;
 use std::time::Duration;
 use tonic::{Request, Response, Status};
@@ -61,23 +59,11 @@ impl RateLimitService for RateLimitGrpc {
             self.check_descriptor(&loaded, resolution, hits_of(descriptor, request.hits_addend))
         });
         // Concurrently: on Redis, each descriptor is a round trip of its own.
-        let checked = join_all(checks).await;
-        let mut statuses = Vec::with_capacity(checked.len());
-        let mut tightest: Option<Outcome> = None;
-        for result in checked {
-            let (status, outcome) = result?;
-            if let Some(outcome) = outcome
-                && tightest.as_ref().is_none_or(|least| outcome.decision.remaining < least.decision.remaining)
-            {
-                tightest = Some(outcome);
-            }
-            statuses.push(status);
-        }
+        let checked = join_all(checks).await.into_iter().collect::<Result<Vec<Checked>, Status>>()?;
+        let response_headers_to_add =
+            if self.front.service.settings.envoy_headers { response_headers(&checked) } else { Vec::new() };
+        let statuses: Vec<DescriptorStatus> = checked.into_iter().map(|(status, _)| status).collect();
         let over = statuses.iter().any(|status| status.code == Code::OverLimit as i32);
-        let response_headers_to_add = match (&tightest, self.front.service.settings.envoy_headers) {
-            (Some(outcome), true) => headers(outcome),
-            _ => Vec::new(),
-        };
         Ok(Response::new(RateLimitResponse {
             overall_code: if over { Code::OverLimit } else { Code::Ok } as i32,
             statuses,
@@ -95,7 +81,7 @@ impl RateLimitGrpc {
         loaded: &Loaded,
         resolution: Resolution<'_>,
         hits: u64,
-    ) -> Result<(DescriptorStatus, Option<Outcome>), Status> {
+    ) -> Result<Checked, Status> {
         let engine = &self.front.engine;
         match resolution {
             Resolution::NoRule => Ok((status(Code::Ok, None, 0, None), None)),
@@ -103,15 +89,15 @@ impl RateLimitGrpc {
             Resolution::Blocked(rule) => {
                 let shadow = engine.refuse_rule(loaded, rule, rule.shadow_mode(), hits);
                 let code = if shadow { Code::Ok } else { Code::OverLimit };
-                let reset = rule.unit().map(|unit| proto_duration(engine.until_window_ends(unit)));
+                let reset = rule.unit().map(|unit| engine.until_window_ends(unit));
                 Ok((status(code, Some(rule), 0, reset), None))
             }
             Resolution::KeyTooLong { len, .. } => Err(key_too_long(len)),
             Resolution::Overridden { limit, requests_per_unit, unit, key } => {
-                let current = RateLimit { name: String::new(), requests_per_unit, unit: proto_unit(unit) as i32 };
+                let current = override_limit(requests_per_unit, unit);
                 let Some(limit) = limit else {
                     let code = if engine.refuse_override(loaded, hits) { Code::Ok } else { Code::OverLimit };
-                    let reset = proto_duration(engine.until_window_ends(unit));
+                    let reset = engine.until_window_ends(unit);
                     return Ok((descriptor_status(code, Some(current), 0, Some(reset)), None));
                 };
                 let checked = engine.check_override(loaded, state_key(&key)?, &limit, hits).await;
@@ -149,13 +135,13 @@ fn state_key(key: &StateKey) -> Result<Key<'_>, Status> {
 /// A checked descriptor's status code, remaining and time to reset; `UNAVAILABLE` when the
 /// `closed` failure mode decided for an enforced rule, so that Envoy's own failure mode
 /// applies (a rule in shadow mode never blocks, whatever decided for it).
-fn answer(outcome: &Outcome) -> Result<(Code, u32, ProtoDuration), Status> {
+fn answer(outcome: &Outcome) -> Result<(Code, u32, Duration), Status> {
     if outcome.source == Source::FailedClosed && !outcome.shadow_rejected {
         return Err(Status::unavailable("the store cannot answer and the failure mode is closed"));
     }
     let code = if outcome.decision.allowed { Code::Ok } else { Code::OverLimit };
     let remaining = u32::try_from(outcome.decision.remaining).unwrap_or(u32::MAX);
-    Ok((code, remaining, proto_duration(outcome.decision.reset_after)))
+    Ok((code, remaining, outcome.decision.reset_after))
 }
 
 /// `INVALID_ARGUMENT`, naming the bound and its setting, when `request` has more
@@ -229,75 +215,6 @@ fn hits_of(descriptor: &RateLimitDescriptor, request_hits: u32) -> u64 {
         Some(own) => own.value,
         None => u64::from(request_hits.max(1)),
     }
-}
-
-fn status(code: Code, rule: Option<&Rule>, remaining: u32, reset: Option<ProtoDuration>) -> DescriptorStatus {
-    descriptor_status(code, rule.and_then(current_limit), remaining, reset)
-}
-
-fn descriptor_status(
-    code: Code,
-    current_limit: Option<RateLimit>,
-    remaining: u32,
-    reset: Option<ProtoDuration>,
-) -> DescriptorStatus {
-    DescriptorStatus {
-        code: code as i32,
-        current_limit,
-        limit_remaining: remaining,
-        duration_until_reset: reset,
-        ..DescriptorStatus::default()
-    }
-}
-
-/// The rule's limit as Envoy understands it: requests per unit, 0 for a rule that blocks
-/// (reported as envoyproxy/ratelimit does); none for an unlimited rule. A rule backed by a
-/// Sluice policy has no unit, and is reported with `UNKNOWN`.
-fn current_limit(rule: &Rule) -> Option<RateLimit> {
-    let requests_per_unit = match rule.quota() {
-        Quota::Limit(limit) => u32::try_from(limit.policy().limit()).unwrap_or(u32::MAX),
-        Quota::Blocked => 0,
-        Quota::Unlimited => return None,
-    };
-    let unit = match rule.unit() {
-        Some(unit) => proto_unit(unit),
-        None => ProtoUnit::Unknown,
-    };
-    Some(RateLimit { name: rule.name().to_owned(), requests_per_unit, unit: unit as i32 })
-}
-
-fn proto_unit(unit: Unit) -> ProtoUnit {
-    match unit {
-        Unit::Second => ProtoUnit::Second,
-        Unit::Minute => ProtoUnit::Minute,
-        Unit::Hour => ProtoUnit::Hour,
-        Unit::Day => ProtoUnit::Day,
-        Unit::Week => ProtoUnit::Week,
-    }
-}
-
-fn proto_duration(duration: Duration) -> ProtoDuration {
-    ProtoDuration {
-        seconds: i64::try_from(duration.as_secs()).unwrap_or(i64::MAX),
-        nanos: i32::try_from(duration.subsec_nanos()).unwrap_or(0),
-    }
-}
-
-/// Rate-limit headers for Envoy to add to the response, from the tightest descriptor.
-fn headers(outcome: &Outcome) -> Vec<HeaderValue> {
-    let decision = &outcome.decision;
-    let name = outcome.limit.name();
-    let reset = whole_seconds(decision.reset_after);
-    let window = whole_seconds(outcome.limit.policy().quota_window());
-    let pairs = [
-        ("ratelimit-policy", structured_item(name, [("q", decision.limit), ("w", window)])),
-        ("ratelimit", structured_item(name, [("r", decision.remaining), ("t", reset)])),
-        ("x-ratelimit-limit", decision.limit.to_string()),
-        ("x-ratelimit-remaining", decision.remaining.to_string()),
-        ("x-ratelimit-reset", reset.to_string()),
-    ];
-    let header = |(key, value): (&str, String)| HeaderValue { key: key.to_owned(), value, ..HeaderValue::default() };
-    pairs.into_iter().map(header).collect()
 }
 
 fn grpc_error(error: CheckError) -> Status {

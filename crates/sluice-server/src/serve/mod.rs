@@ -177,6 +177,7 @@ async fn serve_front(front: Arc<Front>, http: Queue, grpc: Queue, shutdown: Shut
     let rls = RateLimitServiceServer::new(RateLimitGrpc::new(Arc::clone(&front)))
         .max_decoding_message_size(bounds.max_grpc_message);
     let served_grpc = tonic::transport::Server::builder()
+        .layer(crate::grpc::LogUnknownCalls::default())
         .http2_keepalive_interval(settings.grpc_keepalive)
         .http2_keepalive_timeout(settings.grpc_keepalive_timeout())
         .http2_max_header_list_size(u32::try_from(bounds.max_request_head).unwrap_or(u32::MAX))

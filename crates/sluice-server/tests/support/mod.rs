@@ -1,4 +1,6 @@
 //! Helpers shared by the service's tests.
 #![allow(unreachable_pub)]
 pub mod browser;
+pub mod envoy;
 pub mod server;
+pub mod upstream;

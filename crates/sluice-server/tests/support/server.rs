@@ -83,10 +83,16 @@ impl Server {
     /// Starts a server with environment variables set for it.
     pub fn try_start_with_env(dir: TempDir, args: &[&str], envs: &[(&str, &str)]) -> Result<Server, String> {
         let args: Vec<String> = args.iter().map(|arg| (*arg).to_owned()).collect();
+        // Free ports, unless `args` name an address.
+        let listen = [["--http", "127.0.0.1:0"], ["--grpc", "127.0.0.1:0"]]
+            .into_iter()
+            .filter(|[flag, _]| !args.iter().any(|arg| arg == flag))
+            .flatten();
         let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
             .envs(envs.iter().copied())
             .current_dir(&dir)
-            .args(["serve", "--config", "config.yaml", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"])
+            .args(["serve", "--config", "config.yaml"])
+            .args(listen)
             .args(&args)
             .env_remove("RUST_LOG")
             .stdout(Stdio::piped())
@@ -188,6 +194,34 @@ impl Server {
         drop(self);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         Server::start_in(dir, &args)
+    }
+
+    /// Stops the server (it is killed, as by a crash), and returns what restarts it on
+    /// the same gRPC address, as a proxy configured with that address expects.
+    pub fn stop(self) -> Stopped {
+        let grpc = self.grpc.to_string();
+        let mut args = self.args.clone();
+        if !args.iter().any(|arg| arg == "--grpc") {
+            args.extend(["--grpc".to_owned(), grpc]);
+        }
+        let dir = self.dir.clone();
+        drop(self);
+        Stopped { dir, args }
+    }
+}
+
+/// A server stopped by [`Server::stop`].
+#[derive(Debug)]
+pub struct Stopped {
+    dir: TempDir,
+    args: Vec<String>,
+}
+
+impl Stopped {
+    /// Starts the server again: same folder, same arguments, same gRPC address.
+    pub fn start(self) -> Server {
+        let args: Vec<&str> = self.args.iter().map(String::as_str).collect();
+        Server::start_in(self.dir, &args)
     }
 }
 

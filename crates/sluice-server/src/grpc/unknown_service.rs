@@ -1,0 +1,114 @@
+//! A log line for gRPC calls Sluice does not serve.
+//!
+//! tonic answers a call to an unknown service or method with `UNIMPLEMENTED` and logs
+//! nothing, so an Envoy pointed at the wrong service (the rate limit quota service, RLQS,
+//! or a typo in a proxy's route) fails on every request with no trace here. This layer
+//! logs such calls: the first at once, then at most once a minute with their count.
+
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
+use parking_lot::Mutex;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+use tonic::codegen::http::Request;
+use tonic::server::NamedService;
+use tower::{Layer, Service};
+
+/// How often calls to unknown services are logged again while they go on.
+const LOG_EVERY: Duration = Duration::from_secs(60);
+
+/// The one method Sluice serves over gRPC, as its path.
+fn served_path() -> String {
+    format!("/{}/ShouldRateLimit", <RateLimitServiceServer<()> as NamedService>::NAME)
+}
+
+/// Wraps the gRPC router so that calls to what it does not serve are logged.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LogUnknownCalls {
+    log: Arc<Mutex<Rarely>>,
+}
+
+impl<S> Layer<S> for LogUnknownCalls {
+    type Service = LoggedCalls<S>;
+
+    fn layer(&self, inner: S) -> LoggedCalls<S> {
+        LoggedCalls { inner, log: Arc::clone(&self.log), served: served_path().into() }
+    }
+}
+
+/// The gRPC router, logging calls it cannot serve.
+#[derive(Clone, Debug)]
+pub(crate) struct LoggedCalls<S> {
+    inner: S,
+    log: Arc<Mutex<Rarely>>,
+    served: Arc<str>,
+}
+
+impl<S, B> Service<Request<B>> for LoggedCalls<S>
+where
+    S: Service<Request<B>>,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, context: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(context)
+    }
+
+    fn call(&mut self, request: Request<B>) -> S::Future {
+        let path = request.uri().path();
+        if path != &*self.served
+            && let Some(calls) = self.log.lock().occurred(Instant::now())
+        {
+            tracing::warn!(
+                path,
+                calls,
+                served = &*self.served,
+                "gRPC call to a service or method Sluice does not serve, answered UNIMPLEMENTED \
+                 (is Envoy's rate limit filter pointed at Sluice with transport_api_version V3?)"
+            );
+        }
+        self.inner.call(request)
+    }
+}
+
+/// Something logged when it first happens, then at most once per [`LOG_EVERY`].
+#[derive(Debug, Default)]
+struct Rarely {
+    logged_at: Option<Instant>,
+    unlogged: u64,
+}
+
+impl Rarely {
+    /// Counts one occurrence at `now`; when it is time to log, how many occurred since the
+    /// last log (this one included).
+    fn occurred(&mut self, now: Instant) -> Option<u64> {
+        self.unlogged += 1;
+        if self.logged_at.is_some_and(|at| now.saturating_duration_since(at) < LOG_EVERY) {
+            return None;
+        }
+        self.logged_at = Some(now);
+        Some(std::mem::take(&mut self.unlogged))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_served_path_is_the_rate_limit_services_method() {
+        assert_eq!(served_path(), "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit");
+    }
+
+    #[test]
+    fn unknown_calls_are_logged_at_once_then_once_a_minute_with_their_count() {
+        let mut rarely = Rarely::default();
+        let start = Instant::now();
+        assert_eq!(rarely.occurred(start), Some(1));
+        assert_eq!(rarely.occurred(start + Duration::from_secs(1)), None);
+        assert_eq!(rarely.occurred(start + Duration::from_secs(59)), None);
+        assert_eq!(rarely.occurred(start + LOG_EVERY), Some(3));
+    }
+}
