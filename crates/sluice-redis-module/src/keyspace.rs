@@ -18,7 +18,7 @@ mod replicate;
 
 pub(crate) use command::{Call, Command};
 pub(crate) use keys::{Keys, WrongType};
-pub(crate) use load::{prepare, register};
+pub(crate) use load::{Replication, prepare, register};
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -34,6 +34,18 @@ pub(crate) fn redis_time_us() -> u64 {
     }
     let since_epoch = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
     u64::try_from(since_epoch.as_micros()).unwrap_or_default()
+}
+
+/// The time, in ms, Redis counts a command's TTLs from (`PX`, `PEXPIRE`: its command time,
+/// taken once before the command runs, or once for a whole `MULTI`), where the module API
+/// shows it (Redis 7.2+, Valkey: the cached time, set at the same moment); `None` on older
+/// Redis, whose scripts count from their own start.
+pub(crate) fn command_time_ms() -> Option<u64> {
+    // SAFETY: reading a function pointer Redis filled in when the module loaded (or left
+    // empty when it has no such function), never written afterwards.
+    let cached = unsafe { redis_module::raw::RedisModule_CachedMicroseconds }?;
+    // SAFETY: takes no arguments and only reads a cached time.
+    u64::try_from(unsafe { cached() }).ok().map(|micros| micros / 1000)
 }
 
 /// A module API function every Redis that loads modules provides (its pointer, a

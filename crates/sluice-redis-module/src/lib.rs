@@ -37,7 +37,8 @@
 //!   built on the stack, and a limit's policy, once validated, is kept by its bytes
 //!   (`args.rs`). What remains is Redis's: opening the key, setting its TTL, replying, and
 //!   `RedisModule_Replicate` per write, which alone costs more than `INCR` (it looks the
-//!   command up by name and copies its arguments); see `docs/redis.md`.
+//!   command up by name and copies its arguments; on Valkey 8.1+ the module skips the
+//!   look-up); see `docs/redis.md`.
 //!
 //! The `bench-floor` feature adds `SLUICE.FLOOR`, the benchmark's floors (not for
 //! production).
@@ -101,8 +102,9 @@ fn run(call: &Call<'_>, keys: usize) -> Result<(), String> {
         check::Refusal::TooLong(limit) => error(&format!("the log of limit {} would outgrow 512 MB", limit + 1)),
     })?;
     drop(states);
-    // Redis counts TTLs in ms of the same clock (`mstime`).
-    let now_ms = clock / 1000;
+    // TTLs count from Redis's command time, as the scripts' `PEXPIRE` does; before 7.2 (no
+    // such time in the module API) from the clock read above, in ms (`mstime`).
+    let now_ms = keyspace::command_time_ms().unwrap_or(clock / 1000);
     for (limit, write) in &outcome.writes {
         keys.apply(*limit, write, now_ms);
     }
@@ -161,7 +163,9 @@ impl Command for FloorCommand {
 /// Sets the module up on the server loading it and registers its commands (called by the
 /// entry point in `keyspace`).
 fn init(ctx: &redis_module::Context, _: &[redis_module::RedisString]) -> redis_module::Status {
-    keyspace::prepare(ctx);
+    if keyspace::prepare(ctx) == keyspace::Replication::Unvalidated {
+        ctx.log_notice("sluice: replicating without command validation (Valkey 8.1+)");
+    }
     let registered = keyspace::register::<CheckCommand>(ctx);
     #[cfg(feature = "bench-floor")]
     let registered = registered.and_then(|()| keyspace::register::<FloorCommand>(ctx));
