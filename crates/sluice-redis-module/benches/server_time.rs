@@ -15,6 +15,12 @@
 //! lives at least 1 s (`min_ttl`, as the pair's `PEXPIRE 1000`), so each check writes a key
 //! that exists, as the pair does.
 //!
+//! Beside each µs figure, in parentheses: the server process's CPU time per check (`INFO cpu`,
+//! user + system, all threads, over the round): what the check costs the server in all,
+//! reading and parsing the pipelined requests and writing the replies included. The server is
+//! Debian's `redis-server`, or the binary `SLUICE_REDIS_SERVER` names (Valkey's
+//! `valkey-server`, another Redis), as in the tests.
+//!
 //! With `SLUICE_BENCH_CALLGRIND=1` the server runs under callgrind instead, and the report
 //! is instructions per check inside the command's function (as `usec_per_call` times it),
 //! over `SLUICE_BENCH_ROUND_CHECKS` (default there 2 000) checks after as many to warm up.
@@ -22,6 +28,7 @@
 //! ```text
 //! cargo bench -p sluice-redis-module --features bench-floor --bench server_time
 //! SLUICE_BENCH_CALLGRIND=1 cargo bench -p sluice-redis-module --features bench-floor --bench server_time
+//! SLUICE_REDIS_SERVER=/path/to/valkey-server cargo bench -p sluice-redis-module --features bench-floor --bench server_time
 //! ```
 #![allow(clippy::unwrap_used)] // the shared test helpers unwrap: a failed setup should fail loudly
 
@@ -50,23 +57,16 @@ fn main() {
     let checks = env("SLUICE_BENCH_ROUND_CHECKS", if callgrind { 2_000 } else { 20_000 });
     let mut server = Server::start(callgrind);
     let peers = server.peers();
-    let unit = if callgrind { "instructions" } else { "µs of Redis time (usec_per_call)" };
-    println!("server_time: {unit} per check, median of {rounds} rounds of {checks}");
+    let unit = if callgrind { "instructions" } else { "µs of Redis time (usec_per_call; server CPU µs)" };
+    println!("server_time on {}: {unit} per check, median of {rounds} rounds of {checks}", server.version());
     let header: Vec<&str> = peers.iter().map(|peer| peer.name()).collect();
     println!("| checked | {} | module ÷ pair | module ÷ write floor |", header.join(" | "));
     println!("|---|{}---|---|", "---|".repeat(peers.len()));
     let mut singles = Vec::new();
     for (name, limits) in workloads() {
-        let medians: Vec<f64> = peers
-            .iter()
-            .map(|&peer| {
-                server.measure(peer, &limits, checks);
-                let mut times: Vec<f64> = (0..rounds).map(|_| server.measure(peer, &limits, checks)).collect();
-                times.sort_by(f64::total_cmp);
-                times[times.len() / 2]
-            })
-            .collect();
-        let of = |peer: Peer| peers.iter().position(|&p| p == peer).map(|at| medians[at]);
+        let medians: Vec<(f64, f64)> =
+            peers.iter().map(|&peer| median(&mut server, peer, &limits, checks, rounds)).collect();
+        let of = |peer: Peer| peers.iter().position(|&p| p == peer).map(|at| medians[at].0);
         let module = of(Peer::Module).unwrap_or(f64::NAN);
         let ratio = |peer| of(peer).map_or("—".to_owned(), |base| format!("{:.2}", module / base));
         let cells: Vec<String> = medians.iter().map(|&value| figure(value, callgrind)).collect();
@@ -100,9 +100,19 @@ fn workloads() -> Vec<(&'static str, Vec<Limit>)> {
     ]
 }
 
-/// A median as the table shows it.
-fn figure(value: f64, callgrind: bool) -> String {
-    if callgrind { format!("{value:.0}") } else { format!("{value:.2}") }
+/// The medians of `rounds` rounds of `peer` (Redis time or instructions, and server CPU),
+/// after one round to warm up.
+fn median(server: &mut Server, peer: Peer, limits: &[Limit], checks: u64, rounds: u64) -> (f64, f64) {
+    server.measure(peer, limits, checks);
+    let (mut times, mut cpu): (Vec<f64>, Vec<f64>) = (0..rounds).map(|_| server.measure(peer, limits, checks)).unzip();
+    times.sort_by(f64::total_cmp);
+    cpu.sort_by(f64::total_cmp);
+    (times[times.len() / 2], cpu[cpu.len() / 2])
+}
+
+/// A median as the table shows it: instructions, or µs of Redis time (server CPU µs).
+fn figure((value, cpu): (f64, f64), callgrind: bool) -> String {
+    if callgrind { format!("{value:.0}") } else { format!("{value:.2} ({cpu:.2})") }
 }
 
 /// One pipelined batch of `peer`'s commands for checks `from..to`.

@@ -30,25 +30,30 @@
 //!   neither the module nor the clock the primary read.
 //! - **Safety.** Every argument is validated before a key is opened (`args.rs`); a value
 //!   the scripts would not have written is an error reply, and nothing is written then.
-//!   `unsafe` lives in `keyspace.rs` alone.
+//!   `unsafe` lives in `keyspace` alone: the compiler denies it everywhere else, and
+//!   `keyspace` opens each key once, however often a check lists it.
 //! - **Cost.** A check of one or two limits allocates nothing of its own: arguments are
 //!   read where Redis keeps them, values are written in place, replies and writes are
 //!   built on the stack, and a limit's policy, once validated, is kept by its bytes
 //!   (`args.rs`). What remains is Redis's: opening the key, setting its TTL, replying, and
 //!   `RedisModule_Replicate` per write, which alone costs more than `INCR` (it looks the
-//!   command up by name and copies its arguments); see `docs/redis.md`.
+//!   command up by name and copies its arguments; on Valkey 8.1+ the module skips the
+//!   look-up); see `docs/redis.md`.
 //!
 //! The `bench-floor` feature adds `SLUICE.FLOOR`, the benchmark's floors (not for
 //! production).
 
+#![deny(unsafe_code)]
+
 mod args;
 mod check;
+#[allow(unsafe_code)]
 mod keyspace;
 mod layout;
 mod sliding_log;
 mod write;
 
-use keyspace::{Call, Command, OpenKey};
+use keyspace::{Call, Command, Keys};
 use smallvec::SmallVec;
 use std::ffi::CStr;
 use std::os::raw::c_int;
@@ -87,23 +92,8 @@ fn run(call: &Call<'_>, keys: usize) -> Result<(), String> {
     let deadline = (call.len() > keys + 2).then(|| call.arg(keys + 2));
     let check = args::parse(call.arg(keys + 1), deadline).map_err(|problem| error(&problem))?;
     let clock = keyspace::redis_time_us();
-    // Each key opened once, however often it is listed: a second handle on a key would not
-    // see what the first one changes.
-    let mut slots: SmallVec<[usize; 4]> = SmallVec::new();
-    let mut open: SmallVec<[OpenKey<'_>; 2]> = SmallVec::new();
-    for index in 1..=keys {
-        let name = call.arg(index);
-        let slot = open.iter().position(|key| key.name() == name).unwrap_or(open.len());
-        if slot == open.len() {
-            open.push(call.open(index));
-        }
-        slots.push(slot);
-    }
-    let mut states: SmallVec<[_; 2]> = SmallVec::new();
-    for &slot in &slots {
-        let value = open[slot].value().map_err(|keyspace::WrongType| WRONG_TYPE.to_owned())?;
-        states.push((open[slot].name(), value));
-    }
+    let mut keys = Keys::open(call, 1..=keys);
+    let states = keys.values().map_err(|keyspace::WrongType| WRONG_TYPE.to_owned())?;
     let mut outcome = check::Outcome { reply: SmallVec::new(), writes: SmallVec::new() };
     check::run(&check, &states, clock, &mut outcome).map_err(|refusal| match refusal {
         check::Refusal::BadState(limit) => {
@@ -112,10 +102,11 @@ fn run(call: &Call<'_>, keys: usize) -> Result<(), String> {
         check::Refusal::TooLong(limit) => error(&format!("the log of limit {} would outgrow 512 MB", limit + 1)),
     })?;
     drop(states);
-    // Redis counts TTLs in ms of the same clock (`mstime`).
-    let now_ms = clock / 1000;
-    for (index, write) in &outcome.writes {
-        open[slots[*index]].apply(write, now_ms);
+    // TTLs count from Redis's command time, as the scripts' `PEXPIRE` does; before 7.2 (no
+    // such time in the module API) from the clock read above, in ms (`mstime`).
+    let now_ms = keyspace::command_time_ms().unwrap_or(clock / 1000);
+    for (limit, write) in &outcome.writes {
+        keys.apply(*limit, write, now_ms);
     }
     call.reply(&outcome.reply);
     Ok(())
@@ -158,40 +149,25 @@ impl Command for FloorCommand {
             3 if call.arg(2).eq_ignore_ascii_case(b"write") => true,
             _ => return Err(error("usage: SLUICE.FLOOR <key> [WRITE]")),
         };
-        let mut key = call.open(1);
+        let mut keys = Keys::open(call, 1..=1);
         if write {
             let value = layout::pack(&[1, 2]);
-            key.apply(&write::Write::Set { value, ttl_ms: 60_000 }, keyspace::redis_time_us() / 1000);
+            keys.apply(0, &write::Write::Set { value, ttl_ms: 60_000 }, keyspace::redis_time_us() / 1000);
         }
-        drop(key);
+        drop(keys);
         call.reply(&[0; 72]);
         Ok(())
     }
 }
 
-/// Registers the module's commands.
+/// Sets the module up on the server loading it and registers its commands (called by the
+/// entry point in `keyspace`).
 fn init(ctx: &redis_module::Context, _: &[redis_module::RedisString]) -> redis_module::Status {
-    keyspace::prepare();
+    if keyspace::prepare(ctx) == keyspace::Replication::Unvalidated {
+        ctx.log_notice("sluice: replicating without command validation (Valkey 8.1+)");
+    }
     let registered = keyspace::register::<CheckCommand>(ctx);
     #[cfg(feature = "bench-floor")]
     let registered = registered.and_then(|()| keyspace::register::<FloorCommand>(ctx));
     if registered.is_ok() { redis_module::Status::Ok } else { redis_module::Status::Err }
-}
-
-/// The module's entry points (`RedisModule_OnLoad`, `RedisModule_OnUnload`), which Redis
-/// looks up by name.
-#[allow(missing_docs)]
-mod registration {
-    use super::init;
-    use redis_module::redis_module;
-
-    // The system allocator, not Redis's: a check allocates only for its own duration, and
-    // the library is also linked into tests, where Redis's allocator does not exist.
-    redis_module! {
-        name: "sluice",
-        version: 1,
-        allocator: (std::alloc::System, std::alloc::System),
-        data_types: [],
-        init: init,
-    }
 }

@@ -1,7 +1,8 @@
-//! The benchmark's server: redis-server with the Sluice module and redis-cell loaded, either
-//! as the tests start it or under callgrind, and what each peer costs it.
+//! The benchmark's server: redis-server (or the server `SLUICE_REDIS_SERVER` names) with the
+//! Sluice module and redis-cell loaded, either as the tests start it or under callgrind, and
+//! what each peer costs it.
 
-use crate::support::redis::{RedisServer, free_port, query};
+use crate::support::redis::{RedisServer, free_port, query, server_binary};
 use crate::{harness, send};
 use sluice_core::Limit;
 use std::path::{Path, PathBuf};
@@ -88,18 +89,41 @@ impl Server {
         self.peers.clone()
     }
 
-    /// One round: `checks` checks through `peer`; returns Redis's µs per check, or under
-    /// callgrind the instructions per check.
-    pub(crate) fn measure(&mut self, peer: Peer, limits: &[Limit], checks: u64) -> f64 {
+    /// The server's name and version (`INFO server`: `valkey_version`, else `redis_version`).
+    pub(crate) fn version(&mut self) -> String {
+        let info: String = redis::cmd("INFO").arg("server").query(&mut self.con).expect("INFO server");
+        let field = |name: &str| info.lines().find_map(|line| line.strip_prefix(name)).map(str::to_owned);
+        field("valkey_version:")
+            .map(|v| format!("Valkey {v}"))
+            .or_else(|| field("redis_version:").map(|v| format!("Redis {v}")))
+            .unwrap_or_default()
+    }
+
+    /// One round: `checks` checks through `peer`; returns Redis's µs per check and the
+    /// server's CPU time (user + system, all threads) per check in µs, or under callgrind
+    /// the instructions per check (and no CPU time).
+    pub(crate) fn measure(&mut self, peer: Peer, limits: &[Limit], checks: u64) -> (f64, f64) {
         if let Some(callgrind) = &mut self.callgrind {
             callgrind.control(&["-z"]);
             send(&mut self.con, peer, limits, checks);
-            return callgrind.dump() as f64 / checks as f64;
+            return (callgrind.dump() as f64 / checks as f64, f64::NAN);
         }
         let () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut self.con).expect("CONFIG RESETSTAT");
+        let cpu = self.cpu_seconds();
         send(&mut self.con, peer, limits, checks);
+        let cpu = (self.cpu_seconds() - cpu) * 1e6 / checks as f64;
         let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut self.con).expect("INFO commandstats");
-        peer.commands().iter().map(|command| usec_per_call(&stats, command)).sum()
+        (peer.commands().iter().map(|command| usec_per_call(&stats, command)).sum(), cpu)
+    }
+
+    /// The server process's CPU time so far, s (`INFO cpu`: `used_cpu_user` + `used_cpu_sys`).
+    fn cpu_seconds(&mut self) -> f64 {
+        let info: String = redis::cmd("INFO").arg("cpu").query(&mut self.con).expect("INFO cpu");
+        let field = |name: &str| {
+            let value = info.lines().find_map(|line| line.strip_prefix(name));
+            value.and_then(|value| value.trim().parse::<f64>().ok()).unwrap_or_else(|| panic!("no {name} in {info}"))
+        };
+        field("used_cpu_user:") + field("used_cpu_sys:")
     }
 
     pub(crate) fn flush(&mut self) {
@@ -127,12 +151,18 @@ impl Callgrind {
         let port = free_port();
         let dir = std::env::temp_dir().join(format!("sluice-callgrind-{port}"));
         std::fs::create_dir_all(&dir).unwrap();
-        let toggles = ["RedisModuleCommandDispatcher", "incrCommand", "pexpireCommand", "evalShaCommand"];
+        let toggles = [
+            "RedisModuleCommandDispatcher",
+            "ValkeyModuleCommandDispatcher",
+            "incrCommand",
+            "pexpireCommand",
+            "evalShaCommand",
+        ];
         let mut command = Command::new("valgrind");
         command.args(["--tool=callgrind", "--collect-atstart=no"]);
         command.arg(format!("--callgrind-out-file={}/cg.out", dir.display()));
         command.args(toggles.map(|function| format!("--toggle-collect={function}")));
-        command.args(["redis-server", "--bind", "127.0.0.1", "--port", &port.to_string(), "--save", ""]);
+        command.arg(server_binary()).args(["--bind", "127.0.0.1", "--port", &port.to_string(), "--save", ""]);
         command.args(["--appendonly", "no"]);
         for module in modules {
             command.arg("--loadmodule").arg(module);

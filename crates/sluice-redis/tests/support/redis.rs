@@ -8,6 +8,10 @@
 //! and the watchdog SIGKILLs the server and removes its directory. So no `redis-server`
 //! outlives the tests that started it.
 //!
+//! The server binary is `redis-server` from the `PATH`, or the one `SLUICE_REDIS_SERVER`
+//! names ([`server_binary`]): `scripts/test.sh` runs the suites again on Valkey
+//! (`valkey-server`) and on a newer Redis that way.
+//!
 //! Nothing here is global except the ports the kernel hands out; tests may start servers from
 //! parallel threads. Every wait is bounded, and every failure panics with the server's log.
 #![allow(dead_code, unreachable_pub)]
@@ -19,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-const SERVER_NOT_FOUND: &str = "redis-server not found: run scripts/test.sh (it installs redis-server and redis-tools with apt) or install them yourself";
+const SERVER_NOT_FOUND: &str = "not found: run scripts/test.sh (it installs redis-server and redis-tools with apt) or install them yourself (or set SLUICE_REDIS_SERVER to a server binary)";
 const CLI_NOT_FOUND: &str = "redis-cli not found: run scripts/test.sh (it installs redis-server and redis-tools with apt) or install them yourself";
 
 /// How long a server may take to answer PING after it is spawned.
@@ -46,6 +50,8 @@ const WATCHDOG_SCRIPT: &str = r#"read -r _line; if [ -n "$1" ]; then kill -KILL 
 /// (`nodes.conf` is in the directory) but not its keys.
 #[derive(Debug)]
 pub struct RedisServer {
+    /// The server binary ([`server_binary`] unless started with another).
+    binary: PathBuf,
     port: u16,
     /// Arguments before the common ones: a sentinel's configuration file and `--sentinel`.
     leading_args: Vec<String>,
@@ -73,6 +79,14 @@ impl RedisServer {
     /// panic shows the end of its log).
     pub fn start() -> RedisServer {
         Self::start_with(|_| (Vec::new(), Vec::new()))
+    }
+
+    /// Starts a standalone server of `binary` (rather than [`server_binary`]) with each
+    /// module of `paths` loaded.
+    pub fn start_binary_with_modules(binary: &Path, paths: &[&Path]) -> RedisServer {
+        let args: Vec<String> =
+            paths.iter().flat_map(|path| ["--loadmodule".into(), path.display().to_string()]).collect();
+        Self::start_binary(binary, |_| (Vec::new(), args.clone()))
     }
 
     /// Starts a standalone server with the module at `path` loaded (`--loadmodule`): the
@@ -157,13 +171,19 @@ impl RedisServer {
 
     /// Tries fresh ports (and a fresh directory) until a server comes up; `extra_args` gets the
     /// directory and returns the arguments before the common ones and those after.
-    fn start_with(mut extra_args: impl FnMut(&Path) -> (Vec<String>, Vec<String>)) -> RedisServer {
+    fn start_with(extra_args: impl FnMut(&Path) -> (Vec<String>, Vec<String>)) -> RedisServer {
+        Self::start_binary(&server_binary(), extra_args)
+    }
+
+    /// As [`start_with`](Self::start_with), for a server of `binary`.
+    fn start_binary(binary: &Path, mut extra_args: impl FnMut(&Path) -> (Vec<String>, Vec<String>)) -> RedisServer {
         let mut collisions = Vec::new();
         for _ in 0..START_ATTEMPTS {
             let port = free_port();
             let dir = make_dir(port);
             let (leading_args, extra_args) = extra_args(&dir);
-            let mut server = RedisServer { port, leading_args, extra_args, dir, child: None, watchdog: None };
+            let binary = binary.to_owned();
+            let mut server = RedisServer { binary, port, leading_args, extra_args, dir, child: None, watchdog: None };
             match server.launch(Instant::now() + READY_TIMEOUT) {
                 Launch::Ready => return server,
                 // Dropping `server` removes its directory.
@@ -258,7 +278,7 @@ impl RedisServer {
             .open(self.log_path())
             .unwrap_or_else(|e| panic!("cannot open {}: {e}", self.log_path().display()));
         let stderr = log.try_clone().expect("cannot duplicate the log's handle");
-        let spawned = Command::new("redis-server")
+        let spawned = Command::new(&self.binary)
             .args(&self.leading_args)
             .arg("--port")
             .arg(self.port.to_string())
@@ -273,8 +293,8 @@ impl RedisServer {
             .spawn();
         let child = match spawned {
             Ok(child) => child,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => panic!("{SERVER_NOT_FOUND}"),
-            Err(e) => panic!("cannot run redis-server: {e}"),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => panic!("{} {SERVER_NOT_FOUND}", self.binary.display()),
+            Err(e) => panic!("cannot run {}: {e}", self.binary.display()),
         };
         self.child = Some(child);
         self.replace_watchdog();
@@ -362,6 +382,14 @@ impl Drop for RedisServer {
         stop_watchdog(self.watchdog.take());
         let _ = fs::remove_dir_all(&self.dir);
     }
+}
+
+/// The server binary the tests run: `SLUICE_REDIS_SERVER` if set (a path, or a name looked
+/// up in the `PATH`), else `redis-server`.
+pub fn server_binary() -> PathBuf {
+    std::env::var_os("SLUICE_REDIS_SERVER")
+        .filter(|value| !value.is_empty())
+        .map_or("redis-server".into(), PathBuf::from)
 }
 
 /// SIGKILLs a watchdog before its pipe closes, so it never acts.
