@@ -82,12 +82,12 @@
 //! [`key::ForwardingHeader`]), since a proxy passes the other on as the client sent it. IPv6 clients are keyed by their /64 by default, since one
 //! subscriber usually holds a whole /64.
 
-mod at_once;
+mod decide;
 pub mod future;
 pub mod headers;
-mod judge;
 pub mod key;
 mod layer;
+mod outcome;
 #[cfg(feature = "yaml")]
 mod policies;
 pub mod response;
