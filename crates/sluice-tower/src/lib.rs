@@ -104,11 +104,14 @@ pub use shared::OnStoreError;
 // clocks and decisions.
 pub use sluice_core;
 pub use sluice_core::{
-    Alignment, BuildError, CheckError, Clock, ConfigError, Decision, FixedWindow, Key, KeyError, LeakMode, LeakyBucket,
-    Limit, ManualClock, MemoryStore, MemoryStoreBuilder, Policy, PolicyError, RateLimiter, RateLimiterBuilder,
-    RetryAfter, SlidingLog, SlidingLogVariant, SlidingWindow, Source, Store, StoreError, SystemClock, Timestamp,
-    TokenBucket, TokenBucketSettings, Verdict,
+    Alignment, BuildError, CheckError, Clock, Decision, FixedWindow, Key, KeyError, LeakMode, LeakyBucket, Limit,
+    ManualClock, MemoryStore, MemoryStoreBuilder, Policy, PolicyError, RateLimiter, RateLimiterBuilder, RetryAfter,
+    SlidingLog, SlidingLogVariant, SlidingWindow, Source, Store, StoreError, SystemClock, Timestamp, TokenBucket,
+    TokenBucketSettings, Verdict,
 };
+// The error of `Policies`: every problem of a YAML file, each with its path.
+#[cfg(feature = "yaml")]
+pub use sluice_core::ConfigError;
 
 // The Redis store, shared by every instance of an app.
 #[cfg(feature = "redis")]
