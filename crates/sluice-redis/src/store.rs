@@ -250,7 +250,7 @@ impl RedisStore {
         let keys: Vec<Vec<u8>> =
             limits.iter().map(|limit| state_key(&common.settings.key_prefix, key, limit)).collect();
         let cache_id = common.settings.blocked_cache.then(|| keys.join(&0u8));
-        let cached_now = if script_now < 0 { Now::Redis } else { Now::Caller(now.as_micros()) };
+        let cached_now = if script_now < 0 { Now::Redis(now.as_micros()) } else { Now::Caller(now.as_micros()) };
         if let Some(verdict) = cache_id.as_deref().and_then(|id| common.blocked.lookup(id, cached_now, cost)) {
             return Ok(verdict);
         }
@@ -266,7 +266,8 @@ impl RedisStore {
                     // A state whose time was later than `now` decided at that time: its
                     // answer does not age with `now`, so it is not cached.
                     let verdict = reply.unclamped.then_some(verdict);
-                    let remembered = Remembered { limits, verdict, decided_at: reply.now, cost };
+                    let remembered =
+                        Remembered { limits, verdict, decided_at: reply.now, asked_at: now.as_micros(), cost };
                     common.blocked.remember(id, asked, remembered);
                 }
                 Ok(verdict)
