@@ -1,4 +1,5 @@
-//! `RedisStore`: every decision is one script call on Redis or Redis Cluster.
+//! `RedisStore`: every decision is one command on Redis or Redis Cluster, the module's
+//! `SLUICE.CHECK` where Redis has it loaded, else one script call.
 
 mod channel;
 mod errors;
@@ -28,8 +29,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 ///
 /// Connections are multiplexed (many concurrent checks share one connection) and
 /// reconnect on their own; a standalone one is also replaced when the node it reached
-/// answers `READONLY` (a failover that moved the address). Each check is one `EVALSHA`
-/// (reloaded on `NOSCRIPT`), bounded by [`RedisSettings::timeout`], and carries a deadline
+/// answers `READONLY` (a failover that moved the address). Each check is one command: the
+/// Sluice module's `SLUICE.CHECK` where Redis has it loaded ([`RedisSettings::module`],
+/// [`RedisStore::uses_module`]), else one `EVALSHA` (reloaded on `NOSCRIPT`). It is bounded
+/// by [`RedisSettings::timeout`], and carries a deadline
 /// past which Redis writes nothing (`deadline` module), so a check answered without Redis
 /// never consumes quota later. When Redis cannot answer, the
 /// [`failure_mode`](RedisSettings::failure_mode) decides, and the verdict's `source` says
