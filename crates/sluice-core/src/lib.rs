@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 pub mod algorithm;
+#[cfg(feature = "yaml")]
 pub mod config;
 #[cfg(feature = "conformance")]
 pub mod conformance;
@@ -18,6 +19,7 @@ pub use algorithm::sliding_log::{SlidingLog, SlidingLogVariant};
 pub use algorithm::sliding_window::{SlidingWindow, SlidingWindowSettings, SlidingWindowVariant};
 pub use algorithm::token_bucket::{TokenBucket, TokenBucketSettings};
 pub use algorithm::{EXACT_LIMIT, ParameterProblem, PolicyError};
+#[cfg(feature = "yaml")]
 pub use config::{Config, ConfigError};
 pub use decision::{Decision, Quota, RetryAfter};
 pub use limit::{DefinitionError, Key, KeyError, Limit, LimitId};

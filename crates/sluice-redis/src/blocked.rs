@@ -7,12 +7,16 @@
 //! `retry_after` has passed, and every field of the decision follows from the elapsed time.
 //! It serves only requests of cost 0 or 1, and never limit sets that record rejected
 //! attempts (the sliding log's `attempts` variant), whose every attempt changes the state.
+//!
+//! Its only clock is the caller's: the `now` of each check (the limiter's clock, or
+//! injected time). Under Redis `TIME` that `now` counts the time elapsed since the check
+//! Redis answered, so tests drive the cache with the times they pass, and no sleep.
 
 use parking_lot::Mutex;
 use sluice_core::{Limit, RetryAfter, Source, Verdict};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Entries kept at most per shard; past it, expired ones are dropped and new ones skipped.
 const SHARD_CAPACITY: usize = 4_096;
@@ -44,17 +48,21 @@ struct Blocked {
     decided_at: u64,
     /// When a cost-1 request passes again (µs, Redis's or the caller's timeline).
     until: u64,
-    /// When the reply arrived here, to count elapsed time under Redis `TIME`.
-    seen: Instant,
+    /// The caller's `now` (µs) for the check Redis answered, to count elapsed time under
+    /// Redis `TIME`.
+    asked_at: u64,
 }
 
-/// Where the cache reads elapsed time from.
+/// The time of a check, as the cache reads it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Now {
-    /// The caller's `now` (application clock or injected time).
+    /// The caller's `now` (µs; the limiter's clock or injected time), which Redis decides at.
     Caller(u64),
-    /// Redis `TIME`: elapsed time is counted locally since the reply.
-    Redis,
+    /// The caller's `now` (µs), while Redis decides at its `TIME`: the time elapsed since a
+    /// remembered check is counted on the caller's clock. Counted from the check's `now`,
+    /// before Redis decided, it is never less than Redis's: an answer expires early, never
+    /// late.
+    Redis(u64),
 }
 
 impl BlockedCache {
@@ -68,7 +76,7 @@ impl BlockedCache {
         let at = match now {
             Now::Caller(at) if at < entry.decided_at => return None,
             Now::Caller(at) => at,
-            Now::Redis => entry.decided_at.saturating_add(micros(entry.seen.elapsed())),
+            Now::Redis(at) => entry.decided_at.saturating_add(at.saturating_sub(entry.asked_at)),
         };
         if at >= entry.until {
             entries.remove(id);
@@ -87,7 +95,7 @@ impl BlockedCache {
     /// generation read before Redis was asked: when a reset came in between, Redis may
     /// have decided before it, and the verdict is not kept.
     pub(crate) fn remember(&self, id: Vec<u8>, asked: Generation, verdict: Remembered<'_>) {
-        let Remembered { limits, verdict, decided_at, cost } = verdict;
+        let Remembered { limits, verdict, decided_at, asked_at, cost } = verdict;
         let Some((verdict, wait)) = verdict.and_then(|verdict| match verdict.decision.retry_after {
             Some(RetryAfter::After(wait)) => Some((verdict, wait)),
             _ => None,
@@ -98,8 +106,7 @@ impl BlockedCache {
         if cost > 1 || limits.iter().any(|limit| limit.policy().records_rejections()) {
             return;
         }
-        let entry =
-            Blocked { verdict, decided_at, until: decided_at.saturating_add(micros(wait)), seen: Instant::now() };
+        let entry = Blocked { verdict, decided_at, until: decided_at.saturating_add(micros(wait)), asked_at };
         let mut entries = self.shard(&id).lock();
         // Read under the shard's lock, which `forget` takes after counting a reset: either
         // this sees the reset, or `forget` sees this entry.
@@ -107,7 +114,7 @@ impl BlockedCache {
             return;
         }
         if entries.len() >= SHARD_CAPACITY {
-            entries.retain(|_, entry| entry.seen.elapsed() < Duration::from_micros(entry.until - entry.decided_at));
+            entries.retain(|_, entry| asked_at.saturating_sub(entry.asked_at) < entry.until - entry.decided_at);
         }
         if entries.len() < SHARD_CAPACITY {
             entries.insert(id, entry);
@@ -145,6 +152,8 @@ pub(crate) struct Remembered<'a> {
     pub(crate) verdict: Option<Verdict>,
     /// The time (µs) Redis decided at.
     pub(crate) decided_at: u64,
+    /// The caller's `now` (µs) for the check.
+    pub(crate) asked_at: u64,
     /// The check's cost.
     pub(crate) cost: u64,
 }
@@ -185,7 +194,7 @@ mod tests {
 
     fn remember(cache: &BlockedCache, limits: &[Limit], asked: Generation) {
         let verdict = Some(rejected_until(Duration::from_secs(60)));
-        cache.remember(ID.to_vec(), asked, Remembered { limits, verdict, decided_at: 1_000, cost: 1 });
+        cache.remember(ID.to_vec(), asked, Remembered { limits, verdict, decided_at: 1_000, asked_at: 1_000, cost: 1 });
     }
 
     #[test]
@@ -213,5 +222,42 @@ mod tests {
         assert!(cache.lookup(ID, Now::Caller(2_000), 1).is_some(), "a check asked after the reset is kept");
         cache.forget(&[ID.to_vec()]);
         assert!(cache.lookup(ID, Now::Caller(2_000), 1).is_none(), "and forgotten by the next reset");
+    }
+
+    #[test]
+    fn under_redis_time_an_answer_ages_by_the_callers_clock() {
+        let cache = BlockedCache::default();
+        let limits = [one_per_minute()];
+        let verdict = Some(rejected_until(Duration::from_secs(60)));
+        // Redis decided at its 9 000 000 µs a check the caller asked at its 1 000 µs.
+        let remembered = Remembered { limits: &limits, verdict, decided_at: 9_000_000, asked_at: 1_000, cost: 1 };
+        cache.remember(ID.to_vec(), cache.generation(), remembered);
+        let answer = cache.lookup(ID, Now::Redis(21_000), 1).expect("cached");
+        assert_eq!(answer.decision.retry_after, Some(RetryAfter::After(Duration::from_micros(60_000_000 - 20_000))));
+        assert!(cache.lookup(ID, Now::Redis(60_000_999), 1).is_some(), "1 µs before the retry time");
+        assert!(cache.lookup(ID, Now::Redis(60_001_000), 1).is_none(), "60 s after the check");
+    }
+
+    #[test]
+    fn a_full_shard_drops_the_answers_that_expired_on_the_callers_clock() {
+        let cache = BlockedCache::default();
+        let limits = [one_per_minute()];
+        let verdict = Some(rejected_until(Duration::from_secs(60)));
+        let in_one_shard = |id: &Vec<u8>| cache.spread.hash_one(id.as_slice()) % SHARDS as u64 == 0;
+        let ids: Vec<Vec<u8>> =
+            (0_u32..).map(|n| n.to_be_bytes().to_vec()).filter(in_one_shard).take(SHARD_CAPACITY + 1).collect();
+        let remember = |id: &Vec<u8>, asked_at| {
+            let remembered = Remembered { limits: &limits, verdict, decided_at: asked_at, asked_at, cost: 1 };
+            cache.remember(id.clone(), cache.generation(), remembered);
+        };
+        for id in &ids[..SHARD_CAPACITY] {
+            remember(id, 0);
+        }
+        let (last, first) = (&ids[SHARD_CAPACITY], &ids[0]);
+        remember(last, 59_999_999);
+        assert!(cache.lookup(last, Now::Redis(59_999_999), 1).is_none(), "full of live answers: skipped");
+        remember(last, 60_000_000);
+        assert!(cache.lookup(last, Now::Redis(60_000_000), 1).is_some(), "the expired ones made room");
+        assert!(cache.lookup(first, Now::Redis(0), 1).is_none(), "and are gone");
     }
 }

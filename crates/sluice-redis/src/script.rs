@@ -1,4 +1,6 @@
-//! The check script and its arguments: one `EVALSHA` per check, whatever the limits.
+//! The check scripts and their arguments, which the module's command shares: one
+//! `EVALSHA` (or, where Redis has the module loaded, one `SLUICE.CHECK`) per check,
+//! whatever the limits.
 
 use crate::settings::RedisSettings;
 use sluice_core::{Decision, EXACT_LIMIT, Limit, Quota, RetryAfter, StoreError};

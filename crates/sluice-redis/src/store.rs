@@ -1,4 +1,5 @@
-//! `RedisStore`: every decision is one script call on Redis or Redis Cluster.
+//! `RedisStore`: every decision is one command on Redis or Redis Cluster, the module's
+//! `SLUICE.CHECK` where Redis has it loaded, else one script call.
 
 mod channel;
 mod errors;
@@ -28,8 +29,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 ///
 /// Connections are multiplexed (many concurrent checks share one connection) and
 /// reconnect on their own; a standalone one is also replaced when the node it reached
-/// answers `READONLY` (a failover that moved the address). Each check is one `EVALSHA`
-/// (reloaded on `NOSCRIPT`), bounded by [`RedisSettings::timeout`], and carries a deadline
+/// answers `READONLY` (a failover that moved the address). Each check is one command: the
+/// Sluice module's `SLUICE.CHECK` where Redis has it loaded ([`RedisSettings::module`],
+/// [`RedisStore::uses_module`]), else one `EVALSHA` (reloaded on `NOSCRIPT`). It is bounded
+/// by [`RedisSettings::timeout`], and carries a deadline
 /// past which Redis writes nothing (`deadline` module), so a check answered without Redis
 /// never consumes quota later. When Redis cannot answer, the
 /// [`failure_mode`](RedisSettings::failure_mode) decides, and the verdict's `source` says
@@ -250,7 +253,7 @@ impl RedisStore {
         let keys: Vec<Vec<u8>> =
             limits.iter().map(|limit| state_key(&common.settings.key_prefix, key, limit)).collect();
         let cache_id = common.settings.blocked_cache.then(|| keys.join(&0u8));
-        let cached_now = if script_now < 0 { Now::Redis } else { Now::Caller(now.as_micros()) };
+        let cached_now = if script_now < 0 { Now::Redis(now.as_micros()) } else { Now::Caller(now.as_micros()) };
         if let Some(verdict) = cache_id.as_deref().and_then(|id| common.blocked.lookup(id, cached_now, cost)) {
             return Ok(verdict);
         }
@@ -266,7 +269,8 @@ impl RedisStore {
                     // A state whose time was later than `now` decided at that time: its
                     // answer does not age with `now`, so it is not cached.
                     let verdict = reply.unclamped.then_some(verdict);
-                    let remembered = Remembered { limits, verdict, decided_at: reply.now, cost };
+                    let remembered =
+                        Remembered { limits, verdict, decided_at: reply.now, asked_at: now.as_micros(), cost };
                     common.blocked.remember(id, asked, remembered);
                 }
                 Ok(verdict)

@@ -17,19 +17,27 @@ pub use header::HeaderKey;
 pub use ip::{ClientIp, DEFAULT_IPV6_PREFIX, PeerIp, peer_addr};
 pub use trusted::TrustedProxies;
 
-pub(crate) use key_buffer::KeyBuffer;
+pub use key_buffer::KeyBuffer;
 
 use http::request::Parts;
 use http::{Extensions, HeaderMap};
 use smallvec::SmallVec;
-use std::any::Any;
 use std::fmt;
-use std::sync::Arc;
 
 /// Takes the key a request is limited by from the request's head.
 ///
 /// `None` means the request has no key; the layer's [`MissingKey`] rule decides then.
 /// Closures `Fn(&Parts) -> Option<RequestKey>` are extractors.
+///
+/// Two provided methods tell the layer more, and the ready extractors override them: a
+/// wrapper around one of those keeps what they give by forwarding both.
+///
+/// - [`extract_in_place`](Self::extract_in_place): the key from the request's headers and
+///   extensions alone, so that the layer keys the request without taking it apart (moving
+///   its head, a couple of hundred bytes, out of the request and back).
+/// - [`reads_peer_address`](Self::reads_peer_address): whether the key comes from the
+///   connection's peer address, so that a request the server gave none is answered with
+///   what to change in the server.
 ///
 /// # Examples
 ///
@@ -41,9 +49,73 @@ use std::sync::Arc;
 /// let (parts, ()) = http::Request::get("/acme/orders").body(()).unwrap().into_parts();
 /// assert_eq!(tenant.extract(&parts).unwrap().as_bytes(), b"acme");
 /// ```
+///
+/// A wrapper around a ready extractor forwards all three methods:
+///
+/// ```
+/// use http::{Extensions, HeaderMap, request::Parts};
+/// use sluice_tower::key::{InPlace, KeyBuffer, KeyExtractor, PeerIp, RequestKey};
+///
+/// /// The peer's address, under the name the app gives its keys.
+/// struct Visitor(PeerIp);
+///
+/// impl KeyExtractor for Visitor {
+///     fn extract(&self, parts: &Parts) -> Option<RequestKey> {
+///         self.0.extract(parts)
+///     }
+///
+///     fn extract_in_place<'a>(
+///         &self,
+///         headers: &'a HeaderMap,
+///         extensions: &'a Extensions,
+///         buffer: &'a mut KeyBuffer,
+///     ) -> InPlace<'a> {
+///         self.0.extract_in_place(headers, extensions, buffer)
+///     }
+///
+///     fn reads_peer_address(&self) -> bool {
+///         self.0.reads_peer_address()
+///     }
+/// }
+///
+/// let mut request = http::Request::get("/").body(())?;
+/// request.extensions_mut().insert("192.0.2.1:4000".parse::<std::net::SocketAddr>()?);
+/// let (parts, ()) = request.into_parts();
+/// let visitor = Visitor(PeerIp::new());
+/// let mut buffer = KeyBuffer::new();
+/// let in_place = visitor.extract_in_place(&parts.headers, &parts.extensions, &mut buffer);
+/// assert_eq!(in_place, InPlace::Key(b"192.0.2.1"));
+/// assert!(visitor.reads_peer_address());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub trait KeyExtractor: Send + Sync + 'static {
     /// The key of the request whose head is `parts`, if it has one.
     fn extract(&self, parts: &Parts) -> Option<RequestKey>;
+
+    /// The same key as [`extract`](Self::extract), from the request's headers and
+    /// extensions alone: borrowed from them or written into `buffer`.
+    ///
+    /// [`InPlace::NeedsHead`] (the default) when the extractor needs more of the head; the
+    /// layer then takes the request apart and calls `extract`.
+    #[inline]
+    fn extract_in_place<'a>(
+        &self,
+        headers: &'a HeaderMap,
+        extensions: &'a Extensions,
+        buffer: &'a mut KeyBuffer,
+    ) -> InPlace<'a> {
+        let _ = (headers, extensions, buffer);
+        InPlace::NeedsHead
+    }
+
+    /// Whether the key is (or is derived from) the connection's peer address, which the
+    /// server must put in the request (see [`peer_addr`]); false by default.
+    ///
+    /// When it is, a request without a peer address is answered with what to change in the
+    /// server (and the first one is logged), rather than as merely keyless.
+    fn reads_peer_address(&self) -> bool {
+        false
+    }
 }
 
 impl<F> KeyExtractor for F
@@ -55,64 +127,32 @@ where
     }
 }
 
-/// A layer's extractor. The ready extractors that read only the headers and extensions are
-/// kept by type, so that the layer can key a request without taking it apart (moving its
-/// head, a couple of hundred bytes, out of the request and back).
-#[derive(Clone)]
-pub(crate) enum Extractor {
-    Peer(PeerIp),
-    Client(ClientIp),
-    Header(HeaderKey),
-    Other(Arc<dyn KeyExtractor>),
+/// A key taken in place, from a request's headers and extensions alone
+/// ([`KeyExtractor::extract_in_place`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InPlace<'a> {
+    /// The request's key.
+    Key(&'a [u8]),
+    /// The request has no key.
+    Missing,
+    /// The extractor needs the whole head: [`KeyExtractor::extract`] keys the request.
+    NeedsHead,
 }
 
-impl Extractor {
-    pub(crate) fn new<K: KeyExtractor>(key: K) -> Self {
-        let any: &dyn Any = &key;
-        if let Some(peer) = any.downcast_ref::<PeerIp>() {
-            return Extractor::Peer(*peer);
-        }
-        if let Some(client) = any.downcast_ref::<ClientIp>() {
-            return Extractor::Client(client.clone());
-        }
-        if let Some(header) = any.downcast_ref::<HeaderKey>() {
-            return Extractor::Header(header.clone());
-        }
-        Extractor::Other(Arc::new(key))
-    }
-
-    /// The key from the request's headers and extensions alone, borrowed from them or
-    /// written into `buffer`; `None` when the extractor needs the whole head
-    /// ([`extract`](Self::extract) then).
-    #[inline]
-    pub(crate) fn key_in<'a>(
-        &self,
-        headers: &'a HeaderMap,
-        extensions: &Extensions,
-        buffer: &'a mut KeyBuffer,
-    ) -> Option<Option<&'a [u8]>> {
+impl InPlace<'_> {
+    /// The key as an owned [`RequestKey`], if one was found.
+    pub fn to_request_key(self) -> Option<RequestKey> {
         match self {
-            Extractor::Peer(peer) => Some(peer.key_in(extensions, buffer)),
-            Extractor::Client(client) => Some(client.key_in(headers, extensions, buffer)),
-            Extractor::Header(header) => Some(header.key_in(headers)),
-            Extractor::Other(_) => None,
+            InPlace::Key(key) => Some(RequestKey::from(key)),
+            InPlace::Missing | InPlace::NeedsHead => None,
         }
     }
+}
 
-    /// The key from the request's head.
-    /// Whether the key comes from the connection's peer address (which the server must
-    /// put in the request: see [`peer_addr`]).
-    pub(crate) fn reads_peer_address(&self) -> bool {
-        matches!(self, Extractor::Peer(_) | Extractor::Client(_))
-    }
-
-    pub(crate) fn extract(&self, parts: &Parts) -> Option<RequestKey> {
-        match self {
-            Extractor::Peer(peer) => peer.extract(parts),
-            Extractor::Client(client) => client.extract(parts),
-            Extractor::Header(header) => header.extract(parts),
-            Extractor::Other(other) => other.extract(parts),
-        }
+impl<'a> From<Option<&'a [u8]>> for InPlace<'a> {
+    /// A key found in place, or [`Missing`](InPlace::Missing).
+    fn from(key: Option<&'a [u8]>) -> Self {
+        key.map_or(InPlace::Missing, InPlace::Key)
     }
 }
 

@@ -1,7 +1,7 @@
 //! [`RateLimitLayer`]: the policies, the store, the key and the rules, applied to a service.
 
 use crate::headers::Fields;
-use crate::key::{Extractor, KeyExtractor, MissingKey};
+use crate::key::{KeyExtractor, MissingKey};
 use crate::response::{Rejection, RejectionBody, default_rejection};
 use crate::service::RateLimit;
 use crate::shared::{OnStoreError, Shared, policy_fields};
@@ -76,7 +76,7 @@ impl<S: Store + Clone, C: Clock + Clone> RateLimitLayer<S, C> {
         let shared = Shared {
             policy_fields: policy_fields(limiter.limits(), Fields::default()),
             limiter,
-            key: Extractor::new(key),
+            key: Arc::new(key),
             cost: None,
             missing_key: MissingKey::default(),
             fields: Fields::default(),

@@ -82,12 +82,12 @@
 //! [`key::ForwardingHeader`]), since a proxy passes the other on as the client sent it. IPv6 clients are keyed by their /64 by default, since one
 //! subscriber usually holds a whole /64.
 
-mod at_once;
+mod decide;
 pub mod future;
 pub mod headers;
-mod judge;
 pub mod key;
 mod layer;
+mod outcome;
 #[cfg(feature = "yaml")]
 mod policies;
 pub mod response;
@@ -104,11 +104,14 @@ pub use shared::OnStoreError;
 // clocks and decisions.
 pub use sluice_core;
 pub use sluice_core::{
-    Alignment, BuildError, CheckError, Clock, ConfigError, Decision, FixedWindow, Key, KeyError, LeakMode, LeakyBucket,
-    Limit, ManualClock, MemoryStore, MemoryStoreBuilder, Policy, PolicyError, RateLimiter, RateLimiterBuilder,
-    RetryAfter, SlidingLog, SlidingLogVariant, SlidingWindow, Source, Store, StoreError, SystemClock, Timestamp,
-    TokenBucket, TokenBucketSettings, Verdict,
+    Alignment, BuildError, CheckError, Clock, Decision, FixedWindow, Key, KeyError, LeakMode, LeakyBucket, Limit,
+    ManualClock, MemoryStore, MemoryStoreBuilder, Policy, PolicyError, RateLimiter, RateLimiterBuilder, RetryAfter,
+    SlidingLog, SlidingLogVariant, SlidingWindow, Source, Store, StoreError, SystemClock, Timestamp, TokenBucket,
+    TokenBucketSettings, Verdict,
 };
+// The error of `Policies`: every problem of a YAML file, each with its path.
+#[cfg(feature = "yaml")]
+pub use sluice_core::ConfigError;
 
 // The Redis store, shared by every instance of an app.
 #[cfg(feature = "redis")]

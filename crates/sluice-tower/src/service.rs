@@ -1,14 +1,14 @@
 //! [`RateLimit`]: the service a [`RateLimitLayer`](crate::RateLimitLayer) wraps around another.
 
-use crate::at_once::{AtOnce, decide_at_once};
+use crate::decide::{Decided, decide, decide_in_place};
 use crate::future::{ResponseFuture, with_fields};
-use crate::judge::{Judgement, Outcome, judge, missing_key, outcome, request_key};
 use crate::key::RequestKey;
+use crate::outcome::{Outcome, outcome};
 use crate::response::LayerBody;
 use crate::shared::Shared;
 use http::request::Parts;
 use http::{Request, Response};
-use sluice_core::{Clock, Key, Store};
+use sluice_core::{Clock, Store};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tower::Service;
@@ -98,27 +98,51 @@ where
 
     #[inline]
     fn call(&mut self, request: Request<ReqBody>) -> Self::Future {
-        // The usual case on the shortest path: decided by a store that decides at once,
-        // from the head in place; the request is taken apart only when it has to be (for
-        // the cost function, a closure extractor, the answers that read the head, or a
-        // future that owns it). Deciding out of line keeps this function small enough to
-        // be inlined into its caller, which then builds this response future in its own
-        // frame rather than receiving a copy of it. An allowed request's fields are
-        // rendered after the inner call, from the verdict (plain data), so that nothing
-        // that must be dropped is alive across that call.
-        match decide_at_once(&self.shared, request.headers(), request.extensions()) {
-            AtOnce::Allowed(verdict) => {
-                let future = self.inner.call(request);
-                ResponseFuture::inner(future, self.shared.allowed_fields(&verdict))
-            }
-            AtOnce::Decided(outcome) => self.decided(request, outcome),
-            AtOnce::Later(key) => self.later(request, key),
-            AtOnce::Elsewhere => self.call_with_head(request),
+        // The usual case on the shortest path: decided from the head in place, without
+        // taking the request apart (only a cost function or an extractor that needs the
+        // whole head makes the layer do that). Deciding out of line keeps this function
+        // small enough to be inlined into its caller, which then builds this response
+        // future in its own frame rather than receiving a copy of it.
+        match decide_in_place(&self.shared, request.headers(), request.extensions()) {
+            Some(decided) => self.follow(decided, request),
+            None => self.call_with_head(request),
         }
     }
 }
 
 impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
+    /// Carries out a decision. An allowed request's fields are rendered after the inner
+    /// call, from the verdict (plain data), so that nothing that must be dropped is alive
+    /// across that call.
+    #[inline(always)]
+    fn follow<B: Send + 'static>(&mut self, decided: Decided, request: Request<B>) -> Answer<T, B>
+    where
+        T: Inner<B>,
+    {
+        match decided {
+            Decided::Allowed(verdict) => {
+                let future = self.inner.call(request);
+                ResponseFuture::inner(future, self.shared.allowed_fields(&verdict))
+            }
+            Decided::Now(outcome) => self.decided(request, outcome),
+            Decided::Later(key, cost) => self.later(request, key, cost),
+        }
+    }
+
+    /// [`call`](Service::call) for requests that must be taken apart to be keyed or
+    /// costed: the same decision, from the key and cost the head gives.
+    #[inline(never)]
+    fn call_with_head<B: Send + 'static>(&mut self, request: Request<B>) -> Answer<T, B>
+    where
+        T: Inner<B>,
+    {
+        let (parts, body) = request.into_parts();
+        let key = self.shared.key.extract(&parts);
+        let cost = self.shared.cost.as_ref().map_or(1, |cost| cost(&parts));
+        let decided = decide(&self.shared, key.as_ref().map(RequestKey::as_bytes), cost);
+        self.follow(decided, Request::from_parts(parts, body))
+    }
+
     /// Answers a request decided at once that does not simply proceed now.
     #[cold]
     #[inline(never)]
@@ -127,70 +151,41 @@ impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
         T: Inner<B>,
     {
         let (parts, body) = request.into_parts();
-        let judgement = judge(&self.shared, outcome, &parts);
-        self.answer(judgement, parts, body)
+        self.answer(outcome, parts, body)
     }
 
-    /// Checks a request keyed in place on a store that must be awaited.
+    /// Checks a request on a store that must be awaited, then answers.
     #[inline(never)]
-    fn later<B: Send + 'static>(&mut self, request: Request<B>, key: RequestKey) -> Answer<T, B>
+    fn later<B: Send + 'static>(&mut self, request: Request<B>, key: RequestKey, cost: u64) -> Answer<T, B>
     where
         T: Inner<B>,
     {
         let (parts, body) = request.into_parts();
-        self.check_later(key, 1, parts, body)
-    }
-
-    /// [`call`](Service::call) for requests that must be taken apart to be keyed or costed.
-    #[inline(never)]
-    fn call_with_head<B: Send + 'static>(&mut self, request: Request<B>) -> Answer<T, B>
-    where
-        T: Inner<B>,
-    {
-        let (parts, body) = request.into_parts();
-        let Some(key) = request_key(&self.shared, &parts) else {
-            return ResponseFuture::ready(missing_key(&self.shared, &parts).map(T::Body::from_rejection));
-        };
-        let cost = self.shared.cost.as_ref().map_or(1, |cost| cost(&parts));
-        let checked = Key::new(key.as_bytes()).ok().and_then(|key| self.shared.check_ready(key, cost));
-        match checked {
-            Some(checked) => {
-                let judgement = judge(&self.shared, outcome(&self.shared, checked), &parts);
-                self.answer(judgement, parts, body)
-            }
-            None => self.check_later(key, cost, parts, body),
-        }
-    }
-
-    /// Carries out a judgement made in `call`: the ready inner service answers at once,
-    /// unless the request must first wait its turn.
-    fn answer<B: Send + 'static>(&mut self, judgement: Judgement, parts: Parts, body: B) -> Answer<T, B>
-    where
-        T: Inner<B>,
-    {
-        match judgement {
-            Judgement::Answer(answer) => ResponseFuture::ready(answer.map(T::Body::from_rejection)),
-            Judgement::Forward { delay, fields } if delay.is_zero() => {
-                ResponseFuture::inner(self.inner.call(Request::from_parts(parts, body)), fields)
-            }
-            judgement => {
-                let (shared, inner) = (Arc::clone(&self.shared), self.take_ready_inner());
-                ResponseFuture::boxed(async move { carry_out(&shared, inner, judgement, parts, body).await })
-            }
-        }
-    }
-
-    /// Checks on a store that must be awaited, then answers.
-    fn check_later<B: Send + 'static>(&mut self, key: RequestKey, cost: u64, parts: Parts, body: B) -> Answer<T, B>
-    where
-        T: Inner<B>,
-    {
         let (shared, inner) = (Arc::clone(&self.shared), self.take_ready_inner());
         ResponseFuture::boxed(async move {
-            let checked = shared.check(&key, cost).await;
-            let judgement = judge(&shared, outcome(&shared, checked), &parts);
-            carry_out(&shared, inner, judgement, parts, body).await
+            let outcome = outcome(&shared, shared.check(&key, cost).await);
+            carry_out(&shared, inner, outcome, parts, body).await
         })
+    }
+
+    /// Carries out an outcome decided in `call`: the layer or the ready inner service
+    /// answers at once, unless the request must first wait its turn.
+    fn answer<B: Send + 'static>(&mut self, outcome: Outcome, parts: Parts, body: B) -> Answer<T, B>
+    where
+        T: Inner<B>,
+    {
+        match outcome {
+            Outcome::Refused(refusal) => {
+                ResponseFuture::ready(refusal.answer(&self.shared, &parts).map(T::Body::from_rejection))
+            }
+            Outcome::Proceed { delay, fields } if delay.is_zero() => {
+                ResponseFuture::inner(self.inner.call(Request::from_parts(parts, body)), fields)
+            }
+            outcome => {
+                let (shared, inner) = (Arc::clone(&self.shared), self.take_ready_inner());
+                ResponseFuture::boxed(async move { carry_out(&shared, inner, outcome, parts, body).await })
+            }
+        }
     }
 
     /// The ready inner service, leaving a clone in its place (axum's advice for services
@@ -208,7 +203,7 @@ impl<T, S: Store, C: Clock> RateLimit<T, S, C> {
 async fn carry_out<T, S, C, B>(
     shared: &Shared<S, C>,
     mut inner: T,
-    judgement: Judgement,
+    outcome: Outcome,
     parts: Parts,
     body: B,
 ) -> Result<Response<T::Body>, T::Error>
@@ -216,9 +211,9 @@ where
     T: Inner<B>,
     C: Clock,
 {
-    match judgement {
-        Judgement::Answer(answer) => Ok(answer.map(T::Body::from_rejection)),
-        Judgement::Forward { delay, fields } => {
+    match outcome {
+        Outcome::Refused(refusal) => Ok(refusal.answer(shared, &parts).map(T::Body::from_rejection)),
+        Outcome::Proceed { delay, fields } => {
             if !delay.is_zero() {
                 shared.limiter.clock().sleep(delay).await;
             }

@@ -2,7 +2,7 @@
 //! rules for keys, costs and answers.
 
 use crate::headers::{AllowedFields, Fields, PolicyFields};
-use crate::key::{Extractor, MissingKey, RequestKey};
+use crate::key::{KeyExtractor, MissingKey, RequestKey};
 use crate::response::{Rejection, RejectionBody};
 use http::request::Parts;
 use sluice_core::{Clock, Key, Limit, RateLimiter, Source, Store, StoreError, Verdict};
@@ -31,7 +31,7 @@ pub enum OnStoreError {
 pub(crate) struct Shared<S, C> {
     /// The policies, the store and the clock.
     pub(crate) limiter: RateLimiter<S, C>,
-    pub(crate) key: Extractor,
+    pub(crate) key: Arc<dyn KeyExtractor>,
     pub(crate) cost: Option<CostFn>,
     pub(crate) missing_key: MissingKey,
     pub(crate) fields: Fields,

@@ -1,8 +1,8 @@
 //! Keys from a request header, such as an API key.
 
-use super::{KeyExtractor, RequestKey};
+use super::{InPlace, KeyBuffer, KeyExtractor, RequestKey};
 use http::request::Parts;
-use http::{HeaderMap, HeaderName};
+use http::{Extensions, HeaderMap, HeaderName};
 
 /// Keys a request by the value of one header (the first line of it); a request without
 /// the header, or with an empty one, has no key.
@@ -29,17 +29,14 @@ impl HeaderKey {
     }
 }
 
-impl HeaderKey {
-    /// [`extract`](KeyExtractor::extract) from the request's headers alone.
-    #[inline]
-    pub(crate) fn key_in<'a>(&self, headers: &'a HeaderMap) -> Option<&'a [u8]> {
-        let value = headers.get(&self.name)?.as_bytes();
-        (!value.is_empty()).then_some(value)
-    }
-}
-
 impl KeyExtractor for HeaderKey {
     fn extract(&self, parts: &Parts) -> Option<RequestKey> {
-        self.key_in(&parts.headers).map(RequestKey::from)
+        self.extract_in_place(&parts.headers, &parts.extensions, &mut KeyBuffer::new()).to_request_key()
+    }
+
+    #[inline]
+    fn extract_in_place<'a>(&self, headers: &'a HeaderMap, _: &'a Extensions, _: &'a mut KeyBuffer) -> InPlace<'a> {
+        let value = headers.get(&self.name).map(http::HeaderValue::as_bytes);
+        InPlace::from(value.filter(|value| !value.is_empty()))
     }
 }

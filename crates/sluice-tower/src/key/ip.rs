@@ -2,7 +2,7 @@
 
 use super::forwarded::{ForwardingHeader, chain};
 use super::key_buffer::KeyBuffer;
-use super::{KeyExtractor, RequestKey, TrustedProxies};
+use super::{InPlace, KeyExtractor, RequestKey, TrustedProxies};
 use http::request::Parts;
 use http::{Extensions, HeaderMap};
 use std::net::{IpAddr, SocketAddr};
@@ -63,19 +63,24 @@ impl Default for PeerIp {
     }
 }
 
-impl PeerIp {
-    /// [`extract`](KeyExtractor::extract) from the request's extensions alone, written
-    /// into `buffer`.
-    #[inline]
-    pub(crate) fn key_in<'a>(&self, extensions: &Extensions, buffer: &'a mut KeyBuffer) -> Option<&'a [u8]> {
-        let peer = peer_addr_in(extensions)?;
-        Some(buffer.ip(peer.ip(), self.ipv6_prefix))
-    }
-}
-
 impl KeyExtractor for PeerIp {
     fn extract(&self, parts: &Parts) -> Option<RequestKey> {
-        self.key_in(&parts.extensions, &mut KeyBuffer::new()).map(RequestKey::from)
+        self.extract_in_place(&parts.headers, &parts.extensions, &mut KeyBuffer::new()).to_request_key()
+    }
+
+    #[inline]
+    fn extract_in_place<'a>(
+        &self,
+        _: &'a HeaderMap,
+        extensions: &'a Extensions,
+        buffer: &'a mut KeyBuffer,
+    ) -> InPlace<'a> {
+        let Some(peer) = peer_addr_in(extensions) else { return InPlace::Missing };
+        InPlace::Key(buffer.ip(peer.ip(), self.ipv6_prefix))
+    }
+
+    fn reads_peer_address(&self) -> bool {
+        true
     }
 }
 
@@ -148,22 +153,24 @@ impl ClientIp {
         }
         self.proxies.client(peer, &chain(headers, self.header))
     }
-
-    /// [`extract`](KeyExtractor::extract) from the request's headers and extensions alone,
-    /// written into `buffer`.
-    pub(crate) fn key_in<'a>(
-        &self,
-        headers: &HeaderMap,
-        extensions: &Extensions,
-        buffer: &'a mut KeyBuffer,
-    ) -> Option<&'a [u8]> {
-        let peer = peer_addr_in(extensions)?.ip();
-        Some(buffer.ip(self.client_in(headers, peer), self.ipv6_prefix))
-    }
 }
 
 impl KeyExtractor for ClientIp {
     fn extract(&self, parts: &Parts) -> Option<RequestKey> {
-        self.key_in(&parts.headers, &parts.extensions, &mut KeyBuffer::new()).map(RequestKey::from)
+        self.extract_in_place(&parts.headers, &parts.extensions, &mut KeyBuffer::new()).to_request_key()
+    }
+
+    fn extract_in_place<'a>(
+        &self,
+        headers: &'a HeaderMap,
+        extensions: &'a Extensions,
+        buffer: &'a mut KeyBuffer,
+    ) -> InPlace<'a> {
+        let Some(peer) = peer_addr_in(extensions) else { return InPlace::Missing };
+        InPlace::Key(buffer.ip(self.client_in(headers, peer.ip()), self.ipv6_prefix))
+    }
+
+    fn reads_peer_address(&self) -> bool {
+        true
     }
 }

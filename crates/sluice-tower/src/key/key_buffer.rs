@@ -8,23 +8,25 @@ const CAPACITY: usize = 48;
 
 /// Room on the stack for the key of an IP address, so that the layer keys the usual
 /// request without building a [`RequestKey`](super::RequestKey): its key is then a slice
-/// of this buffer, or of the request itself (a header's value).
-pub(crate) struct KeyBuffer {
+/// of this buffer, or of the request itself (a header's value). See
+/// [`KeyExtractor::extract_in_place`](super::KeyExtractor::extract_in_place).
+pub struct KeyBuffer {
     bytes: [u8; CAPACITY],
 }
 
 impl KeyBuffer {
     /// An empty buffer.
     #[inline]
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         KeyBuffer { bytes: [0; CAPACITY] }
     }
 
     /// The key of `address`: IPv4 as dotted text, IPv6 as its first `prefix` bits (a
     /// larger prefix counts as 128) in full hexadecimal followed by `/prefix`; IPv4-mapped
-    /// IPv6 addresses count as IPv4.
+    /// IPv6 addresses count as IPv4. This is the key [`PeerIp`](super::PeerIp) and
+    /// [`ClientIp`](super::ClientIp) give an address.
     #[inline]
-    pub(crate) fn ip(&mut self, address: IpAddr, prefix: u8) -> &[u8] {
+    pub fn ip(&mut self, address: IpAddr, prefix: u8) -> &[u8] {
         match address.to_canonical() {
             IpAddr::V4(v4) => self.ipv4(v4),
             IpAddr::V6(v6) => self.ipv6(v6, prefix),
@@ -68,6 +70,18 @@ impl KeyBuffer {
     fn put(&mut self, at: usize, bytes: &[u8]) -> usize {
         self.bytes[at..at + bytes.len()].copy_from_slice(bytes);
         at + bytes.len()
+    }
+}
+
+impl Default for KeyBuffer {
+    fn default() -> Self {
+        KeyBuffer::new()
+    }
+}
+
+impl std::fmt::Debug for KeyBuffer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyBuffer").finish_non_exhaustive()
     }
 }
 
