@@ -9,7 +9,9 @@ pub mod envoy;
 mod grpc;
 mod http;
 mod metrics;
+mod micros;
 mod offline;
+mod runtime;
 mod serve;
 
 use clap::Parser;

@@ -4,7 +4,7 @@
 //! Each default leaves a wide margin over what a well-behaved client sends, so that only
 //! a broken or hostile one meets it; each is a setting, for the deployment that needs more.
 
-use crate::cli::serve::ServeArgs;
+use crate::config::serve_args::ServeArgs;
 use crate::config::server_section::ServerSection;
 use crate::config::values::{positive, within};
 use sluice_config::ConfigError;

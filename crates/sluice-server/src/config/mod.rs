@@ -5,6 +5,7 @@ pub(crate) mod admin_token;
 pub(crate) mod bounds;
 pub(crate) mod byte_size;
 pub(crate) mod policy_text;
+pub(crate) mod serve_args;
 pub(crate) mod server_section;
 pub(crate) mod service_file;
 pub(crate) mod settings;

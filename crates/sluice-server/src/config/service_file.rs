@@ -14,7 +14,7 @@
 //!
 //! A plain envoyproxy/ratelimit file (`domain:` and `descriptors:` at the top) loads too.
 
-use crate::cli::serve::ServeArgs;
+use crate::config::serve_args::ServeArgs;
 use crate::config::server_section::ServerSection;
 use crate::config::settings::Settings;
 use crate::envoy::Rules;

@@ -1,9 +1,9 @@
 //! The service's settings, merged from flags, environment and file, in that order.
 
-use crate::cli::serve::ServeArgs;
 use crate::config::admin_token::AdminToken;
 use crate::config::bounds::Bounds;
 use crate::config::byte_size::parse_size;
+use crate::config::serve_args::ServeArgs;
 use crate::config::server_section::ServerSection;
 pub(crate) use crate::config::store_url::StoreChoice;
 use crate::config::values::{positive, positive_or_off, within};
@@ -120,8 +120,8 @@ impl Settings {
             (None, None) => Ok(sluice_core::store::memory::DEFAULT_MAX_MEMORY),
         };
         let max_memory = problems.take("max_memory", max_memory.and_then(at_least_a_mebibyte));
-        let workers = args.workers.or(file.workers).unwrap_or_else(crate::serve::workers::default_count);
-        let workers = problems.take("workers", within(workers, 1, crate::serve::workers::MAX_COUNT));
+        let workers = args.workers.or(file.workers).unwrap_or_else(crate::runtime::workers::default_count);
+        let workers = problems.take("workers", within(workers, 1, crate::runtime::workers::MAX_COUNT));
         let ui = problems.take("ui", UiAccess::parse(&pick(&args.ui, &file.ui, "loopback")));
         let bounds = Bounds::resolve(args, file, &mut problems);
         let settings = (|| {

@@ -9,7 +9,7 @@ use crate::engine::front::Front;
 use crate::engine::service::Service;
 use crate::http::api::{ErrorResponse, ResetRequest};
 use crate::http::error::ApiError;
-use crate::serve::handoff::Client;
+use crate::runtime::handoff::Client;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{ConnectInfo, State};

@@ -1,13 +1,9 @@
 //! `sluice serve`: wires the store, the engine, the front ends and the background tasks.
 
-pub(crate) mod handoff;
 pub(crate) mod reload;
-pub(crate) mod shutdown;
 pub(crate) mod snapshot;
-pub(crate) mod workers;
-pub(crate) mod write_through;
 
-use crate::cli::serve::ServeArgs;
+use crate::config::serve_args::ServeArgs;
 use crate::config::service_file::{BUILTIN, ServiceConfig};
 use crate::config::settings::Settings;
 use crate::engine::Engine;
@@ -18,9 +14,9 @@ use crate::grpc::rls::{RateLimitGrpc, RateLimitServiceServer};
 use crate::http;
 use crate::http::MakeApi;
 use crate::metrics::Metrics;
-use crate::serve::handoff::{Handoff, Queue};
-use crate::serve::shutdown::Shutdown;
-use crate::serve::workers::{Job, Workers};
+use crate::runtime::handoff::{Handoff, Queue};
+use crate::runtime::shutdown::Shutdown;
+use crate::runtime::workers::{Job, Workers};
 use anyhow::Context;
 use futures_util::future::join_all;
 use sluice_core::Limit;

@@ -1,8 +1,8 @@
 //! One limit's per-key states inside one shard, typed by the limit's algorithm so each
 //! entry holds exactly its key and its algorithm's state (no enum padding).
 
+use super::codec::states::{AnyState, Persist, Restored};
 use super::dense::DenseTable;
-use super::snapshot::states::{AnyState, Persist, Restored};
 use super::stored_key::{Exact, Long, Probe, Short, StoredKey};
 use crate::algorithm::Algorithm;
 use crate::{Decision, Timestamp};

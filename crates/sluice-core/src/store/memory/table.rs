@@ -4,8 +4,8 @@
 //! that the compiler inlines through, down to the algorithm's `decide` and `record`,
 //! instead of a virtual call behind two more pointers.
 
+use super::codec::states::{AnyState, Restored};
 use super::keyed::{Change, Cut, Freed, Keyed, KeyedStates, Request};
-use super::snapshot::states::{AnyState, Restored};
 use super::stored_key::Probe;
 use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::leaky_bucket::LeakyBucket;

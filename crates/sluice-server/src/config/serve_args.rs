@@ -1,4 +1,4 @@
-//! Arguments of `sluice serve` and `sluice check-config`.
+//! Arguments of `sluice serve`.
 //!
 //! Every setting of `serve` can also come from an environment variable (`SLUICE_…`) or from
 //! the configuration file's `server:` section; a flag beats the variable, which beats the
@@ -152,12 +152,4 @@ pub(crate) struct ServeArgs {
     /// clients only, every client (`open`), or nobody (`off`) [default: loopback].
     #[arg(long, env = "SLUICE_UI", value_name = "ACCESS")]
     pub(crate) ui: Option<String>,
-}
-
-/// Arguments of `sluice check-config`.
-#[derive(Debug, Args)]
-pub(crate) struct CheckConfigArgs {
-    /// The configuration file to validate.
-    #[arg(value_name = "FILE")]
-    pub(crate) file: PathBuf,
 }
