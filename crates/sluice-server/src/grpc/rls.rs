@@ -51,7 +51,7 @@ impl RateLimitService for RateLimitGrpc {
         if request.descriptors.is_empty() {
             return Err(Status::invalid_argument("rate limit descriptor list must not be empty"));
         }
-        within_bounds(&request, &self.front.service.settings.bounds)?;
+        within_bounds(&request, &self.front.service.settings.bounds())?;
         let loaded = self.front.engine.loaded();
         // Every descriptor is resolved before any is counted: an invalid request counts nothing.
         let resolutions = resolve_all(&loaded, &request)?;

@@ -5,7 +5,7 @@ pub(crate) mod snapshot;
 
 use crate::config::serve_args::ServeArgs;
 use crate::config::service_file::{BUILTIN, ServiceConfig};
-use crate::config::settings::Settings;
+use crate::config::settings::{LogFormat, Settings};
 use crate::engine::Engine;
 use crate::engine::backend::Backend;
 use crate::engine::front::Front;
@@ -37,9 +37,9 @@ pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
         }
         None => (ServiceConfig::parse(BUILTIN).context("the built-in configuration")?, None),
     };
-    let settings =
-        Settings::resolve(args, &config.server).map_err(|error| anyhow::anyhow!("invalid settings: {error}"))?;
-    init_logs(settings.json_logs);
+    let settings = Settings::resolve(&args.settings, &config.server)
+        .map_err(|error| anyhow::anyhow!("invalid settings: {error}"))?;
+    init_logs(settings.log_format == LogFormat::Json);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let served = runtime.block_on(serve(settings, (config, config_read), args));
     // Not an unbounded wait for the background tasks' blocking work (a file read for the
@@ -91,7 +91,7 @@ async fn serve_connections(
     shutdown: &Shutdown,
 ) -> anyhow::Result<()> {
     let count = service.settings.workers;
-    let max_connections = service.settings.bounds.max_connections;
+    let max_connections = service.settings.max_connections;
     let (http_handoff, http_queues) = Handoff::new(count, max_connections, "HTTP");
     let (grpc_handoff, grpc_queues) = Handoff::new(count, max_connections, "gRPC");
     let (workers, ready) = start_workers(service, http_queues.into_iter().zip(grpc_queues), shutdown)?;
@@ -166,7 +166,7 @@ fn worker(service: Arc<Service>, http: Queue, grpc: Queue, shutdown: Shutdown, r
 /// Serves `front` on the HTTP and gRPC connections of `http` and `grpc` until shutdown.
 async fn serve_front(front: Arc<Front>, http: Queue, grpc: Queue, shutdown: Shutdown) -> anyhow::Result<()> {
     let settings = &front.service.settings;
-    let bounds = &settings.bounds;
+    let bounds = &settings.bounds();
     let api = MakeApi::new(Arc::clone(&front), http::router(Arc::clone(&front)));
     let timeouts = http::Timeouts { idle: settings.request_timeout, head: bounds.header_timeout };
     let served_http = http::serve(http, api, timeouts, bounds, shutdown.clone());
