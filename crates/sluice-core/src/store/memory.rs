@@ -21,11 +21,11 @@ mod builder;
 mod codec;
 mod dense;
 mod keyed;
+mod limit_table;
 mod shard;
+mod shard_tables;
 mod snapshot;
 mod stored_key;
-mod table;
-mod tables;
 
 pub use builder::MemoryStoreBuilder;
 pub use codec::SnapshotError;
