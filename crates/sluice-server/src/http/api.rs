@@ -1,6 +1,6 @@
 //! The JSON bodies of the HTTP API. Their schemas feed `/openapi.json`.
 
-use crate::engine::Outcome;
+use crate::engine::Answer;
 use crate::micros::micros;
 use serde::{Deserialize, Serialize};
 use sluice_core::{RetryAfter, Source};
@@ -88,7 +88,7 @@ pub(crate) struct CheckResponse<'a> {
 }
 
 impl<'a> CheckResponse<'a> {
-    pub(crate) fn from_outcome(outcome: &'a Outcome) -> CheckResponse<'a> {
+    pub(crate) fn from_outcome(outcome: &'a Answer) -> CheckResponse<'a> {
         let decision = &outcome.decision;
         let (retry_after_us, cost_exceeds_limit) = match decision.retry_after {
             None => (None, false),
