@@ -15,7 +15,7 @@
 //!    dispatch), `policy_from!`, and its configuration word in `READERS`.
 //! 3. `policy/wire.rs`: its `Wire` impl (number and `p1..p4`, the form the Redis scripts and
 //!    module receive) and its row in `DECODERS`.
-//! 4. `store/memory/table.rs` and `store/memory/snapshot/states.rs`: its table of states
+//! 4. `store/memory/limit_table.rs` and `store/memory/codec/states.rs`: its table of states
 //!    and its state's snapshot encoding (a new tag), with the states it can never hold.
 //! 5. `sluice-redis-module`: `check.rs`'s `decide` and a `Layout` in `layout.rs` (the same
 //!    bytes as the Lua twin); `sluice-server`: `config/policy_text.rs` (its parameters in

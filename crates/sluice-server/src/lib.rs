@@ -9,7 +9,9 @@ pub mod envoy;
 mod grpc;
 mod http;
 mod metrics;
+mod micros;
 mod offline;
+mod runtime;
 mod serve;
 
 use clap::Parser;
@@ -20,7 +22,7 @@ pub fn run() -> ExitCode {
     let cli = cli::Cli::parse();
     let result = match cli.command {
         cli::Command::Simulate(args) => offline::simulate::run(&args),
-        cli::Command::Serve(args) => serve::run(&args).map(|()| ExitCode::SUCCESS),
+        cli::Command::Serve(args) => serve::run_command(&args).map(|()| ExitCode::SUCCESS),
         cli::Command::CheckConfig(args) => Ok(cli::check_config::run(&args)),
         cli::Command::Replay(args) => offline::replay::run(&args),
     };

@@ -1,4 +1,4 @@
-//! The workspace's module import graph has no cycle.
+//! The workspace's module import graph has no cycle, between files or between folders.
 //!
 //! Every library crate under `crates/` is read with `syn`: each file is one module, and a
 //! module depends on another when it names it in a path (`crate::a::b`, `super::x`,
@@ -8,13 +8,16 @@
 //! A module naming one of its ancestors (`super::Error`) is not an edge: a child is part of
 //! its parent, as a file is part of its folder. Cycles between siblings, or between a module
 //! and another branch of the tree, are what this test forbids.
+//! Folders must only point down too: within every folder (the crate root included), the
+//! subtrees of its children may not import each other in a loop, even when no two files do
+//! (`http/a.rs` → `serve/b.rs` and `serve/c.rs` → `http/d.rs`).
 //! Inline test modules (`#[cfg(test)] mod tests { … }`) are skipped: they may use anything.
 
 #![allow(missing_docs)]
 
 mod module_graph_support;
 
-use module_graph_support::{Crate, cycle_edges, cycles};
+use module_graph_support::{Crate, cycle_edges, cycles, folder_cycle_edges, folder_cycles};
 use std::path::PathBuf;
 
 fn workspace_crates() -> Vec<PathBuf> {
@@ -62,4 +65,46 @@ fn the_checker_finds_a_cycle_through_a_child_and_its_parent() {
     let mut members = found[0].clone();
     members.sort();
     assert_eq!(members, vec!["a", "a::inner", "b"], "a -> a::inner -> b (b::Thing) -> a (crate::a::f)");
+}
+
+#[test]
+fn no_folder_in_the_workspace_has_children_that_import_each_other_in_a_loop() {
+    let mut report = String::new();
+    let mut modules = 0;
+    for src in &workspace_crates() {
+        let krate = Crate::read(src);
+        modules += krate.module_count();
+        for cycle in folder_cycles(&krate) {
+            report.push_str(&format!("{} in {}: {}\n", src.display(), cycle.folder, cycle.members.join(", ")));
+            for edge in folder_cycle_edges(&krate, &cycle) {
+                report.push_str(&format!("    {edge}\n"));
+            }
+        }
+    }
+    eprintln!("module_graph: {modules} modules read");
+    assert!(report.is_empty(), "folder cycles:\n{report}");
+}
+
+#[test]
+fn the_checker_finds_folders_that_import_each_other_without_a_file_cycle() {
+    let dir = std::env::temp_dir().join(format!("sluice-folder-graph-{}", std::process::id()));
+    let src = dir.join("src");
+    for folder in ["a", "b"] {
+        std::fs::create_dir_all(src.join(folder)).expect("temp dir");
+    }
+    std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\n").expect("write");
+    std::fs::write(src.join("a/mod.rs"), "mod x;\nmod y;\n").expect("write");
+    std::fs::write(src.join("a/x.rs"), "pub struct X;\n").expect("write");
+    std::fs::write(src.join("a/y.rs"), "fn f() -> crate::b::z::Z { crate::b::z::Z }\n").expect("write");
+    std::fs::write(src.join("b/mod.rs"), "pub mod z;\n").expect("write");
+    std::fs::write(src.join("b/z.rs"), "pub struct Z;\nfn g() -> crate::a::x::X { crate::a::x::X }\n").expect("write");
+    let krate = Crate::read(&src);
+    let (files, folders) = (cycles(&krate), folder_cycles(&krate));
+    std::fs::remove_dir_all(&dir).expect("clean up");
+    assert!(files.is_empty(), "a::y -> b::z -> a::x is no file cycle: {files:?}");
+    assert_eq!(folders.len(), 1, "{folders:?}");
+    assert_eq!(
+        (folders[0].folder.as_str(), folders[0].members.clone()),
+        ("crate", vec!["a".to_owned(), "b".to_owned()])
+    );
 }

@@ -18,18 +18,20 @@
 //! [`MemoryStore::snapshot`] and [`MemoryStore::restore`] carry the states over a restart.
 
 mod builder;
+mod codec;
 mod dense;
 mod keyed;
+mod limit_table;
 mod shard;
+mod shard_tables;
 mod snapshot;
 mod stored_key;
-mod table;
-mod tables;
 
 pub use builder::MemoryStoreBuilder;
+pub use codec::SnapshotError;
 use keyed::KeyedStates;
 use shard::{Bound, Shard};
-pub use snapshot::{RestoreReport, SnapshotError};
+pub use snapshot::RestoreReport;
 
 use crate::store::{Store, StoreError, Verdict};
 use crate::{Decision, Key, Limit, Timestamp};

@@ -1,6 +1,6 @@
 //! `sluice check-config FILE`: validates a configuration and prints every problem.
 
-use crate::cli::serve::CheckConfigArgs;
+use crate::cli::CheckConfigArgs;
 use crate::config::service_file::ServiceConfig;
 use crate::envoy::{Quota, Rule, Rules};
 use std::process::ExitCode;

@@ -1,7 +1,6 @@
 //! Command-line arguments.
 
 pub(crate) mod check_config;
-pub(crate) mod serve;
 
 use clap::{Args, Parser, Subcommand};
 use std::fmt;
@@ -31,10 +30,10 @@ pub(crate) enum Command {
     /// Settings come from flags, then `SLUICE_…` environment variables, then the
     /// configuration file's `server:` section. SIGHUP (or a change of the file) reloads the
     /// configuration; SIGTERM and SIGINT stop gracefully.
-    Serve(Box<crate::cli::serve::ServeArgs>),
+    Serve(Box<crate::config::serve_args::ServeArgs>),
 
     /// Validates a configuration file and prints every problem in it.
-    CheckConfig(crate::cli::serve::CheckConfigArgs),
+    CheckConfig(CheckConfigArgs),
 
     /// Replays a real access log through candidate policies, each on its own embedded
     /// store, with the log's own times, and prints what each policy would have done.
@@ -161,4 +160,12 @@ impl fmt::Display for FormatName {
             FormatName::Trace => "trace",
         })
     }
+}
+
+/// Arguments of `sluice check-config`.
+#[derive(Debug, Args)]
+pub(crate) struct CheckConfigArgs {
+    /// The configuration file to validate.
+    #[arg(value_name = "FILE")]
+    pub(crate) file: PathBuf,
 }

@@ -10,7 +10,19 @@ pub(crate) enum RawSize {
     Text(String),
 }
 
+impl From<&str> for RawSize {
+    fn from(text: &str) -> RawSize {
+        RawSize::Text(text.to_owned())
+    }
+}
+
 impl RawSize {
+    /// A size as a flag or variable gives it: text, read when the settings are resolved.
+    #[allow(clippy::unnecessary_wraps, reason = "clap's value parsers return a Result")]
+    pub(crate) fn from_flag(text: &str) -> Result<RawSize, std::convert::Infallible> {
+        Ok(RawSize::from(text))
+    }
+
     /// The size in bytes.
     pub(crate) fn bytes(&self) -> Result<usize, String> {
         match self {

@@ -14,8 +14,8 @@
 //!
 //! A plain envoyproxy/ratelimit file (`domain:` and `descriptors:` at the top) loads too.
 
-use crate::cli::serve::ServeArgs;
-use crate::config::server_section::ServerSection;
+use crate::config::settings::ServerSection;
+use crate::config::settings::SettingFlags;
 use crate::config::settings::Settings;
 use crate::envoy::Rules;
 use serde_yaml_ng::{Mapping, Value};
@@ -147,7 +147,7 @@ fn parse_server(top: &Mapping, problems: &mut ConfigError) -> ServerSection {
         problems.push("server", error.to_string());
         ServerSection::default()
     });
-    if let Err(error) = Settings::resolve(&ServeArgs::default(), &section) {
+    if let Err(error) = Settings::resolve(&SettingFlags::default(), &section) {
         for problem in error.problems {
             problems.push(&format!("server.{}", problem.path), problem.message);
         }

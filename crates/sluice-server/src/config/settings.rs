@@ -1,79 +1,146 @@
-//! The service's settings, merged from flags, environment and file, in that order.
+//! The service's settings, each declared once: its flag and variable, its file field, its
+//! default, how its value is read, and one line of help. Flags beat variables, which beat
+//! the file's `server:` section, which beats the default ([`crate::config::declare`]).
+//!
+//! A new setting is one more entry here, plus its use.
 
-use crate::cli::serve::ServeArgs;
 use crate::config::admin_token::AdminToken;
-use crate::config::bounds::Bounds;
-use crate::config::byte_size::parse_size;
-use crate::config::server_section::ServerSection;
+use crate::config::bounds::{
+    Bounds, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_DESCRIPTOR_ENTRIES, DEFAULT_MAX_DESCRIPTORS, DEFAULT_MAX_GRPC_MESSAGE,
+    DEFAULT_MAX_REQUEST_HEAD, MIN_REQUEST_HEAD,
+};
+use crate::config::byte_size::RawSize;
+use crate::config::declare::declare_settings;
+pub(crate) use crate::config::setting_values::{LogFormat, UiAccess};
+use crate::config::setting_values::{
+    address, at_least_a_mebibyte, at_least_one, failure_mode, module_use, snapshot_path,
+};
 pub(crate) use crate::config::store_url::StoreChoice;
 use crate::config::values::{positive, positive_or_off, within};
-use sluice_config::ConfigError;
+use crate::runtime::workers;
 use sluice_core::config::parse_duration;
+use sluice_core::store::memory::DEFAULT_MAX_KEYS;
 use sluice_redis::{FailureMode, ModuleUse, TlsFiles};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Every setting of a running service, resolved.
-#[derive(Clone, Debug)]
-pub(crate) struct Settings {
-    pub(crate) http: SocketAddr,
-    pub(crate) grpc: SocketAddr,
-    pub(crate) store: StoreChoice,
-    pub(crate) snapshot: Option<PathBuf>,
-    pub(crate) snapshot_interval: Duration,
-    pub(crate) discard_bad_snapshot: bool,
-    pub(crate) admin_token: Option<AdminToken>,
-    pub(crate) shadow_mode: bool,
-    pub(crate) failure_mode: FailureMode,
-    pub(crate) redis_timeout: Duration,
-    /// Whether checks go to the Sluice Redis module (docs/redis.md, "With the module").
-    pub(crate) redis_module: ModuleUse,
-    /// Certificates for `rediss://` stores.
-    pub(crate) redis_tls: TlsFiles,
-    /// How long an HTTP connection may go with no request in flight and no new one before
-    /// it is closed (a slow or stalled head, or an idle keep-alive connection), and how
-    /// long a request may take to arrive in full (408 after it).
-    pub(crate) request_timeout: Duration,
-    /// How often an idle gRPC connection is pinged (`None`: never); one that does not
-    /// answer within [`Settings::grpc_keepalive_timeout`] is closed.
-    pub(crate) grpc_keepalive: Option<Duration>,
-    /// Once SIGTERM or SIGINT has come, how long connections may take to finish before
-    /// they are dropped (0: at once).
-    pub(crate) shutdown_grace: Duration,
-    pub(crate) max_keys: usize,
-    /// The most bytes the in-memory store holds, keys included.
-    pub(crate) max_memory: usize,
-    /// Threads serving connections, each with a runtime of its own.
-    pub(crate) workers: usize,
-    pub(crate) envoy_headers: bool,
-    pub(crate) json_logs: bool,
-    /// Who may open the dashboard (`/ui`) and its endpoints (`/v1/live`, `/v1/playground`).
-    pub(crate) ui: UiAccess,
-    /// Bounds on connections, request heads and Envoy requests.
-    pub(crate) bounds: Bounds,
+/// A value given as is, when given.
+fn given<T>(value: T) -> Result<Option<T>, String> {
+    Ok(Some(value))
 }
 
-/// Who may open the dashboard and its endpoints (`docs/service.md`, "The dashboard").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum UiAccess {
-    /// Clients on the loopback interface only (the default): the live view shows callers' keys.
-    Loopback,
-    /// Every client that reaches the HTTP port.
-    Open,
-    /// Nobody: the dashboard's paths answer 404.
-    Off,
-}
-
-impl UiAccess {
-    fn parse(text: &str) -> Result<UiAccess, String> {
-        match text {
-            "loopback" => Ok(UiAccess::Loopback),
-            "open" => Ok(UiAccess::Open),
-            "off" => Ok(UiAccess::Off),
-            other => Err(format!("unknown dashboard access `{other}` (loopback, open, off)")),
-        }
-    }
+declare_settings! {
+    "Where the HTTP JSON API listens."
+    http: SocketAddr, from String, env "SLUICE_HTTP", default("127.0.0.1:8080"),
+        parse |text: String| address(&text), #[arg(value_name = "ADDR")];
+    "Where the Envoy rate limit gRPC service listens."
+    grpc: SocketAddr, from String, env "SLUICE_GRPC", default("127.0.0.1:8081"),
+        parse |text: String| address(&text), #[arg(value_name = "ADDR")];
+    "Where states live: `memory`, `redis://HOST:PORT[/DB]` (`rediss://` for TLS), \
+     `redis+cluster://HOST:PORT[,HOST:PORT…]` or \
+     `redis+sentinel://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…]/PRIMARY_NAME`."
+    store: StoreChoice, from String, env "SLUICE_STORE", default("memory"),
+        parse |text: String| StoreChoice::parse(&text), #[arg(value_name = "STORE")];
+    "The in-memory store's snapshot file, or `off`."
+    snapshot: Option<PathBuf>, from String, env "SLUICE_SNAPSHOT", default("sluice.snapshot"),
+        parse |text: String| Ok(snapshot_path(&text)), #[arg(value_name = "PATH")];
+    "How often the snapshot is written, such as `5s`."
+    snapshot_interval: Duration, from String, env "SLUICE_SNAPSHOT_INTERVAL", default("5s"),
+        parse |text: String| positive(&text), #[arg(value_name = "DURATION")];
+    "Start empty when the snapshot file cannot be loaded, instead of refusing to start."
+    discard_bad_snapshot: bool, from bool, env "SLUICE_DISCARD_BAD_SNAPSHOT", default(false), parse Ok,
+        #[arg(num_args = 0..=1, default_missing_value = "true")];
+    "The token admin endpoints (reset, reload) require as `Authorization: Bearer TOKEN`. \
+     Without one, they answer loopback clients only."
+    admin_token: Option<AdminToken>, from String, env "SLUICE_ADMIN_TOKEN", optional("none"),
+        parse |token: String| Ok((!token.is_empty()).then(|| AdminToken::new(&token))),
+        #[arg(value_name = "TOKEN", hide_env_values = true)];
+    "Report every request allowed, while still counting and recording what would have \
+     been rejected (roll-out of new limits)."
+    shadow_mode: bool, from bool, env "SLUICE_SHADOW_MODE", default(false), parse Ok,
+        #[arg(num_args = 0..=1, default_missing_value = "true")];
+    "What Redis-backed checks decide while Redis cannot answer: `open`, `closed` or `fallback`."
+    failure_mode: FailureMode, from String, env "SLUICE_FAILURE_MODE", default("open"),
+        parse |text: String| failure_mode(&text), #[arg(value_name = "MODE")];
+    "`rediss://` stores: the CA certificate(s) (PEM) Redis's certificate must chain to, \
+     instead of the system's trusted roots."
+    redis_ca_file: Option<PathBuf>, from PathBuf, env "SLUICE_REDIS_CA_FILE", optional("system roots"),
+        parse given, #[arg(value_name = "FILE")];
+    "`rediss://` stores: a client certificate (PEM) for a Redis that verifies its clients; \
+     with `--redis-client-key`."
+    redis_client_cert: Option<PathBuf>, from PathBuf, env "SLUICE_REDIS_CLIENT_CERT", optional("none"),
+        parse given, #[arg(value_name = "FILE")];
+    "The client certificate's private key (PEM)."
+    redis_client_key: Option<PathBuf>, from PathBuf, env "SLUICE_REDIS_CLIENT_KEY", optional("none"),
+        parse given, #[arg(value_name = "FILE")];
+    "How long one Redis call may take, such as `50ms`."
+    redis_timeout: Duration, from String, env "SLUICE_REDIS_TIMEOUT", default("50ms"),
+        parse |text: String| positive(&text), #[arg(value_name = "DURATION")];
+    "Whether Redis-backed checks use the Sluice Redis module's `SLUICE.CHECK`: `detect` \
+     (when Redis has it), `always` or `never` (the Lua scripts)."
+    redis_module: ModuleUse, from String, env "SLUICE_REDIS_MODULE", default("detect"),
+        parse |text: String| module_use(&text), #[arg(value_name = "USE")];
+    "How long an HTTP connection may go without a request in flight or a new one (a slow \
+     head, or an idle keep-alive connection) before it is closed, and a request's body may \
+     take (408 after it), such as `30s`."
+    request_timeout: Duration, from String, env "SLUICE_REQUEST_TIMEOUT", default("75s"),
+        parse |text: String| positive(&text), #[arg(value_name = "DURATION")];
+    "How long an HTTP/1 request head may take to come in full once it has begun; the \
+     connection is closed past it (slowloris), such as `5s`."
+    header_timeout: Duration, from String, env "SLUICE_HEADER_TIMEOUT", default("5s"),
+        parse |text: String| positive(&text), #[arg(value_name = "DURATION")];
+    "How often an idle gRPC connection is pinged, such as `60s`, or `off`; one that does not \
+     answer within 20 s (or the interval, if shorter) is closed, so a dead peer's connection \
+     does not linger."
+    grpc_keepalive: Option<Duration>, from String, env "SLUICE_GRPC_KEEPALIVE", default("60s"),
+        parse |text: String| positive_or_off(&text), #[arg(value_name = "DURATION")];
+    "After SIGTERM or SIGINT, how long requests in flight and open connections may take to \
+     finish before they are dropped and the service exits, such as `5s` (`0s`: at once); a \
+     second signal exits at once."
+    shutdown_grace: Duration, from String, env "SLUICE_SHUTDOWN_GRACE", default("5s"),
+        parse |text: String| parse_duration(&text), #[arg(value_name = "DURATION")];
+    "The most states the in-memory store holds."
+    max_keys: usize, from usize, env "SLUICE_MAX_KEYS", default(DEFAULT_MAX_KEYS, "10000000"),
+        parse at_least_one, #[arg(value_name = "COUNT")];
+    "The most bytes the in-memory store holds, keys included, such as `512MiB` or `4GiB`. \
+     When full of keys that are being rejected, it refuses new keys (HTTP 503, gRPC \
+     UNAVAILABLE) rather than forget a block."
+    max_memory: usize, from RawSize, env "SLUICE_MAX_MEMORY", default("1GiB"),
+        parse |size: RawSize| size.bytes().and_then(at_least_a_mebibyte),
+        #[arg(value_name = "SIZE", value_parser = RawSize::from_flag)];
+    "Threads serving HTTP and gRPC connections, each with a runtime of its own, 1 to 256."
+    workers: usize, from usize, env "SLUICE_WORKERS",
+        default(workers::default_count(), "the cores this process may use"),
+        parse |count| within(count, 1, workers::MAX_COUNT), #[arg(value_name = "COUNT")];
+    "Connections each listener (HTTP, gRPC) serves at once; a connection past it is closed \
+     as soon as it is accepted."
+    max_connections: usize, from usize, env "SLUICE_MAX_CONNECTIONS", default(DEFAULT_MAX_CONNECTIONS, "4096"),
+        parse |count| within(count, 1, 1_000_000), #[arg(value_name = "COUNT")];
+    "The largest request head in bytes, at least 8192: an HTTP/1 head (431 past it) or an \
+     HTTP/2 header list, on both listeners."
+    max_request_head: usize, from usize, env "SLUICE_MAX_REQUEST_HEAD", default(DEFAULT_MAX_REQUEST_HEAD, "16384"),
+        parse |bytes| within(bytes, MIN_REQUEST_HEAD, 1024 * 1024), #[arg(value_name = "BYTES")];
+    "Descriptors an Envoy request may carry; more answer INVALID_ARGUMENT."
+    max_descriptors: usize, from usize, env "SLUICE_MAX_DESCRIPTORS", default(DEFAULT_MAX_DESCRIPTORS, "64"),
+        parse |count| within(count, 1, 1_000_000), #[arg(value_name = "COUNT")];
+    "Entries an Envoy descriptor may have; more answer INVALID_ARGUMENT."
+    max_descriptor_entries: usize, from usize, env "SLUICE_MAX_DESCRIPTOR_ENTRIES",
+        default(DEFAULT_MAX_DESCRIPTOR_ENTRIES, "32"),
+        parse |count| within(count, 1, 1_000_000), #[arg(value_name = "COUNT")];
+    "The largest gRPC message a client may send, in bytes; a larger one answers OUT_OF_RANGE."
+    max_grpc_message: usize, from usize, env "SLUICE_MAX_GRPC_MESSAGE", default(DEFAULT_MAX_GRPC_MESSAGE, "65536"),
+        parse |bytes| within(bytes, 1024, 64 * 1024 * 1024), #[arg(value_name = "BYTES")];
+    "Add RateLimit-Policy, RateLimit and Retry-After to Envoy's responses."
+    envoy_headers: bool, from bool, env "SLUICE_ENVOY_HEADERS", default(false), parse Ok,
+        #[arg(num_args = 0..=1, default_missing_value = "true")];
+    "Log format: `text` or `json`. Levels follow `RUST_LOG`."
+    log_format: LogFormat, from String, env "SLUICE_LOG_FORMAT", default("text"),
+        parse |text: String| LogFormat::parse(&text), #[arg(value_name = "FORMAT")];
+    "Who may open the dashboard at `/ui` (and `/v1/live`, `/v1/playground`): `loopback` \
+     clients only, every client (`open`), or nobody (`off`)."
+    ui: UiAccess, from String, env "SLUICE_UI", default("loopback"),
+        parse |text: String| UiAccess::parse(&text), #[arg(value_name = "ACCESS")];
 }
 
 impl Settings {
@@ -82,129 +149,25 @@ impl Settings {
         self.grpc_keepalive.map(|interval| interval.min(Duration::from_secs(20)))
     }
 
-    /// Merges `args` (flags, then environment, as clap resolved them) over the file's
-    /// `server:` section over the defaults. Every bad value is reported, by name.
-    ///
-    /// # Errors
-    ///
-    /// Every bad value, each at the setting's name (`http`, `redis_timeout`, …).
-    pub(crate) fn resolve(args: &ServeArgs, file: &ServerSection) -> Result<Settings, ConfigError> {
-        let mut problems = ConfigError::default();
-        let pick = |flag: &Option<String>, file: &Option<String>, default: &str| {
-            flag.clone().or_else(|| file.clone()).unwrap_or_else(|| default.to_owned())
-        };
-        let flag = |arg: Option<bool>, file: Option<bool>| arg.or(file).unwrap_or(false);
-        let http = problems.take("http", address(&pick(&args.http, &file.http, "127.0.0.1:8080")));
-        let grpc = problems.take("grpc", address(&pick(&args.grpc, &file.grpc, "127.0.0.1:8081")));
-        let store = problems.take("store", StoreChoice::parse(&pick(&args.store, &file.store, "memory")));
-        let interval = pick(&args.snapshot_interval, &file.snapshot_interval, "5s");
-        let snapshot_interval = problems.take("snapshot_interval", positive(&interval));
-        let mode = pick(&args.failure_mode, &file.failure_mode, "open");
-        let failure_mode = problems.take("failure_mode", failure_mode(&mode));
-        let timeout = pick(&args.redis_timeout, &file.redis_timeout, "50ms");
-        let redis_timeout = problems.take("redis_timeout", positive(&timeout));
-        let module = pick(&args.redis_module, &file.redis_module, "detect");
-        let redis_module = problems.take("redis_module", module_use(&module));
-        let timeout = pick(&args.request_timeout, &file.request_timeout, "75s");
-        let request_timeout = problems.take("request_timeout", positive(&timeout));
-        let keepalive = pick(&args.grpc_keepalive, &file.grpc_keepalive, "60s");
-        let grpc_keepalive = problems.take("grpc_keepalive", positive_or_off(&keepalive));
-        let grace = pick(&args.shutdown_grace, &file.shutdown_grace, "5s");
-        let shutdown_grace = problems.take("shutdown_grace", parse_duration(&grace));
-        let json_logs = problems.take("log_format", log_format(&pick(&args.log_format, &file.log_format, "text")));
-        let max_keys = args.max_keys.or(file.max_keys).unwrap_or(sluice_core::store::memory::DEFAULT_MAX_KEYS);
-        let max_keys = problems.take("max_keys", at_least_one(max_keys));
-        let max_memory = match (&args.max_memory, &file.max_memory) {
-            (Some(flag), _) => parse_size(flag),
-            (None, Some(file)) => file.bytes(),
-            (None, None) => Ok(sluice_core::store::memory::DEFAULT_MAX_MEMORY),
-        };
-        let max_memory = problems.take("max_memory", max_memory.and_then(at_least_a_mebibyte));
-        let workers = args.workers.or(file.workers).unwrap_or_else(crate::serve::workers::default_count);
-        let workers = problems.take("workers", within(workers, 1, crate::serve::workers::MAX_COUNT));
-        let ui = problems.take("ui", UiAccess::parse(&pick(&args.ui, &file.ui, "loopback")));
-        let bounds = Bounds::resolve(args, file, &mut problems);
-        let settings = (|| {
-            Some(Settings {
-                http: http?,
-                grpc: grpc?,
-                store: store?,
-                snapshot: snapshot_path(&pick(&args.snapshot, &file.snapshot, "sluice.snapshot")),
-                snapshot_interval: snapshot_interval?,
-                discard_bad_snapshot: flag(args.discard_bad_snapshot, file.discard_bad_snapshot),
-                admin_token: args
-                    .admin_token
-                    .as_ref()
-                    .or(file.admin_token.as_ref())
-                    .filter(|token| !token.is_empty())
-                    .map(|token| AdminToken::new(token)),
-                shadow_mode: flag(args.shadow_mode, file.shadow_mode),
-                failure_mode: failure_mode?,
-                redis_timeout: redis_timeout?,
-                redis_module: redis_module?,
-                redis_tls: TlsFiles {
-                    ca_file: args.redis_ca_file.clone().or_else(|| file.redis_ca_file.clone()),
-                    client_cert: args.redis_client_cert.clone().or_else(|| file.redis_client_cert.clone()),
-                    client_key: args.redis_client_key.clone().or_else(|| file.redis_client_key.clone()),
-                },
-                request_timeout: request_timeout?,
-                grpc_keepalive: grpc_keepalive?,
-                shutdown_grace: shutdown_grace?,
-                max_keys: max_keys?,
-                max_memory: max_memory?,
-                workers: workers?,
-                envoy_headers: flag(args.envoy_headers, file.envoy_headers),
-                json_logs: json_logs?,
-                ui: ui?,
-                bounds: bounds?,
-            })
-        })();
-        let settings = problems.into_result(settings)?;
-        // Every field is `Some` once no problem was found.
-        settings.ok_or_else(|| ConfigError::single("", "incomplete settings"))
+    /// Bounds on connections, request heads and Envoy requests.
+    pub(crate) fn bounds(&self) -> Bounds {
+        Bounds {
+            max_connections: self.max_connections,
+            max_request_head: self.max_request_head,
+            header_timeout: self.header_timeout,
+            max_descriptors: self.max_descriptors,
+            max_descriptor_entries: self.max_descriptor_entries,
+            max_grpc_message: self.max_grpc_message,
+        }
     }
-}
 
-fn at_least_one(count: usize) -> Result<usize, String> {
-    if count == 0 { Err("must be at least 1".to_owned()) } else { Ok(count) }
-}
-
-/// A memory cap below 1 MiB would leave room for a few thousand short keys at most.
-fn at_least_a_mebibyte(bytes: usize) -> Result<usize, String> {
-    if bytes < 1 << 20 { Err(format!("must be at least 1MiB, got {bytes} bytes")) } else { Ok(bytes) }
-}
-
-fn address(text: &str) -> Result<SocketAddr, String> {
-    text.parse().map_err(|_| format!("`{text}` is not an address such as 127.0.0.1:8080"))
-}
-
-fn snapshot_path(text: &str) -> Option<PathBuf> {
-    (text != "off" && !text.is_empty()).then(|| PathBuf::from(text))
-}
-
-fn failure_mode(text: &str) -> Result<FailureMode, String> {
-    match text {
-        "open" => Ok(FailureMode::Open),
-        "closed" => Ok(FailureMode::Closed),
-        "fallback" => Ok(FailureMode::Fallback),
-        other => Err(format!("unknown failure mode `{other}` (open, closed, fallback)")),
-    }
-}
-
-fn module_use(text: &str) -> Result<ModuleUse, String> {
-    match text {
-        "detect" => Ok(ModuleUse::Detect),
-        "always" => Ok(ModuleUse::Always),
-        "never" => Ok(ModuleUse::Never),
-        other => Err(format!("unknown module use `{other}` (detect, always, never)")),
-    }
-}
-
-fn log_format(text: &str) -> Result<bool, String> {
-    match text {
-        "text" => Ok(false),
-        "json" => Ok(true),
-        other => Err(format!("unknown log format `{other}` (text, json)")),
+    /// Certificates for `rediss://` stores.
+    pub(crate) fn redis_tls(&self) -> TlsFiles {
+        TlsFiles {
+            ca_file: self.redis_ca_file.clone(),
+            client_cert: self.redis_client_cert.clone(),
+            client_key: self.redis_client_key.clone(),
+        }
     }
 }
 
@@ -215,7 +178,7 @@ mod tests {
 
     #[test]
     fn flags_beat_the_file_which_beats_the_defaults() {
-        let args = ServeArgs { http: Some("127.0.0.1:9000".into()), ..ServeArgs::default() };
+        let args = SettingFlags { http: Some("127.0.0.1:9000".into()), ..SettingFlags::default() };
         let file = ServerSection {
             http: Some("127.0.0.1:7000".into()),
             grpc: Some("127.0.0.1:7001".into()),
@@ -237,10 +200,10 @@ mod tests {
     #[test]
     fn the_redis_module_use_comes_from_the_flag_or_the_file() {
         let file = ServerSection { redis_module: Some("never".into()), ..ServerSection::default() };
-        assert_eq!(Settings::resolve(&ServeArgs::default(), &file).unwrap().redis_module, ModuleUse::Never);
-        let args = ServeArgs { redis_module: Some("always".into()), ..ServeArgs::default() };
+        assert_eq!(Settings::resolve(&SettingFlags::default(), &file).unwrap().redis_module, ModuleUse::Never);
+        let args = SettingFlags { redis_module: Some("always".into()), ..SettingFlags::default() };
         assert_eq!(Settings::resolve(&args, &file).unwrap().redis_module, ModuleUse::Always);
-        let bad = ServeArgs { redis_module: Some("sometimes".into()), ..ServeArgs::default() };
+        let bad = SettingFlags { redis_module: Some("sometimes".into()), ..SettingFlags::default() };
         let problems = Settings::resolve(&bad, &file).unwrap_err().to_string();
         assert!(
             problems.contains("redis_module: unknown module use `sometimes` (detect, always, never)"),
@@ -251,13 +214,13 @@ mod tests {
     #[test]
     fn max_memory_is_read_as_a_size_from_the_flag_or_the_file() {
         let file = ServerSection { max_memory: Some(RawSize::Text("512MiB".into())), ..ServerSection::default() };
-        assert_eq!(Settings::resolve(&ServeArgs::default(), &file).unwrap().max_memory, 512 << 20);
+        assert_eq!(Settings::resolve(&SettingFlags::default(), &file).unwrap().max_memory, 512 << 20);
         let file = ServerSection { max_memory: Some(RawSize::Bytes(1 << 30)), ..ServerSection::default() };
-        assert_eq!(Settings::resolve(&ServeArgs::default(), &file).unwrap().max_memory, 1 << 30);
-        let args = ServeArgs { max_memory: Some("2GiB".into()), ..ServeArgs::default() };
+        assert_eq!(Settings::resolve(&SettingFlags::default(), &file).unwrap().max_memory, 1 << 30);
+        let args = SettingFlags { max_memory: Some("2GiB".into()), ..SettingFlags::default() };
         assert_eq!(Settings::resolve(&args, &file).unwrap().max_memory, 2 << 30);
         for bad in ["lots", "1KiB"] {
-            let args = ServeArgs { max_memory: Some(bad.into()), ..ServeArgs::default() };
+            let args = SettingFlags { max_memory: Some(bad.into()), ..SettingFlags::default() };
             let problems = Settings::resolve(&args, &file).unwrap_err().to_string();
             assert!(problems.contains("max_memory:"), "{problems}");
         }
@@ -266,18 +229,18 @@ mod tests {
     #[test]
     fn the_shutdown_grace_comes_from_the_flag_or_the_file_and_may_be_zero() {
         let file = ServerSection { shutdown_grace: Some("2s".into()), ..ServerSection::default() };
-        let from_file = Settings::resolve(&ServeArgs::default(), &file).unwrap();
+        let from_file = Settings::resolve(&SettingFlags::default(), &file).unwrap();
         assert_eq!(from_file.shutdown_grace, Duration::from_secs(2));
-        let args = ServeArgs { shutdown_grace: Some("0s".into()), ..ServeArgs::default() };
+        let args = SettingFlags { shutdown_grace: Some("0s".into()), ..SettingFlags::default() };
         assert_eq!(Settings::resolve(&args, &file).unwrap().shutdown_grace, Duration::ZERO);
-        let bad = ServeArgs { shutdown_grace: Some("soon".into()), ..ServeArgs::default() };
+        let bad = SettingFlags { shutdown_grace: Some("soon".into()), ..SettingFlags::default() };
         let problems = Settings::resolve(&bad, &file).unwrap_err().to_string();
         assert!(problems.contains("shutdown_grace:"), "{problems}");
     }
 
     #[test]
     fn every_bad_setting_is_named() {
-        let args = ServeArgs {
+        let args = SettingFlags {
             http: Some("nowhere".into()),
             store: Some("mysql://x".into()),
             snapshot_interval: Some("0s".into()),
@@ -286,7 +249,7 @@ mod tests {
             grpc_keepalive: Some("0s".into()),
             workers: Some(0),
             ui: Some("public".into()),
-            ..ServeArgs::default()
+            ..SettingFlags::default()
         };
         let text = Settings::resolve(&args, &ServerSection::default()).unwrap_err().to_string();
         for name in [
@@ -304,7 +267,7 @@ mod tests {
 
     #[test]
     fn grpc_keepalive_off_disables_it() {
-        let args = ServeArgs { grpc_keepalive: Some("off".into()), ..ServeArgs::default() };
+        let args = SettingFlags { grpc_keepalive: Some("off".into()), ..SettingFlags::default() };
         let settings = Settings::resolve(&args, &ServerSection::default()).unwrap();
         assert_eq!((settings.grpc_keepalive, settings.grpc_keepalive_timeout()), (None, None));
     }
@@ -312,7 +275,7 @@ mod tests {
     #[test]
     fn the_dashboard_is_for_loopback_clients_unless_opened_or_turned_off() {
         let settings = |ui: Option<&str>| {
-            let args = ServeArgs { ui: ui.map(str::to_owned), ..ServeArgs::default() };
+            let args = SettingFlags { ui: ui.map(str::to_owned), ..SettingFlags::default() };
             Settings::resolve(&args, &ServerSection::default()).unwrap().ui
         };
         assert_eq!(settings(None), UiAccess::Loopback);
@@ -322,7 +285,63 @@ mod tests {
 
     #[test]
     fn snapshot_off_disables_it() {
-        let args = ServeArgs { snapshot: Some("off".into()), ..ServeArgs::default() };
+        let args = SettingFlags { snapshot: Some("off".into()), ..SettingFlags::default() };
         assert_eq!(Settings::resolve(&args, &ServerSection::default()).unwrap().snapshot, None);
+    }
+
+    #[test]
+    fn the_bounds_default_and_the_flag_beats_the_file() {
+        let bounds = Settings::resolve(&SettingFlags::default(), &ServerSection::default()).unwrap().bounds();
+        assert_eq!(bounds.max_connections, 4096);
+        assert_eq!(bounds.max_request_head, 16 * 1024);
+        assert_eq!(bounds.header_timeout, Duration::from_secs(5));
+        assert_eq!((bounds.max_descriptors, bounds.max_descriptor_entries), (64, 32));
+        assert_eq!(bounds.max_grpc_message, 64 * 1024);
+        let file = ServerSection { max_descriptors: Some(8), header_timeout: Some("1s".into()), ..Default::default() };
+        let args = SettingFlags { max_descriptors: Some(9), ..SettingFlags::default() };
+        let bounds = Settings::resolve(&args, &file).unwrap().bounds();
+        assert_eq!((bounds.max_descriptors, bounds.header_timeout), (9, Duration::from_secs(1)));
+    }
+
+    #[test]
+    fn every_bound_out_of_range_is_named() {
+        let args = SettingFlags {
+            max_connections: Some(0),
+            max_request_head: Some(100),
+            header_timeout: Some("0s".into()),
+            max_descriptors: Some(0),
+            max_descriptor_entries: Some(0),
+            max_grpc_message: Some(10),
+            ..SettingFlags::default()
+        };
+        let text = Settings::resolve(&args, &ServerSection::default()).unwrap_err().to_string();
+        for name in [
+            "max_connections: must be between 1 and",
+            "max_request_head: must be between 8192 and",
+            "header_timeout: must be longer than 0",
+            "max_descriptors: must be between 1",
+            "max_descriptor_entries: must be between 1",
+            "max_grpc_message: must be between 1024",
+        ] {
+            assert!(text.contains(name), "{name} missing from {text}");
+        }
+    }
+
+    #[test]
+    fn the_defaults_shown_are_the_defaults_used() {
+        let settings = Settings::resolve(&SettingFlags::default(), &ServerSection::default()).unwrap();
+        let shown = |name: &str| DECLARED.iter().find(|(declared, ..)| *declared == name).unwrap().2;
+        for (name, value) in [
+            ("max_keys", settings.max_keys),
+            ("max_connections", settings.max_connections),
+            ("max_request_head", settings.max_request_head),
+            ("max_descriptors", settings.max_descriptors),
+            ("max_descriptor_entries", settings.max_descriptor_entries),
+            ("max_grpc_message", settings.max_grpc_message),
+        ] {
+            assert_eq!(shown(name), value.to_string(), "{name}");
+        }
+        assert_eq!(settings.max_memory, sluice_core::store::memory::DEFAULT_MAX_MEMORY);
+        assert_eq!(settings.log_format, LogFormat::Text);
     }
 }

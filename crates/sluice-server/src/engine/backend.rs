@@ -21,7 +21,7 @@ impl Backend {
             timeout: settings.redis_timeout,
             failure_mode: settings.failure_mode,
             module: settings.redis_module,
-            tls: settings.redis_tls.clone(),
+            tls: settings.redis_tls(),
             fallback_max_keys: settings.max_keys,
             ..RedisSettings::default()
         };

@@ -5,7 +5,7 @@
 //! A descriptor that adds no hits (`hits_addend: 0`) only looks, as a peek does through the
 //! HTTP API: it is answered but not counted, in the checks or the hot keys.
 
-use crate::engine::{CheckError, Engine, Loaded, Outcome};
+use crate::engine::{Answer, Engine, Loaded, RequestError};
 use crate::envoy::{Rule, Unit};
 use sluice_core::{Clock, Key, Limit};
 use std::time::Duration;
@@ -21,7 +21,7 @@ impl Engine {
         limit: &Limit,
         rule_shadow: bool,
         cost: u64,
-    ) -> Result<Outcome, CheckError> {
+    ) -> Result<Answer, RequestError> {
         let verdict = self.decide(key, std::slice::from_ref(limit), cost).await?;
         let counters = loaded.rule_counters(rule).filter(|_| cost > 0);
         let outcome = self.report(verdict, limit, counters, rule_shadow || self.shadow_all());
@@ -39,7 +39,7 @@ impl Engine {
         key: Key<'_>,
         limit: &Limit,
         cost: u64,
-    ) -> Result<Outcome, CheckError> {
+    ) -> Result<Answer, RequestError> {
         let verdict = self.decide(key, std::slice::from_ref(limit), cost).await?;
         let counters = loaded.override_counters().filter(|_| cost > 0);
         Ok(self.report(verdict, limit, counters, self.shadow_all()))

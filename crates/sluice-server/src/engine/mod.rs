@@ -5,7 +5,7 @@ pub(crate) mod backend;
 mod envoy;
 pub(crate) mod front;
 mod loaded;
-pub(crate) mod service;
+pub(crate) mod service_state;
 
 pub(crate) use loaded::Loaded;
 
@@ -20,7 +20,7 @@ use std::time::Instant;
 
 /// What the service answers for one checked request.
 #[derive(Clone, Debug)]
-pub(crate) struct Outcome {
+pub(crate) struct Answer {
     /// The decision reported to the caller (`allowed` is true when shadow mode let a
     /// rejection through).
     pub(crate) decision: Decision,
@@ -34,7 +34,7 @@ pub(crate) struct Outcome {
 
 /// Why a request could not be checked.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum CheckError {
+pub(crate) enum RequestError {
     #[error("unknown policy `{name}`; the configuration defines: {known}")]
     UnknownPolicy { name: String, known: String },
     #[error("policy `{0}` is listed twice")]
@@ -53,13 +53,13 @@ pub(crate) enum CheckError {
 #[derive(Debug)]
 pub(crate) struct Engine {
     backend: Backend,
-    shared: Arc<Shared>,
+    shared: Arc<ProcessWide>,
     clock: SystemClock,
 }
 
 /// What every engine of the process shares.
 #[derive(Debug)]
-struct Shared {
+struct ProcessWide {
     loaded: ArcSwap<Loaded>,
     metrics: Metrics,
     /// Every policy is in shadow mode (`--shadow-mode`).
@@ -73,7 +73,7 @@ impl Engine {
     /// An engine serving `config` with `backend`; `shadow_all` puts every policy in shadow mode.
     pub(crate) fn new(backend: Backend, config: ServiceConfig, metrics: Metrics, shadow_all: bool) -> Engine {
         let loaded = ArcSwap::from_pointee(Loaded::new(config, &metrics));
-        let shared = Arc::new(Shared { loaded, metrics, shadow_all });
+        let shared = Arc::new(ProcessWide { loaded, metrics, shadow_all });
         Engine { backend, shared, clock: SystemClock::new() }
     }
 
@@ -118,8 +118,8 @@ impl Engine {
     /// Policies in shadow mode are checked apart from the enforced ones, so that what they
     /// would reject never blocks (nor un-records) what the enforced ones allow. One
     /// configuration serves the whole check, even if a reload lands meanwhile.
-    pub(crate) async fn check(&self, key: &[u8], names: &[impl AsRef<str>], cost: u64) -> Result<Outcome, CheckError> {
-        let key = Key::new(key).map_err(|error| CheckError::InvalidKey(error.to_string()))?;
+    pub(crate) async fn check(&self, key: &[u8], names: &[impl AsRef<str>], cost: u64) -> Result<Answer, RequestError> {
+        let key = Key::new(key).map_err(|error| RequestError::InvalidKey(error.to_string()))?;
         let loaded = self.loaded();
         let chosen = choose(&loaded, names)?;
         let policies = loaded.config.policies();
@@ -135,7 +135,7 @@ impl Engine {
             }
             (_, Some(shadowed)) => shadowed,
             (Some(enforced), None) => enforced,
-            (None, None) => return Err(CheckError::NoPolicy),
+            (None, None) => return Err(RequestError::NoPolicy),
         };
         // A peek (cost 0) decides nothing: it is not counted as a check.
         if cost > 0 {
@@ -146,7 +146,7 @@ impl Engine {
 
     /// Counts a check for the dashboard: its key among the hot ones, its second in the
     /// per-second history. A shadow rejection was let through: it counts as allowed.
-    fn observe(&self, key: Key<'_>, outcome: &Outcome) {
+    fn observe(&self, key: Key<'_>, outcome: &Answer) {
         let allowed = outcome.decision.allowed;
         let metrics = &self.shared.metrics;
         metrics.hot_keys().record(key.as_bytes(), (!allowed).then(|| outcome.limit.name()));
@@ -154,8 +154,8 @@ impl Engine {
     }
 
     /// Forgets `key`'s states under the named policies (every policy when none is named).
-    pub(crate) async fn reset(&self, key: &[u8], names: &[impl AsRef<str>]) -> Result<(), CheckError> {
-        let key = Key::new(key).map_err(|error| CheckError::InvalidKey(error.to_string()))?;
+    pub(crate) async fn reset(&self, key: &[u8], names: &[impl AsRef<str>]) -> Result<(), RequestError> {
+        let key = Key::new(key).map_err(|error| RequestError::InvalidKey(error.to_string()))?;
         let loaded = self.loaded();
         let limits: Vec<Limit> = if names.is_empty() {
             loaded.config.limits().cloned().collect()
@@ -174,7 +174,7 @@ impl Engine {
         group: &[usize],
         cost: u64,
         shadow: bool,
-    ) -> Result<Option<Outcome>, CheckError> {
+    ) -> Result<Option<Answer>, RequestError> {
         let policies = loaded.config.policies();
         let verdict = match group {
             [] => return Ok(None),
@@ -200,7 +200,7 @@ impl Engine {
     }
 
     /// Asks the store, timing and counting what it answered.
-    async fn decide(&self, key: Key<'_>, limits: &[Limit], cost: u64) -> Result<Verdict, CheckError> {
+    async fn decide(&self, key: Key<'_>, limits: &[Limit], cost: u64) -> Result<Verdict, RequestError> {
         let started = Instant::now();
         let verdict = self.backend.check(key, limits, self.clock.now(), cost).await;
         self.shared.metrics.observe_store(started.elapsed());
@@ -210,31 +210,31 @@ impl Engine {
     }
 
     /// The outcome reported for `verdict`, decided by `limit`, counted under `counters`.
-    fn report(&self, verdict: Verdict, limit: &Limit, counters: Option<&PolicyCounters>, shadow: bool) -> Outcome {
+    fn report(&self, verdict: Verdict, limit: &Limit, counters: Option<&PolicyCounters>, shadow: bool) -> Answer {
         if let Some(counters) = counters {
             counters.count(verdict.decision.allowed, shadow);
         }
         let mut decision = verdict.decision;
         let shadow_rejected = shadow && !decision.allowed;
         decision.allowed |= shadow_rejected;
-        Outcome { decision, limit: limit.clone(), source: verdict.source, shadow_rejected }
+        Answer { decision, limit: limit.clone(), source: verdict.source, shadow_rejected }
     }
 }
 
 /// The positions of the named policies in `loaded`'s configuration.
-fn choose(loaded: &Loaded, names: &[impl AsRef<str>]) -> Result<Chosen, CheckError> {
+fn choose(loaded: &Loaded, names: &[impl AsRef<str>]) -> Result<Chosen, RequestError> {
     if names.is_empty() {
-        return Err(CheckError::NoPolicy);
+        return Err(RequestError::NoPolicy);
     }
     let policies = loaded.config.policies();
     let mut chosen = Chosen::new();
     for name in names.iter().map(AsRef::as_ref) {
         let Some(index) = loaded.config.policy_index(name) else {
             let known: Vec<&str> = policies.iter().map(|entry| entry.limit.name()).collect();
-            return Err(CheckError::UnknownPolicy { name: name.to_owned(), known: known.join(", ") });
+            return Err(RequestError::UnknownPolicy { name: name.to_owned(), known: known.join(", ") });
         };
         if chosen.contains(&index) {
-            return Err(CheckError::DuplicatePolicy(name.to_owned()));
+            return Err(RequestError::DuplicatePolicy(name.to_owned()));
         }
         chosen.push(index);
     }

@@ -8,7 +8,7 @@
 //! chooses it (the least `limit_remaining` among the statuses with a `current_limit`, the
 //! first on a tie), and every value is read from its status.
 
-use crate::engine::Outcome;
+use crate::engine::Answer as Outcome;
 use envoy_types::pb::envoy::config::core::v3::HeaderValue;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::rate_limit::Unit as ProtoUnit;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus, RateLimit};

@@ -10,7 +10,7 @@ use super::descriptor_status::{descriptor_status, override_limit, status};
 use super::response_headers::{Checked, response_headers};
 use crate::config::bounds::Bounds;
 use crate::engine::front::Front;
-use crate::engine::{CheckError, Loaded, Outcome};
+use crate::engine::{Answer as Outcome, Loaded, RequestError as CheckError};
 use crate::envoy::{Resolution, StateKey, Unit};
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::{Code, DescriptorStatus};
@@ -51,7 +51,7 @@ impl RateLimitService for RateLimitGrpc {
         if request.descriptors.is_empty() {
             return Err(Status::invalid_argument("rate limit descriptor list must not be empty"));
         }
-        within_bounds(&request, &self.front.service.settings.bounds)?;
+        within_bounds(&request, &self.front.service.settings.bounds())?;
         let loaded = self.front.engine.loaded();
         // Every descriptor is resolved before any is counted: an invalid request counts nothing.
         let resolutions = resolve_all(&loaded, &request)?;

@@ -6,10 +6,10 @@
 //! clients only.
 
 use crate::engine::front::Front;
-use crate::engine::service::Service;
+use crate::engine::service_state::ServiceState;
 use crate::http::api::{ErrorResponse, ResetRequest};
 use crate::http::error::ApiError;
-use crate::serve::handoff::Client;
+use crate::runtime::handoff::Client;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{ConnectInfo, State};
@@ -67,7 +67,7 @@ pub(crate) async fn reload(
     }
 }
 
-fn authorize(service: &Service, peer: &Client, headers: &HeaderMap) -> Result<(), ApiError> {
+fn authorize(service: &ServiceState, peer: &Client, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(token) = &service.settings.admin_token else {
         if peer.is_loopback() {
             return Ok(());

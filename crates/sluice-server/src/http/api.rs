@@ -1,6 +1,7 @@
 //! The JSON bodies of the HTTP API. Their schemas feed `/openapi.json`.
 
-use crate::engine::Outcome;
+use crate::engine::Answer;
+use crate::micros::micros;
 use serde::{Deserialize, Serialize};
 use sluice_core::{RetryAfter, Source};
 use smallvec::SmallVec;
@@ -87,7 +88,7 @@ pub(crate) struct CheckResponse<'a> {
 }
 
 impl<'a> CheckResponse<'a> {
-    pub(crate) fn from_outcome(outcome: &'a Outcome) -> CheckResponse<'a> {
+    pub(crate) fn from_outcome(outcome: &'a Answer) -> CheckResponse<'a> {
         let decision = &outcome.decision;
         let (retry_after_us, cost_exceeds_limit) = match decision.retry_after {
             None => (None, false),
@@ -136,11 +137,6 @@ impl CheckResponse<'_> {
         field(out, ",\"source\":\"", self.source.as_bytes());
         out.extend_from_slice(b"\"}");
     }
-}
-
-/// A duration in whole microseconds (decisions hold whole microseconds below 2^53).
-pub(crate) fn micros(duration: std::time::Duration) -> u64 {
-    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
 pub(crate) fn source_name(source: Source) -> &'static str {

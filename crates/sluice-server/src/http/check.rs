@@ -1,6 +1,6 @@
 //! `POST /v1/check` and `POST /v1/peek`.
 
-use crate::engine::Outcome;
+use crate::engine::Answer;
 use crate::engine::front::Front;
 use crate::http::api::{CheckRequest, CheckResponse, ErrorResponse, PeekRequest, PolicyNames};
 use crate::http::error::ApiError;
@@ -98,7 +98,7 @@ async fn answer<B: RequestBody>(
 
 /// 200 or 429 with the decision and its headers; 503 when the `closed` failure mode decided
 /// for an enforced policy (one in shadow mode never blocks, whatever decided for it).
-fn respond(outcome: &Outcome) -> Response {
+fn respond(outcome: &Answer) -> Response {
     if outcome.source == Source::FailedClosed && !outcome.shadow_rejected {
         let message = "the store cannot answer and the failure mode is closed";
         return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", message).into_response();

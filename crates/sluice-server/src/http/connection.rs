@@ -15,7 +15,7 @@ use crate::http::check;
 use crate::http::deadline::within;
 use crate::http::error::ApiError;
 use crate::http::idle::Activity;
-use crate::serve::handoff::Client;
+use crate::runtime::handoff::Client;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::ConnectInfo;

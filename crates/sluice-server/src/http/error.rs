@@ -1,6 +1,6 @@
 //! Errors as HTTP responses: a status, and a JSON body with a stable code.
 
-use crate::engine::CheckError;
+use crate::engine::RequestError;
 use crate::http::MAX_BODY_BYTES;
 use crate::http::api::ErrorResponse;
 use crate::http::deadline::within;
@@ -91,28 +91,28 @@ pub(crate) fn json_body<'a, T: serde::Deserialize<'a>>(headers: &HeaderMap, body
     })
 }
 
-impl From<CheckError> for ApiError {
-    fn from(error: CheckError) -> ApiError {
+impl From<RequestError> for ApiError {
+    fn from(error: RequestError) -> ApiError {
         let message = error.to_string();
         match error {
-            CheckError::UnknownPolicy { .. } => ApiError::new(StatusCode::NOT_FOUND, "unknown_policy", message),
-            CheckError::DuplicatePolicy(_) | CheckError::NoPolicy => {
+            RequestError::UnknownPolicy { .. } => ApiError::new(StatusCode::NOT_FOUND, "unknown_policy", message),
+            RequestError::DuplicatePolicy(_) | RequestError::NoPolicy => {
                 ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
             }
-            CheckError::InvalidKey(_) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_key", message),
-            CheckError::Store(StoreError::Unavailable(cause)) => ApiError::new(
+            RequestError::InvalidKey(_) => ApiError::new(StatusCode::BAD_REQUEST, "invalid_key", message),
+            RequestError::Store(StoreError::Unavailable(cause)) => ApiError::new(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "store_unavailable",
                 format!("store unavailable: {cause}"),
             ),
             // Not the caller's fault, and it passes: keys stop being limited, or expire.
-            CheckError::Store(StoreError::Full { .. }) => {
+            RequestError::Store(StoreError::Full { .. }) => {
                 ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store_full", message)
             }
-            CheckError::Store(StoreError::Refused(_)) => {
+            RequestError::Store(StoreError::Refused(_)) => {
                 ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, "refused", message)
             }
-            CheckError::Store(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "store_error", message),
+            RequestError::Store(_) => ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "store_error", message),
         }
     }
 }
@@ -138,7 +138,7 @@ mod tests {
     /// Not the caller's fault, and it passes: 503 with a retry, and the cause named.
     #[test]
     fn a_memory_store_full_of_limited_keys_answers_503_store_full() {
-        let error = ApiError::from(CheckError::Store(StoreError::Full { max_keys: 16, max_memory: 1 << 20 }));
+        let error = ApiError::from(RequestError::Store(StoreError::Full { max_keys: 16, max_memory: 1 << 20 }));
         assert_eq!((error.status, error.code), (StatusCode::SERVICE_UNAVAILABLE, "store_full"));
         assert!(error.message.contains("full of limited keys (max_keys 16"), "{}", error.message);
         let response = error.into_response();

@@ -4,7 +4,7 @@
 //! One implementation for the service and the tower layer: `sluice_tower::headers`. The
 //! service always sends the `X-RateLimit-*` fields too.
 
-use crate::engine::Outcome;
+use crate::engine::Answer;
 use axum::http::HeaderMap;
 use bytes::Bytes;
 use sluice_tower::headers::Fields;
@@ -14,7 +14,7 @@ pub(crate) use sluice_tower::headers::HeaderRanges;
 /// Writes the values of the headers for `outcome` at the end of `buffer`. Seconds are
 /// rounded up, so a real wait is never announced as 0. One buffer for the body and every
 /// header value, so that they share one allocation: this runs on every check.
-pub(crate) fn write_rate_limit_headers(outcome: &Outcome, buffer: &mut Vec<u8>) -> HeaderRanges {
+pub(crate) fn write_rate_limit_headers(outcome: &Answer, buffer: &mut Vec<u8>) -> HeaderRanges {
     let limit = &outcome.limit;
     sluice_tower::headers::write_rate_limit_headers(
         limit.name(),

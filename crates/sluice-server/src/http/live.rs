@@ -5,7 +5,7 @@ use crate::http::api::ErrorResponse;
 use crate::http::error::ApiError;
 use crate::http::ui::admit;
 use crate::metrics::{HotKey, SAMPLE_EVERY, Seconds};
-use crate::serve::handoff::Client;
+use crate::runtime::handoff::Client;
 use axum::Json;
 use axum::extract::{ConnectInfo, State};
 use serde::Serialize;

@@ -6,7 +6,7 @@ use crate::http::api::ErrorResponse;
 use crate::http::error::ApiError;
 use crate::http::ui::admit;
 use crate::offline::playground::{PlaygroundError, PlaygroundRequest, PlaygroundResponse};
-use crate::serve::handoff::Client;
+use crate::runtime::handoff::Client;
 use axum::Json;
 use axum::extract::rejection::JsonRejection;
 use axum::extract::{ConnectInfo, State};

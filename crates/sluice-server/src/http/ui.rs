@@ -7,7 +7,7 @@
 use crate::config::settings::UiAccess;
 use crate::engine::front::Front;
 use crate::http::error::ApiError;
-use crate::serve::handoff::Client;
+use crate::runtime::handoff::Client;
 use axum::extract::{ConnectInfo, Path, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

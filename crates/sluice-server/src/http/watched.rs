@@ -71,7 +71,7 @@ impl AsyncRead for Watched {
     }
 }
 
-crate::serve::write_through::write_through!(Watched);
+crate::runtime::write_through::write_through!(Watched);
 
 #[cfg(test)]
 mod tests {

@@ -27,7 +27,7 @@ thread_local! {
 /// The hottest keys, by sampled checks.
 #[derive(Debug, Default)]
 pub(crate) struct HotKeys {
-    table: Mutex<Table>,
+    table: Mutex<HotKeyTable>,
 }
 
 /// A tracked key and its counts, in samples.
@@ -46,7 +46,7 @@ pub(crate) struct HotKey {
 }
 
 #[derive(Debug, Default)]
-struct Table {
+struct HotKeyTable {
     slots: Vec<HotKey>,
     samples: u32,
 }
@@ -73,7 +73,7 @@ impl HotKeys {
     }
 }
 
-impl Table {
+impl HotKeyTable {
     fn count(&mut self, key: &[u8], rejected_by: Option<&str>) {
         self.samples += 1;
         if self.samples >= HALVE_AFTER {
@@ -127,8 +127,8 @@ impl HotKey {
 mod tests {
     use super::*;
 
-    fn table_of(keys: &[&str]) -> Table {
-        let mut table = Table::default();
+    fn table_of(keys: &[&str]) -> HotKeyTable {
+        let mut table = HotKeyTable::default();
         for key in keys {
             table.count(key.as_bytes(), key.starts_with('r').then_some("strict"));
         }
@@ -146,7 +146,7 @@ mod tests {
 
     #[test]
     fn a_key_names_the_policy_of_its_latest_rejection() {
-        let mut table = Table::default();
+        let mut table = HotKeyTable::default();
         for rejected_by in [Some("burst2"), None, Some("login"), None] {
             table.count(b"k", rejected_by);
         }
@@ -155,7 +155,7 @@ mod tests {
 
     #[test]
     fn memory_stays_bounded_and_a_heavy_key_survives_many_light_ones() {
-        let mut table = Table::default();
+        let mut table = HotKeyTable::default();
         for round in 0..10_000u32 {
             table.count(b"heavy", None);
             table.count(format!("light-{round}").as_bytes(), None);

@@ -12,7 +12,7 @@
 
 mod level;
 
-use crate::http::api::micros;
+use crate::micros::micros;
 use level::{Level, LevelPoint};
 use serde::{Deserialize, Serialize};
 use sluice_config::ConfigError;

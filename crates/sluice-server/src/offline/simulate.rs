@@ -3,6 +3,7 @@
 use crate::cli::SimulateArgs;
 use crate::config::service_file::ServiceConfig;
 use crate::config::store_url::StoreChoice;
+use crate::micros::micros;
 use crate::offline::trace::{TraceRequest, parse_line};
 use anyhow::{Context, bail};
 use serde::Serialize;
@@ -139,8 +140,4 @@ fn write_decision(
     };
     serde_json::to_writer(&mut *out, &line)?;
     out.write_all(b"\n").context("cannot write the decisions")
-}
-
-fn micros(duration: Duration) -> u64 {
-    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }

@@ -1,82 +1,78 @@
 //! `sluice serve`: wires the store, the engine, the front ends and the background tasks.
 
-pub(crate) mod handoff;
 pub(crate) mod reload;
-pub(crate) mod shutdown;
 pub(crate) mod snapshot;
-pub(crate) mod workers;
-pub(crate) mod write_through;
+pub(crate) mod start;
 
-use crate::cli::serve::ServeArgs;
-use crate::config::service_file::{BUILTIN, ServiceConfig};
-use crate::config::settings::Settings;
+use crate::config::serve_args::ServeArgs;
+use crate::config::settings::{LogFormat, Settings};
 use crate::engine::Engine;
 use crate::engine::backend::Backend;
 use crate::engine::front::Front;
-use crate::engine::service::Service;
+use crate::engine::service_state::ServiceState;
 use crate::grpc::rls::{RateLimitGrpc, RateLimitServiceServer};
 use crate::http;
 use crate::http::MakeApi;
 use crate::metrics::Metrics;
-use crate::serve::handoff::{Handoff, Queue};
-use crate::serve::shutdown::Shutdown;
-use crate::serve::workers::{Job, Workers};
+use crate::runtime::handoff::{Handoff, Queue};
+use crate::runtime::shutdown::{self, Shutdown};
+use crate::runtime::workers::{Job, Workers};
+use crate::serve::start::{InitialConfig, Listeners};
 use anyhow::Context;
 use futures_util::future::join_all;
 use sluice_core::Limit;
-use std::net::SocketAddr;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
-/// Runs the service until SIGTERM or SIGINT.
-pub(crate) fn run(args: &ServeArgs) -> anyhow::Result<()> {
-    // The file's bytes are kept: the file watch compares the file with what was parsed,
-    // so a change made while the service starts (a snapshot loading) is reloaded.
-    let (config, config_read) = match &args.config {
-        Some(path) => {
-            let bytes = ServiceConfig::read_file(path)?;
-            (ServiceConfig::from_file_bytes(path, &bytes)?, Some(bytes))
-        }
-        None => (ServiceConfig::parse(BUILTIN).context("the built-in configuration")?, None),
-    };
-    let settings =
-        Settings::resolve(args, &config.server).map_err(|error| anyhow::anyhow!("invalid settings: {error}"))?;
-    init_logs(settings.json_logs);
+/// Runs `sluice serve` until SIGTERM or SIGINT.
+pub(crate) fn run_command(args: &ServeArgs) -> anyhow::Result<()> {
+    let initial = InitialConfig::read(args.config.as_deref())?;
+    let settings = Settings::resolve(&args.settings, &initial.config.server)
+        .map_err(|error| anyhow::anyhow!("invalid settings: {error}"))?;
+    init_logs(settings.log_format == LogFormat::Json);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
-    let served = runtime.block_on(serve(settings, (config, config_read), args));
+    let served = runtime.block_on(async {
+        let listeners = Listeners::bind(&settings).await?;
+        // Signal handlers first: once the addresses are printed, signals must find them.
+        let signals = shutdown::signals(settings.shutdown_grace);
+        run(settings, initial, listeners, signals).await
+    });
     // Not an unbounded wait for the background tasks' blocking work (a file read for the
     // reload watch): the exit is bounded.
     runtime.shutdown_timeout(Duration::from_millis(500));
     served
 }
 
-async fn serve(
+/// Serves `initial` with `settings` on `listeners` until `shutdown` completes; then lets
+/// requests in flight finish within the shutdown grace period, writes the last snapshot
+/// and returns. The command's seam (as mini-redis's `server::run`): a test runs the
+/// service in its own process, on listeners it bound, and stops it when it is done.
+pub(crate) async fn run(
     settings: Settings,
-    (config, config_read): (ServiceConfig, Option<Vec<u8>>),
-    args: &ServeArgs,
+    initial: InitialConfig,
+    listeners: Listeners,
+    shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
+    let shutdown = Shutdown::when(shutdown, settings.shutdown_grace);
     let backend = Backend::open(&settings).await?;
     if let (Some(path), Some(store)) = (&settings.snapshot, backend.memory()) {
-        let limits: Vec<Limit> = config.limits().cloned().collect();
+        let limits: Vec<Limit> = initial.config.limits().cloned().collect();
         snapshot::load(path, store, &limits, settings.discard_bad_snapshot)?;
     }
-    let engine = Engine::new(backend, config, Metrics::new(), settings.shadow_mode);
-    let service = Arc::new(Service::new(engine, settings, args.config.clone()));
-    if let Some(bytes) = config_read {
+    let engine = Engine::new(backend, initial.config, Metrics::new(), settings.shadow_mode);
+    let service = Arc::new(ServiceState::new(engine, settings, initial.path));
+    if let Some(bytes) = initial.bytes {
         service.config_read(bytes);
     }
-    let http_listener = bind(service.settings.http, "HTTP").await?;
-    let grpc_listener = bind(service.settings.grpc, "gRPC").await?;
-    // Signal handlers first: once the addresses are printed, signals must find them. The
-    // file watch compares with the content parsed above, so no change is missed.
-    let shutdown = Shutdown::on_signals(service.settings.shutdown_grace);
+    // The file watch compares with the content parsed, so no change is missed.
     reload::on_sighup(Arc::clone(&service));
     reload::on_file_change(Arc::clone(&service));
     let periodic = (service.settings.snapshot.is_some() && service.engine.backend().memory().is_some())
         .then(|| tokio::spawn(snapshot::run_periodically(Arc::clone(&service))));
-    let served = serve_connections(&service, [http_listener, grpc_listener], &shutdown).await;
+    let served = serve_connections(&service, listeners, &shutdown).await;
     // The last snapshot, also when serving ended in an error: the store still holds every
     // decision made. It waits for a periodic one in progress, and is the last written.
     periodic.inspect(tokio::task::JoinHandle::abort);
@@ -90,12 +86,12 @@ async fn serve(
 /// `[http, grpc]` until shutdown; then waits for the workers, which finish the requests in
 /// flight within the shutdown grace period and drop what is left after it.
 async fn serve_connections(
-    service: &Arc<Service>,
-    [http, grpc]: [TcpListener; 2],
+    service: &Arc<ServiceState>,
+    Listeners { http, grpc }: Listeners,
     shutdown: &Shutdown,
 ) -> anyhow::Result<()> {
     let count = service.settings.workers;
-    let max_connections = service.settings.bounds.max_connections;
+    let max_connections = service.settings.max_connections;
     let (http_handoff, http_queues) = Handoff::new(count, max_connections, "HTTP");
     let (grpc_handoff, grpc_queues) = Handoff::new(count, max_connections, "gRPC");
     let (workers, ready) = start_workers(service, http_queues.into_iter().zip(grpc_queues), shutdown)?;
@@ -120,7 +116,7 @@ async fn serve_connections(
 
 /// Starts one worker per pair of queues; each tells on its receiver when it can serve.
 fn start_workers(
-    service: &Arc<Service>,
+    service: &Arc<ServiceState>,
     queues: impl Iterator<Item = (Queue, Queue)>,
     shutdown: &Shutdown,
 ) -> anyhow::Result<(Workers, Vec<oneshot::Receiver<()>>)> {
@@ -154,7 +150,7 @@ async fn wait_for(workers: Workers, shutdown: &Shutdown) -> anyhow::Result<()> {
 /// HTTP and gRPC connections it is handed until shutdown, letting requests in flight
 /// finish, and dropping whatever is still open once the grace period is over (the
 /// connections' tasks go with the worker's runtime).
-fn worker(service: Arc<Service>, http: Queue, grpc: Queue, shutdown: Shutdown, ready: oneshot::Sender<()>) -> Job {
+fn worker(service: Arc<ServiceState>, http: Queue, grpc: Queue, shutdown: Shutdown, ready: oneshot::Sender<()>) -> Job {
     Box::new(move || {
         Box::pin(async move {
             let front = Arc::new(Front::for_this_worker(service).await);
@@ -170,7 +166,7 @@ fn worker(service: Arc<Service>, http: Queue, grpc: Queue, shutdown: Shutdown, r
 /// Serves `front` on the HTTP and gRPC connections of `http` and `grpc` until shutdown.
 async fn serve_front(front: Arc<Front>, http: Queue, grpc: Queue, shutdown: Shutdown) -> anyhow::Result<()> {
     let settings = &front.service.settings;
-    let bounds = &settings.bounds;
+    let bounds = &settings.bounds();
     let api = MakeApi::new(Arc::clone(&front), http::router(Arc::clone(&front)));
     let timeouts = http::Timeouts { idle: settings.request_timeout, head: bounds.header_timeout };
     let served_http = http::serve(http, api, timeouts, bounds, shutdown.clone());
@@ -187,12 +183,8 @@ async fn serve_front(front: Arc<Front>, http: Queue, grpc: Queue, shutdown: Shut
     served_grpc.context("gRPC server")
 }
 
-async fn bind(address: SocketAddr, what: &str) -> anyhow::Result<TcpListener> {
-    TcpListener::bind(address).await.with_context(|| format!("cannot listen for {what} on {address}"))
-}
-
 /// Prints where the service listens and what it serves (standard output, for people and scripts).
-fn announce(service: &Service, http: &TcpListener, grpc: &TcpListener) -> anyhow::Result<()> {
+fn announce(service: &ServiceState, http: &TcpListener, grpc: &TcpListener) -> anyhow::Result<()> {
     let loaded = service.engine.loaded();
     let source =
         service.config_path.as_ref().map_or_else(|| "built-in example".to_owned(), |p| p.display().to_string());
@@ -234,3 +226,6 @@ fn init_logs(json: bool) {
         builder.init();
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -7,7 +7,7 @@
 mod aside;
 mod temporary;
 
-use crate::engine::service::Service;
+use crate::engine::service_state::ServiceState;
 use crate::envoy::OVERRIDE_NAME;
 use anyhow::Context;
 use sluice_core::{Limit, MemoryStore};
@@ -137,7 +137,7 @@ fn folder_of(path: &Path) -> &Path {
 }
 
 /// Writes a snapshot now, on a blocking thread, recording the result.
-pub(crate) async fn save_now(service: &Arc<Service>) -> bool {
+pub(crate) async fn save_now(service: &Arc<ServiceState>) -> bool {
     let (Some(path), Some(store)) = (service.settings.snapshot.clone(), service.engine.backend().memory().cloned())
     else {
         return true;
@@ -163,7 +163,7 @@ pub(crate) async fn save_now(service: &Arc<Service>) -> bool {
 
 /// Writes a snapshot every interval, until the task is aborted (a save in progress then
 /// still completes before the next one starts).
-pub(crate) async fn run_periodically(service: Arc<Service>) {
+pub(crate) async fn run_periodically(service: Arc<ServiceState>) {
     let mut ticks = tokio::time::interval(service.settings.snapshot_interval);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticks.tick().await;

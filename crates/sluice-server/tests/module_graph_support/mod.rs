@@ -130,7 +130,11 @@ pub(crate) fn cycle_edges(krate: &Crate, group: &[String]) -> Vec<String> {
 
 /// Every strongly connected group of more than one module, each as module paths.
 pub(crate) fn cycles(krate: &Crate) -> Vec<Vec<String>> {
-    let edges = krate.edges();
+    groups(&krate.edges())
+}
+
+/// The strongly connected groups of more than one node in `edges`.
+fn groups(edges: &BTreeMap<&ModulePath, BTreeSet<ModulePath>>) -> Vec<Vec<String>> {
     let nodes: Vec<&ModulePath> = edges.keys().copied().collect();
     let mut groups = Vec::new();
     let mut done: BTreeSet<&ModulePath> = BTreeSet::new();
@@ -138,9 +142,9 @@ pub(crate) fn cycles(krate: &Crate) -> Vec<Vec<String>> {
         if done.contains(node) {
             continue;
         }
-        let forward = reachable(&edges, node);
+        let forward = reachable(edges, node);
         let group: Vec<&ModulePath> =
-            forward.iter().copied().filter(|other| reachable(&edges, other).contains(node)).collect();
+            forward.iter().copied().filter(|other| reachable(edges, other).contains(node)).collect();
         done.extend(group.iter().copied());
         if group.len() > 1 {
             groups.push(group.iter().map(|path| display(path)).collect());
@@ -279,4 +283,68 @@ fn leaf(prefix: &[String], ident: &syn::Ident, name: &syn::Ident, leaves: &mut V
     }
     let bound = if ident == "self" { prefix.last().cloned() } else { Some(name.to_string()) };
     leaves.push((path, bound));
+}
+
+/// A cycle between the subtrees of one folder: `folder` is the parent module (`crate` for the
+/// top level), `members` its children whose files import each other in a loop.
+#[derive(Debug)]
+pub(crate) struct FolderCycle {
+    pub(crate) folder: String,
+    pub(crate) members: Vec<String>,
+}
+
+/// Every cycle between sibling subtrees: for each module with children, its files are grouped
+/// by the child they sit under, and an import from one group into another is an edge between
+/// the two children. A folder whose children import each other in a loop does not stand
+/// above what it uses, even when no two files form a cycle.
+pub(crate) fn folder_cycles(krate: &Crate) -> Vec<FolderCycle> {
+    let edges = krate.edges();
+    let folders: BTreeSet<ModulePath> =
+        krate.modules.keys().filter(|path| !path.is_empty()).map(|path| path[..path.len() - 1].to_vec()).collect();
+    let mut found = Vec::new();
+    for folder in &folders {
+        let child_of = |path: &ModulePath| -> Option<ModulePath> {
+            (path.len() > folder.len() && path.starts_with(folder)).then(|| path[..=folder.len()].to_vec())
+        };
+        let mut lifted: BTreeMap<&ModulePath, BTreeSet<ModulePath>> = BTreeMap::new();
+        let children: Vec<ModulePath> =
+            krate.modules.keys().filter(|p| p.len() == folder.len() + 1 && p.starts_with(folder)).cloned().collect();
+        for (from, targets) in &edges {
+            let Some(from_child) = child_of(from) else { continue };
+            let key = children.iter().find(|c| **c == from_child).expect("a child module");
+            let entry = lifted.entry(key).or_default();
+            entry.extend(targets.iter().filter_map(&child_of).filter(|t| *t != from_child));
+        }
+        for child in &children {
+            lifted.entry(child).or_default();
+        }
+        for group in groups(&lifted) {
+            found.push(FolderCycle { folder: display(folder), members: group });
+        }
+    }
+    found
+}
+
+/// The import edges between two sibling subtrees, as `from -> to (path)` lines.
+pub(crate) fn folder_cycle_edges(krate: &Crate, cycle: &FolderCycle) -> Vec<String> {
+    let member = |path: &ModulePath| {
+        cycle.members.iter().find(|m| {
+            let m: Vec<&str> = m.split("::").collect();
+            path.len() >= m.len() && path.iter().zip(&m).all(|(a, b)| a == b)
+        })
+    };
+    let mut lines = Vec::new();
+    for (from, module) in &krate.modules {
+        let Some(from_member) = member(from) else { continue };
+        for path in &module.paths {
+            let Some(to) = krate.resolve(from, path, 0) else { continue };
+            if let Some(to_member) = member(&to)
+                && to_member != from_member
+            {
+                lines.push(format!("{} -> {} ({})", display(from), display(&to), path.join("::")));
+            }
+        }
+    }
+    lines.dedup();
+    lines
 }

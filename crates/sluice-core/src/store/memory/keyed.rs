@@ -1,8 +1,8 @@
 //! One limit's per-key states inside one shard, typed by the limit's algorithm so each
 //! entry holds exactly its key and its algorithm's state (no enum padding).
 
+use super::codec::states::{AnyState, Persist, Restored};
 use super::dense::DenseTable;
-use super::snapshot::states::{AnyState, Persist, Restored};
 use super::stored_key::{Exact, Long, Probe, Short, StoredKey};
 use crate::algorithm::Algorithm;
 use crate::{Decision, Timestamp};
@@ -131,15 +131,15 @@ pub(crate) struct Cut {
 }
 
 /// States of algorithm `A` keyed by one class of stored keys, packed in a dense table.
-type Table<K, A> = DenseTable<(K, <A as Algorithm>::State)>;
+type KeyClassTable<K, A> = DenseTable<(K, <A as Algorithm>::State)>;
 
 /// A table of states of algorithm `A`, keyed by the caller's key bytes: one hash table per
 /// class of key length (see [`stored_key`](super::stored_key)).
 pub(crate) struct Keyed<A: Algorithm> {
     algorithm: A,
-    exact: Table<Exact, A>,
-    short: Table<Short, A>,
-    long: Table<Long, A>,
+    exact: KeyClassTable<Exact, A>,
+    short: KeyClassTable<Short, A>,
+    long: KeyClassTable<Long, A>,
 }
 
 impl<A: Algorithm> Keyed<A> {
@@ -292,7 +292,7 @@ where
 /// The decision for `key` in `table`, changing nothing.
 fn judge_in<A: Algorithm, K: StoredKey>(
     algorithm: &A,
-    table: &Table<K, A>,
+    table: &KeyClassTable<K, A>,
     hash: u64,
     key: K::Probe<'_>,
     now: Timestamp,
@@ -306,7 +306,7 @@ fn judge_in<A: Algorithm, K: StoredKey>(
 /// Decides a request for a key with no state, and inserts its state unless it stays fresh.
 fn settle_new<A: Algorithm, K: StoredKey>(
     algorithm: &A,
-    table: &mut Table<K, A>,
+    table: &mut KeyClassTable<K, A>,
     request: Request<'_>,
     key: K::Probe<'_>,
     admitted: Option<bool>,
@@ -356,7 +356,7 @@ fn is_limited<A: Algorithm>(algorithm: &A, state: &A::State, now: Timestamp) -> 
 /// When each state of `table` that is not limited at `now` expires.
 fn evictable_in<'a, A: Algorithm, K: StoredKey>(
     algorithm: &'a A,
-    table: &'a Table<K, A>,
+    table: &'a KeyClassTable<K, A>,
     now: Timestamp,
 ) -> impl Iterator<Item = Timestamp> + 'a {
     let evictable =
@@ -366,7 +366,7 @@ fn evictable_in<'a, A: Algorithm, K: StoredKey>(
 
 fn drop_expiring_in<A: Algorithm, K: StoredKey>(
     algorithm: &A,
-    table: &mut Table<K, A>,
+    table: &mut KeyClassTable<K, A>,
     cut: &mut Cut,
     hasher: &RandomState,
 ) -> Freed
@@ -401,7 +401,12 @@ fn heap_bytes_of<S: HeapSize, K: StoredKey>(table: &DenseTable<(K, S)>) -> usize
     table.allocation_size() + owned
 }
 
-fn encode_in<A: Persist, K: StoredKey>(algorithm: &A, table: &Table<K, A>, now: Timestamp, out: &mut Vec<u8>) -> u64 {
+fn encode_in<A: Persist, K: StoredKey>(
+    algorithm: &A,
+    table: &KeyClassTable<K, A>,
+    now: Timestamp,
+    out: &mut Vec<u8>,
+) -> u64 {
     let mut count = 0;
     for (key, state) in table.iter().filter(|(_, state)| algorithm.expires_at(state) > now) {
         let key = key.bytes();

@@ -8,9 +8,9 @@
 //! only limited states are left, there is no room, and the store refuses the new key.
 
 use super::keyed::{Change, Cut, Freed, KeyedStates, Request, Room};
+use super::limit_table::LimitTable;
+use super::shard_tables::ShardTables;
 use super::stored_key::Probe;
-use super::table::Table;
-use super::tables::Tables;
 use crate::{Limit, LimitId, Timestamp};
 use ahash::RandomState;
 
@@ -27,7 +27,7 @@ pub(super) struct Bound {
 /// The tables of one shard, and what they hold.
 #[derive(Debug, Default)]
 pub(super) struct Shard {
-    pub(super) tables: Tables,
+    pub(super) tables: ShardTables,
     /// States held, in every table.
     pub(super) states: usize,
     /// Bytes held, as [`MemoryStore::heap_bytes`](super::MemoryStore::heap_bytes) counts
@@ -140,7 +140,7 @@ impl Shard {
     pub(super) fn room_for_any_key(&self, limit: &Limit, probe: Probe<'_>) -> Room {
         let bytes = match self.tables.position(limit.id()) {
             Some(position) => self.tables.get(position).insertion_bytes(probe),
-            None => self.tables.growth_of_one_more() + Table::new(limit.policy()).insertion_bytes(probe),
+            None => self.tables.growth_of_one_more() + LimitTable::new(limit.policy()).insertion_bytes(probe),
         };
         Room { states: 1, bytes }
     }

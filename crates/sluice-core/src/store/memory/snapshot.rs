@@ -5,22 +5,7 @@
 //! Timestamps in states are µs since the Unix epoch (the [`SystemClock`](crate::SystemClock)
 //! is anchored on the wall clock), so they keep their meaning in the next process.
 //!
-//! # Format, version 4
-//!
-//! Integers are little-endian and fixed-width.
-//!
-//! ```text
-//! snapshot = magic "SLUICEMS" (8 bytes) | version: u16 = 4 | taken_at: u64 (µs, store clock)
-//!            | table* | 0: u8 (end of tables) | crc32: u32 (CRC-32 of every byte before it)
-//! table    = tag: u8 | limit id: u64 | definition length: u32 | definition (UTF-8)
-//!            | count: u64 | entry{count}
-//! entry    = key length: u16 (1..=1024) | key bytes | state (by tag)
-//! tag 1  sliding_log     len: u32 | len × timestamp: u64, oldest first
-//! tag 2  fixed_window    start: u64 | used: u64
-//! tag 3  sliding_window  anchor: u64 | newest bucket: u64 | slots: u32 | slots × count: u64 (by bucket % slots)
-//! tag 4  token_bucket    taken: u64 | last refill: u64
-//! tag 5  leaky_bucket    tat: u64
-//! ```
+//! The bytes are described in [`codec`](super::codec).
 //!
 //! Each shard writes its own tables, so a limit may have one table per shard. A changed
 //! limit has another [`LimitId`](crate::LimitId) and starts fresh. A table carries its
@@ -35,53 +20,14 @@
 //! upgrade keeps every configured limit's states; a table that matches no limit is skipped
 //! and counted in [`RestoreReport::skipped_limits`], never read as another limit's.
 
-mod format;
-mod reader;
-pub(crate) mod states;
-mod version;
-
+use super::codec::SnapshotError;
+use super::codec::format::{self, Entry};
+use super::codec::states::Restored;
 use super::keyed::{Change, KeyedStates};
 use super::{MemoryStore, Shard};
 use crate::{Limit, Timestamp};
-use format::Entry;
-use states::Restored;
 use std::convert::Infallible;
 use std::io;
-
-/// A snapshot that cannot be restored. Nothing was restored from it.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum SnapshotError {
-    /// The bytes do not start like a snapshot.
-    #[error("not a Sluice snapshot")]
-    NotASnapshot,
-    /// A snapshot in a format this version of Sluice does not read.
-    #[error(
-        "unsupported snapshot format version {found} (this version of Sluice reads versions 1 to {})",
-        version::VERSION
-    )]
-    UnsupportedVersion {
-        /// The version found.
-        found: u16,
-    },
-    /// The checksum does not match the bytes.
-    #[error("snapshot checksum mismatch: the snapshot is corrupted or truncated")]
-    Checksum,
-    /// The snapshot ends before its structure does.
-    #[error("snapshot ends early, at byte {offset}")]
-    Truncated {
-        /// Where it ends.
-        offset: usize,
-    },
-    /// A value no store could have written (a state impossible for its limit, a bad key).
-    #[error("invalid snapshot at byte {offset}: {problem}")]
-    Invalid {
-        /// Where the value ends.
-        offset: usize,
-        /// What is wrong, with the limit and key concerned.
-        problem: String,
-    },
-}
 
 /// What [`MemoryStore::restore`] did with a snapshot's states.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -90,6 +90,6 @@ proptest! {
 /// whole `Limit` here (its policy a second copy of the table's) cost 1.3 bytes per key.
 #[test]
 fn a_shards_table_and_its_owner_fit_in_184_bytes() {
-    let size = size_of::<(tables::TableOwner, table::Table)>();
+    let size = size_of::<(shard_tables::TableOwner, limit_table::LimitTable)>();
     assert!(size <= 184, "{size} bytes");
 }

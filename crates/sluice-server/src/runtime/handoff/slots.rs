@@ -64,7 +64,7 @@ impl AsyncRead for SlottedStream {
     }
 }
 
-crate::serve::write_through::write_through!(SlottedStream);
+crate::runtime::write_through::write_through!(SlottedStream);
 
 #[cfg(test)]
 mod tests {

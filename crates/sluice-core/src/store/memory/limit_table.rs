@@ -4,8 +4,8 @@
 //! that the compiler inlines through, down to the algorithm's `decide` and `record`,
 //! instead of a virtual call behind two more pointers.
 
+use super::codec::states::{AnyState, Restored};
 use super::keyed::{Change, Cut, Freed, Keyed, KeyedStates, Request};
-use super::snapshot::states::{AnyState, Restored};
 use super::stored_key::Probe;
 use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::leaky_bucket::LeakyBucket;
@@ -17,7 +17,7 @@ use ahash::RandomState;
 
 /// The states of one limit, typed by its algorithm.
 #[derive(Debug)]
-pub(crate) enum Table {
+pub(crate) enum LimitTable {
     SlidingLog(Keyed<SlidingLog>),
     FixedWindow(Keyed<FixedWindow>),
     SlidingWindow(Keyed<SlidingWindow>),
@@ -29,24 +29,24 @@ pub(crate) enum Table {
 macro_rules! with_keyed {
     ($table:expr, $keyed:ident => $body:expr) => {
         match $table {
-            Table::SlidingLog($keyed) => $body,
-            Table::FixedWindow($keyed) => $body,
-            Table::SlidingWindow($keyed) => $body,
-            Table::TokenBucket($keyed) => $body,
-            Table::LeakyBucket($keyed) => $body,
+            LimitTable::SlidingLog($keyed) => $body,
+            LimitTable::FixedWindow($keyed) => $body,
+            LimitTable::SlidingWindow($keyed) => $body,
+            LimitTable::TokenBucket($keyed) => $body,
+            LimitTable::LeakyBucket($keyed) => $body,
         }
     };
 }
 
-impl Table {
+impl LimitTable {
     /// An empty table for `policy`.
     pub(crate) fn new(policy: &Policy) -> Self {
         match policy {
-            Policy::SlidingLog(algorithm) => Table::SlidingLog(Keyed::new(algorithm.clone())),
-            Policy::FixedWindow(algorithm) => Table::FixedWindow(Keyed::new(algorithm.clone())),
-            Policy::SlidingWindow(algorithm) => Table::SlidingWindow(Keyed::new(algorithm.clone())),
-            Policy::TokenBucket(algorithm) => Table::TokenBucket(Keyed::new(algorithm.clone())),
-            Policy::LeakyBucket(algorithm) => Table::LeakyBucket(Keyed::new(algorithm.clone())),
+            Policy::SlidingLog(algorithm) => LimitTable::SlidingLog(Keyed::new(algorithm.clone())),
+            Policy::FixedWindow(algorithm) => LimitTable::FixedWindow(Keyed::new(algorithm.clone())),
+            Policy::SlidingWindow(algorithm) => LimitTable::SlidingWindow(Keyed::new(algorithm.clone())),
+            Policy::TokenBucket(algorithm) => LimitTable::TokenBucket(Keyed::new(algorithm.clone())),
+            Policy::LeakyBucket(algorithm) => LimitTable::LeakyBucket(Keyed::new(algorithm.clone())),
         }
     }
 
@@ -56,7 +56,7 @@ impl Table {
     }
 }
 
-impl KeyedStates for Table {
+impl KeyedStates for LimitTable {
     fn judge(&mut self, hash: u64, probe: Probe<'_>, now: Timestamp, cost: u64) -> Decision {
         with_keyed!(self, keyed => keyed.judge(hash, probe, now, cost))
     }

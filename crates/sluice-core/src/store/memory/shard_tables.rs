@@ -7,13 +7,13 @@
 //! table is dropped once it holds no state, so limits that are no longer used cost nothing.
 
 use super::keyed::KeyedStates;
-use super::table::Table;
+use super::limit_table::LimitTable;
 use crate::{Limit, LimitId};
 use ahash::RandomState;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// Tables found by a scan; those past these are found through the index.
+/// ShardTables found by a scan; those past these are found through the index.
 pub(crate) const SCANNED: usize = 4;
 
 /// The limit a shard's table belongs to, less its policy (which the table holds).
@@ -25,7 +25,7 @@ pub(crate) struct TableOwner {
 
 impl TableOwner {
     /// The whole limit, its policy read back from `table`.
-    pub(crate) fn limit(&self, table: &Table) -> Limit {
+    pub(crate) fn limit(&self, table: &LimitTable) -> Limit {
         Limit::new(Arc::clone(&self.name), table.policy())
     }
 }
@@ -34,13 +34,13 @@ impl TableOwner {
 /// by, and the name (for the snapshot's definitions; the table holds the policy). Not the
 /// whole `Limit`: its policy would be a second copy in every shard.
 #[derive(Debug, Default)]
-pub(crate) struct Tables {
-    list: Vec<(TableOwner, Table)>,
+pub(crate) struct ShardTables {
+    list: Vec<(TableOwner, LimitTable)>,
     /// The position in `list` of each table past the first [`SCANNED`].
     index: HashMap<LimitId, usize, RandomState>,
 }
 
-impl Tables {
+impl ShardTables {
     /// The number of tables.
     pub(crate) fn len(&self) -> usize {
         self.list.len()
@@ -62,13 +62,13 @@ impl Tables {
     }
 
     /// The table at `position`, to read it.
-    pub(crate) fn get(&self, position: usize) -> &Table {
+    pub(crate) fn get(&self, position: usize) -> &LimitTable {
         &self.list[position].1
     }
 
     /// The table at `position`.
     #[inline]
-    pub(crate) fn at(&mut self, position: usize) -> &mut Table {
+    pub(crate) fn at(&mut self, position: usize) -> &mut LimitTable {
         &mut self.list[position].1
     }
 
@@ -85,7 +85,7 @@ impl Tables {
             self.index.insert(limit.id(), position);
         }
         let owner = TableOwner { id: limit.id(), name: Arc::clone(limit.shared_name()) };
-        self.list.push((owner, Table::new(limit.policy())));
+        self.list.push((owner, LimitTable::new(limit.policy())));
         (position, self.own_bytes() - before)
     }
 
@@ -150,7 +150,7 @@ impl Tables {
 
     /// Bytes of the list of tables and of the index (not what the tables hold).
     pub(crate) fn own_bytes(&self) -> usize {
-        self.list.capacity() * size_of::<(TableOwner, Table)>() + index_bytes(self.index.capacity())
+        self.list.capacity() * size_of::<(TableOwner, LimitTable)>() + index_bytes(self.index.capacity())
     }
 
     /// How many bytes the tables' own memory grows by when one more table is added.
@@ -166,16 +166,16 @@ impl Tables {
             true => index_bytes((2 * self.index.capacity()).max(3)) - index_bytes(self.index.capacity()),
             false => 0,
         };
-        list * size_of::<(TableOwner, Table)>() + index
+        list * size_of::<(TableOwner, LimitTable)>() + index
     }
 
     /// The tables with their owners.
-    pub(crate) fn iter(&self) -> std::slice::Iter<'_, (TableOwner, Table)> {
+    pub(crate) fn iter(&self) -> std::slice::Iter<'_, (TableOwner, LimitTable)> {
         self.list.iter()
     }
 
     /// The tables, to change them.
-    pub(crate) fn tables_mut(&mut self) -> impl Iterator<Item = &mut Table> {
+    pub(crate) fn tables_mut(&mut self) -> impl Iterator<Item = &mut LimitTable> {
         self.list.iter_mut().map(|(_, table)| table)
     }
 }
@@ -206,7 +206,7 @@ mod tests {
     /// Finding a table costs a scan of at most [`SCANNED`] entries and one index lookup:
     /// every table past the first [`SCANNED`] is in the index, at its position, and no
     /// other is.
-    fn assert_indexed(tables: &Tables) {
+    fn assert_indexed(tables: &ShardTables) {
         assert_eq!(tables.index.len(), tables.len().saturating_sub(SCANNED));
         for (position, (owner, _)) in tables.iter().enumerate() {
             assert_eq!(tables.position(owner.id), Some(position));
@@ -219,7 +219,7 @@ mod tests {
         fn every_table_is_found_through_a_short_scan_or_the_index(
             ops in prop::collection::vec((0u64..64, any::<bool>()), 1..200),
         ) {
-            let mut tables = Tables::default();
+            let mut tables = ShardTables::default();
             for (i, add) in ops {
                 let id = limit(i).id();
                 match (add, tables.position(id)) {
@@ -243,7 +243,7 @@ mod tests {
 
     #[test]
     fn ten_thousand_tables_are_each_found_by_the_index() {
-        let mut tables = Tables::default();
+        let mut tables = ShardTables::default();
         for i in 0..10_000 {
             tables.add(&limit(i));
         }

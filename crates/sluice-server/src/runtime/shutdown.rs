@@ -23,25 +23,14 @@ pub(crate) struct Shutdown {
 }
 
 impl Shutdown {
-    /// A shutdown triggered by SIGTERM or SIGINT (Ctrl-C), forced `grace` after it began.
-    /// The handlers are installed before this returns, so a signal arriving any time after
-    /// it is never the default "die now".
-    pub(crate) fn on_signals(grace: Duration) -> Shutdown {
+    /// A shutdown that begins when `signal` completes, forced `grace` after it began.
+    pub(crate) fn when(signal: impl Future<Output = ()> + Send + 'static, grace: Duration) -> Shutdown {
         let (sender, receiver) = watch::channel(Stage::Running);
-        let mut signals = Signals::install();
         tokio::spawn(async move {
-            signals.next().await;
-            tracing::info!(?grace, "shutting down: draining requests in flight (a second signal exits at once)");
-            run_stages(&sender, grace, signals.next()).await;
+            signal.await;
+            run_stages(&sender, grace).await;
         });
         Shutdown { receiver }
-    }
-
-    /// A shutdown started by hand, with [`Trigger::begin`] (tests).
-    #[cfg(test)]
-    fn manual(grace: Duration) -> (Shutdown, Trigger) {
-        let (sender, receiver) = watch::channel(Stage::Running);
-        (Shutdown { receiver }, Trigger { sender, grace })
     }
 
     /// Completes once shutdown has begun.
@@ -60,38 +49,30 @@ impl Shutdown {
     }
 }
 
-/// Drains, then forces after `grace`; `again` (the next signal) exits the process at once.
-async fn run_stages(sender: &watch::Sender<Stage>, grace: Duration, again: impl Future<Output = i32>) {
-    let _ = sender.send(Stage::Draining);
-    let mut again = std::pin::pin!(again);
-    tokio::select! {
-        () = tokio::time::sleep(grace) => {}
-        signal = &mut again => exit_now(signal),
+/// Completes at the first SIGTERM or SIGINT (Ctrl-C); from then on, a second one exits the
+/// process at once. The handlers are installed before this returns, so a signal arriving
+/// any time after it is never the default "die now". `grace` is only logged.
+pub(crate) fn signals(grace: Duration) -> impl Future<Output = ()> + Send + 'static {
+    let mut signals = Signals::install();
+    async move {
+        signals.next().await;
+        tracing::info!(?grace, "shutting down: draining requests in flight (a second signal exits at once)");
+        tokio::spawn(async move { exit_now(signals.next().await) });
     }
+}
+
+/// Drains, then forces after `grace`.
+async fn run_stages(sender: &watch::Sender<Stage>, grace: Duration) {
+    let _ = sender.send(Stage::Draining);
+    tokio::time::sleep(grace).await;
     tracing::warn!(?grace, "the shutdown grace period is over: dropping the connections still open");
     let _ = sender.send(Stage::Forced);
-    exit_now(again.await);
 }
 
 /// Exits at once on a second signal: the operator asked twice, nothing slow is tried.
 fn exit_now(signal: i32) -> ! {
     eprintln!("sluice: second signal: exiting now");
     std::process::exit(128 + signal)
-}
-
-/// Starts a shutdown by hand.
-#[cfg(test)]
-struct Trigger {
-    sender: watch::Sender<Stage>,
-    grace: Duration,
-}
-
-#[cfg(test)]
-impl Trigger {
-    /// Begins draining; forced after the grace (a second signal is never sent here).
-    fn begin(self) {
-        tokio::spawn(async move { run_stages(&self.sender, self.grace, std::future::pending()).await });
-    }
 }
 
 /// The installed SIGTERM and SIGINT handlers.
@@ -148,10 +129,16 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn draining_comes_first_and_forcing_a_grace_later() {
         let grace = Duration::from_millis(200);
-        let (shutdown, trigger) = Shutdown::manual(grace);
+        let (trigger, triggered) = tokio::sync::oneshot::channel::<()>();
+        let shutdown = Shutdown::when(
+            async {
+                let _ = triggered.await;
+            },
+            grace,
+        );
         assert_eq!(*shutdown.receiver.borrow(), Stage::Running);
         let started = Instant::now();
-        trigger.begin();
+        trigger.send(()).expect("the shutdown waits for its signal");
         shutdown.clone().wait().await;
         assert!(started.elapsed() < grace, "draining begins at once");
         shutdown.forced().await;

@@ -1,4 +1,4 @@
-//! Accepted connections, handed to the workers ([`crate::serve::workers`]) in turn.
+//! Accepted connections, handed to the workers ([`crate::runtime::workers`]) in turn.
 //!
 //! The main runtime accepts; each worker serves what it is handed. Connections are spread
 //! in turn rather than by the kernel (`SO_REUSEPORT` hashes), so that two connections, as an

@@ -9,16 +9,16 @@ use crate::{Key, Limit, LimitId, Timestamp};
 use std::collections::BTreeSet;
 
 /// The first bytes of every snapshot.
-pub(super) const MAGIC: [u8; 8] = *b"SLUICEMS";
+pub(crate) const MAGIC: [u8; 8] = *b"SLUICEMS";
 /// The tag that ends the tables.
-pub(super) const END: u8 = 0;
+pub(crate) const END: u8 = 0;
 /// Magic, version and the time the snapshot was taken.
 const HEADER: usize = MAGIC.len() + 2 + 8;
 /// The CRC-32 of everything before it.
 const TRAILER: usize = 4;
 
 /// The header of a snapshot taken at `now`.
-pub(super) fn header(now: Timestamp) -> Vec<u8> {
+pub(crate) fn header(now: Timestamp) -> Vec<u8> {
     let mut header = Vec::with_capacity(HEADER);
     header.extend_from_slice(&MAGIC);
     header.extend_from_slice(&VERSION.to_le_bytes());
@@ -28,29 +28,29 @@ pub(super) fn header(now: Timestamp) -> Vec<u8> {
 
 /// A validated snapshot: every state of a limit asked for, checked against its policy.
 #[derive(Debug)]
-pub(super) struct Parsed<'a> {
-    pub(super) taken_at: Timestamp,
-    pub(super) entries: Vec<Entry<'a>>,
+pub(crate) struct Parsed<'a> {
+    pub(crate) taken_at: Timestamp,
+    pub(crate) entries: Vec<Entry<'a>>,
     /// Limits not given but adopted from their definitions; an entry's limit index past the
     /// limits given points here.
-    pub(super) adopted: Vec<Limit>,
-    pub(super) skipped_limits: usize,
-    pub(super) skipped_states: usize,
+    pub(crate) adopted: Vec<Limit>,
+    pub(crate) skipped_limits: usize,
+    pub(crate) skipped_states: usize,
 }
 
 /// One state to restore.
 #[derive(Debug)]
-pub(super) struct Entry<'a> {
+pub(crate) struct Entry<'a> {
     /// Index of its limit in the limits given.
-    pub(super) limit: usize,
-    pub(super) key: &'a [u8],
-    pub(super) state: AnyState,
+    pub(crate) limit: usize,
+    pub(crate) key: &'a [u8],
+    pub(crate) state: AnyState,
 }
 
 /// Reads and checks the whole snapshot, keeping the states of `limits` (same id, same
 /// algorithm) and of the limits its definitions describe that `adopt` accepts. Nothing is
 /// returned unless everything is valid.
-pub(super) fn parse<'a>(
+pub(crate) fn parse<'a>(
     bytes: &'a [u8],
     limits: &[Limit],
     adopt: &dyn Fn(&Limit) -> bool,

@@ -9,7 +9,7 @@
 //! 11.1 µs of server CPU per gRPC call before, 6.5 µs after; HTTP/1 went from 9.9 to
 //! 9.3 µs per check (no work stealing, no cross-thread wake-ups).
 //!
-//! Connections reach the workers through [`crate::serve::handoff::Handoff`].
+//! Connections reach the workers through [`crate::runtime::handoff::Handoff`].
 
 use std::future::Future;
 use std::pin::Pin;

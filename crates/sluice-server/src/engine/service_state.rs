@@ -10,7 +10,7 @@ use std::time::Instant;
 
 /// Everything the front ends and background tasks share.
 #[derive(Debug)]
-pub(crate) struct Service {
+pub(crate) struct ServiceState {
     pub(crate) engine: Engine,
     pub(crate) settings: Settings,
     /// The configuration file, or `None` for the built-in one.
@@ -35,10 +35,10 @@ pub(crate) struct ReloadReport {
     pub(crate) fresh: usize,
 }
 
-impl Service {
+impl ServiceState {
     /// A service around `engine`.
-    pub(crate) fn new(engine: Engine, settings: Settings, config_path: Option<PathBuf>) -> Service {
-        Service {
+    pub(crate) fn new(engine: Engine, settings: Settings, config_path: Option<PathBuf>) -> ServiceState {
+        ServiceState {
             engine,
             settings,
             config_path,

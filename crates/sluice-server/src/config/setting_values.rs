@@ -1,0 +1,86 @@
+//! How the service settings' values are read from their text: addresses, modes, the
+//! dashboard's access, the log format. Each returns the problem as text, reported with the
+//! setting's name.
+
+use sluice_redis::{FailureMode, ModuleUse};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// Who may open the dashboard and its endpoints (`docs/service.md`, "The dashboard").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum UiAccess {
+    /// Clients on the loopback interface only (the default): the live view shows callers' keys.
+    Loopback,
+    /// Every client that reaches the HTTP port.
+    Open,
+    /// Nobody: the dashboard's paths answer 404.
+    Off,
+}
+
+impl UiAccess {
+    /// `loopback`, `open` or `off`.
+    pub(crate) fn parse(text: &str) -> Result<UiAccess, String> {
+        match text {
+            "loopback" => Ok(UiAccess::Loopback),
+            "open" => Ok(UiAccess::Open),
+            "off" => Ok(UiAccess::Off),
+            other => Err(format!("unknown dashboard access `{other}` (loopback, open, off)")),
+        }
+    }
+}
+
+/// How log lines are written on standard error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LogFormat {
+    /// Lines for people (coloured on a terminal).
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+impl LogFormat {
+    /// `text` or `json`.
+    pub(crate) fn parse(text: &str) -> Result<LogFormat, String> {
+        match text {
+            "text" => Ok(LogFormat::Text),
+            "json" => Ok(LogFormat::Json),
+            other => Err(format!("unknown log format `{other}` (text, json)")),
+        }
+    }
+}
+
+pub(crate) fn at_least_one(count: usize) -> Result<usize, String> {
+    if count == 0 { Err("must be at least 1".to_owned()) } else { Ok(count) }
+}
+
+/// A memory cap below 1 MiB would leave room for a few thousand short keys at most.
+pub(crate) fn at_least_a_mebibyte(bytes: usize) -> Result<usize, String> {
+    if bytes < 1 << 20 { Err(format!("must be at least 1MiB, got {bytes} bytes")) } else { Ok(bytes) }
+}
+
+pub(crate) fn address(text: &str) -> Result<SocketAddr, String> {
+    text.parse().map_err(|_| format!("`{text}` is not an address such as 127.0.0.1:8080"))
+}
+
+/// The snapshot's path; `off` (or nothing) turns snapshots off.
+pub(crate) fn snapshot_path(text: &str) -> Option<PathBuf> {
+    (text != "off" && !text.is_empty()).then(|| PathBuf::from(text))
+}
+
+pub(crate) fn failure_mode(text: &str) -> Result<FailureMode, String> {
+    match text {
+        "open" => Ok(FailureMode::Open),
+        "closed" => Ok(FailureMode::Closed),
+        "fallback" => Ok(FailureMode::Fallback),
+        other => Err(format!("unknown failure mode `{other}` (open, closed, fallback)")),
+    }
+}
+
+pub(crate) fn module_use(text: &str) -> Result<ModuleUse, String> {
+    match text {
+        "detect" => Ok(ModuleUse::Detect),
+        "always" => Ok(ModuleUse::Always),
+        "never" => Ok(ModuleUse::Never),
+        other => Err(format!("unknown module use `{other}` (detect, always, never)")),
+    }
+}
