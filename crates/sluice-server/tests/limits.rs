@@ -139,7 +139,8 @@ async fn connections_past_the_cap_are_closed_while_the_others_are_served() {
     }
     drop(held.pop());
     let _replacement = served_connection(server.http).await;
-    assert!(server.log().contains("the listener serves `max_connections` connections already"), "{}", server.log());
+    // The server logs as it refuses; its log reaches the test through a pipe, a moment later.
+    server.wait_for_log("the listener serves `max_connections` connections already", PATIENCE);
 
     // The gRPC listener has a cap of its own.
     let mut clients = Vec::new();
