@@ -1,7 +1,6 @@
 //! Commands: what Redis calls, and one call's arguments and replies.
 
 use super::api;
-use super::keys::OpenKey;
 use redis_module::raw;
 use std::ffi::CStr;
 use std::os::raw::{c_char, c_int};
@@ -82,15 +81,10 @@ impl<'a> Call<'a> {
         unsafe { api(raw::RedisModule_KeyAtPos)(self.ctx, c_int::try_from(index).unwrap_or(c_int::MAX)) };
     }
 
-    /// Opens the key named by argument `index` for reading and writing. A key past its TTL
-    /// is deleted on opening, as a command's `GET` would. Only [`Keys`](super::Keys) calls
-    /// it, once per key.
-    pub(super) fn open(&self, index: usize) -> OpenKey<'a> {
-        let name = self.args[index];
-        let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
-        // SAFETY: the context of this call and one of its argument strings.
-        let key = unsafe { api(raw::RedisModule_OpenKey)(self.ctx, name, mode) };
-        OpenKey::new(self.ctx, name, self.arg(index), key)
+    /// The call's context and the string of argument `index`: what opening the key it names
+    /// takes (only [`Keys`](super::Keys) opens keys, once each).
+    pub(super) fn key_parts(&self, index: usize) -> (*mut raw::RedisModuleCtx, *mut raw::RedisModuleString) {
+        (self.ctx, self.args[index])
     }
 
     /// Replies with `bytes` as a bulk string.

@@ -31,7 +31,7 @@ impl<'a> Keys<'a> {
             let name = call.arg(position);
             let handle = keys.open.iter().position(|key| key.name() == name).unwrap_or(keys.open.len());
             if handle == keys.open.len() {
-                keys.open.push(call.open(position));
+                keys.open.push(OpenKey::open(call, position));
             }
             keys.handles.push(handle);
         }
@@ -78,15 +78,14 @@ pub(super) struct OpenKey<'a> {
 }
 
 impl<'a> OpenKey<'a> {
-    /// The handle `key` Redis opened in `ctx` on the key named by the argument `name`,
-    /// whose bytes are `bytes`; closed on drop.
-    pub(super) fn new(
-        ctx: *mut raw::RedisModuleCtx,
-        name: *mut raw::RedisModuleString,
-        bytes: &'a [u8],
-        key: *mut raw::RedisModuleKey,
-    ) -> Self {
-        OpenKey { ctx, name, bytes, key }
+    /// Opens the key named by argument `index` of `call` for reading and writing; closed on
+    /// drop. A key past its TTL is deleted on opening, as a command's `GET` would.
+    fn open(call: &Call<'a>, index: usize) -> Self {
+        let (ctx, name) = call.key_parts(index);
+        let mode = (raw::REDISMODULE_READ | raw::REDISMODULE_WRITE) as c_int;
+        // SAFETY: the context of this call and one of its argument strings.
+        let key = unsafe { api(raw::RedisModule_OpenKey)(ctx, name, mode) };
+        OpenKey { ctx, name, bytes: call.arg(index), key }
     }
 
     /// The key's name.
@@ -196,7 +195,7 @@ impl<'a> OpenKey<'a> {
 
 impl Drop for OpenKey<'_> {
     fn drop(&mut self) {
-        // SAFETY: opened in `Call::open`, closed once, here.
+        // SAFETY: opened in `OpenKey::open`, closed once, here.
         unsafe { api(raw::RedisModule_CloseKey)(self.key) };
     }
 }
