@@ -55,10 +55,12 @@ pub struct SlidingWindowSettings {
 #[derive(Clone, PartialEq, Eq, Hash)]
 pub struct SlidingWindow {
     limit: u64,
-    window: u64,
-    buckets: u64,
-    /// Bucket width `w`, µs.
+    /// Bucket width `w`, µs (the window is `w × B`).
     width: u64,
+    /// [`counter_cap`](Self::counter_cap), computed once.
+    cap: u64,
+    /// `B`, at most [`MAX_BUCKETS`](Self::MAX_BUCKETS). (Narrow: the policy stays 32 bytes.)
+    buckets: u32,
     variant: SlidingWindowVariant,
     alignment: Alignment,
 }
@@ -122,7 +124,8 @@ impl SlidingWindow {
                 checks.exact_with("limit", u128::from(limit) * (u128::from(window) + u128::from(width)), message);
             }
         }
-        checks.finish(|| SlidingWindow { limit, window, buckets, width, variant, alignment })
+        let buckets = u32::try_from(buckets).unwrap_or(u32::MAX);
+        checks.finish(|| SlidingWindow { limit, width, cap: limit * width, buckets, variant, alignment })
     }
 
     /// The limit `N`.
@@ -132,12 +135,17 @@ impl SlidingWindow {
 
     /// The window length.
     pub fn window(&self) -> Duration {
-        Duration::from_micros(self.window)
+        Duration::from_micros(self.window_us())
+    }
+
+    /// The window, µs.
+    fn window_us(&self) -> u64 {
+        self.width * u64::from(self.buckets)
     }
 
     /// The number of buckets `B`.
     pub fn buckets(&self) -> u64 {
-        self.buckets
+        u64::from(self.buckets)
     }
 
     /// Which requests are counted.
@@ -160,7 +168,7 @@ impl SlidingWindow {
     /// decision; under `attempts` it keeps a hammered key's counters (and their sum over
     /// `B + 1` buckets) below 2^53.
     pub fn counter_cap(&self) -> u64 {
-        self.limit * self.width
+        self.cap
     }
 
     /// The time a request at `now` is judged at: `now`, or the start of the state's newest
@@ -177,15 +185,17 @@ impl SlidingWindow {
 
     /// Where a request at `now` falls: on the state's grid, or at the start of a new one
     /// when an anchored key's state is fresh (no counted cost in buckets `j − B ..= j`).
+    #[inline(always)]
     fn position(&self, state: &BucketCounts, now: u64) -> Position {
         let held = !state.counts.is_empty();
-        let anchor = match self.alignment {
-            Alignment::Aligned => 0,
-            Alignment::Anchored => state.anchor,
-        };
+        if self.alignment == Alignment::Aligned {
+            let now = if held { now.max(state.newest.saturating_mul(self.width)) } else { now };
+            return Position { anchor: 0, now, bucket: now / self.width, into: now % self.width, restarted: false };
+        }
+        let anchor = state.anchor;
         let now = if held { now.max(self.start_of(anchor, state.newest)) } else { now };
-        let fresh = !held || now >= self.start_of(anchor, state.newest.saturating_add(self.buckets + 1));
-        if self.alignment == Alignment::Anchored && fresh {
+        let fresh = !held || now >= self.start_of(anchor, state.newest.saturating_add(self.buckets() + 1));
+        if fresh {
             return Position { anchor: now, now, bucket: 0, into: 0, restarted: true };
         }
         let since = now - anchor;
@@ -204,8 +214,8 @@ impl SlidingWindow {
     /// µs from `at` until the state is fresh, if bucket `newest` is the newest counted one.
     fn reset_after(&self, newest: Option<u64>, at: &Position) -> u64 {
         match newest {
-            Some(n) if at.bucket - n <= self.buckets => {
-                self.start_of(at.anchor, n.saturating_add(self.buckets + 1)).saturating_sub(at.now)
+            Some(n) if at.bucket - n <= self.buckets() => {
+                self.start_of(at.anchor, n.saturating_add(self.buckets() + 1)).saturating_sub(at.now)
             }
             _ => 0,
         }
@@ -215,10 +225,10 @@ impl SlidingWindow {
     fn retry_after(&self, counts: &Counts<'_>, j: u64, e: u64, cost: u64) -> u64 {
         let w = u128::from(self.width);
         let budget = u128::from(self.limit) * w;
-        let mut prev = counts.at(j.checked_sub(self.buckets));
+        let mut prev = counts.at(j.checked_sub(self.buckets()));
         let mut sum = counts.full_sum(j);
         // Saturating: a time near the end of `u64` must not overflow (nor panic).
-        for k in j..=j.saturating_add(self.buckets + 1) {
+        for k in j..=j.saturating_add(self.buckets() + 1) {
             let earliest = if k == j { u128::from(e) } else { 0 };
             let needed = (u128::from(sum) + u128::from(cost)) * w;
             if let Some(slack) = budget.checked_sub(needed) {
@@ -233,13 +243,15 @@ impl SlidingWindow {
                 }
             }
             // Move to bucket k + 1: bucket k − B + 1 becomes the partial one.
-            prev = counts.at(k.saturating_add(1).checked_sub(self.buckets));
+            prev = counts.at(k.saturating_add(1).checked_sub(self.buckets()));
             sum = sum.saturating_sub(prev);
         }
-        self.window
+        self.window_us()
     }
 
     /// The answer to a rejected request of `cost ≥ 1` judged on `counts` (`room` < `cost`).
+    #[cold]
+    #[inline(never)]
     fn rejection(&self, counts: Counts<'_>, at: &Position, cost: u64, room: u64) -> Decision {
         let (n, j, e) = (self.limit, at.bucket, at.into);
         if self.variant == SlidingWindowVariant::Attempts {
@@ -277,7 +289,7 @@ impl Algorithm for SlidingWindow {
 
     /// The window and one bucket: the previous window's buckets are still weighed.
     fn look_ahead(&self) -> Duration {
-        Duration::from_micros(self.window + self.window / self.buckets)
+        Duration::from_micros(self.window_us() + self.width)
     }
 
     /// `limit`, `window_us`, `buckets`, then `variant` and `alignment` where they are not
@@ -285,8 +297,8 @@ impl Algorithm for SlidingWindow {
     fn parameters(&self) -> Vec<(&'static str, String)> {
         let mut parameters = vec![
             ("limit", self.limit.to_string()),
-            ("window_us", self.window.to_string()),
-            ("buckets", self.buckets.to_string()),
+            ("window_us", self.window_us().to_string()),
+            ("buckets", self.buckets().to_string()),
         ];
         if self.variant != SlidingWindowVariant::default() {
             parameters.push(("variant", self.variant.name().to_owned()));
@@ -305,9 +317,9 @@ impl Algorithm for SlidingWindow {
     fn decide(&self, state: &BucketCounts, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
         let at = self.position(state, now.as_micros());
         let fresh = BucketCounts::default();
-        let counts = Counts::new(if at.restarted { &fresh } else { state }, self.buckets, self.counter_cap());
+        let counts = Counts::new(if at.restarted { &fresh } else { state }, self.buckets(), self.counter_cap());
         let (n, j, e) = (self.limit, at.bucket, at.into);
-        let prev = counts.at(j.checked_sub(self.buckets));
+        let prev = counts.at(j.checked_sub(self.buckets()));
         let room = self.room(prev, counts.full_sum(j), e);
         if cost == 0 {
             let reset_after = self.reset_after(counts.newest(), &at);
@@ -330,7 +342,7 @@ impl Algorithm for SlidingWindow {
         if let Some(add) = plan
             && (admitted || self.records_rejections())
         {
-            state.add(add, self.buckets + 1, self.counter_cap());
+            state.add(add, self.buckets() + 1, self.counter_cap());
         }
     }
 
@@ -339,7 +351,7 @@ impl Algorithm for SlidingWindow {
             return Timestamp::EPOCH;
         }
         let anchor = if self.alignment == Alignment::Anchored { state.anchor } else { 0 };
-        Timestamp::from_micros(self.start_of(anchor, state.newest.saturating_add(self.buckets + 1)))
+        Timestamp::from_micros(self.start_of(anchor, state.newest.saturating_add(self.buckets() + 1)))
     }
 
     fn impossible(&self, state: &BucketCounts) -> Option<String> {
@@ -371,7 +383,7 @@ impl ReadParameters for SlidingWindow {
 impl fmt::Debug for SlidingWindow {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut fields = f.debug_struct("SlidingWindow");
-        fields.field("limit", &self.limit).field("window", &self.window).field("buckets", &self.buckets);
+        fields.field("limit", &self.limit).field("window", &self.window_us()).field("buckets", &self.buckets());
         fields.field("width", &self.width);
         if self.variant != SlidingWindowVariant::default() {
             fields.field("variant", &self.variant);
@@ -394,8 +406,8 @@ impl SlidingWindow {
         if slots == 0 {
             return None;
         }
-        if slots != self.buckets + 1 {
-            return Some(format!("a sliding window of {slots} counters for {} buckets", self.buckets));
+        if slots != self.buckets() + 1 {
+            return Some(format!("a sliding window of {slots} counters for {} buckets", self.buckets()));
         }
         if self.alignment == Alignment::Aligned && state.anchor != 0 {
             return Some(format!("a clock-aligned sliding window anchored at {} µs", state.anchor));
