@@ -11,7 +11,8 @@
 //! ```
 //!
 //! Instructions per check = callgrind's total ÷ checks. Algorithms: `sliding_log`,
-//! `token_bucket`, `fixed_window`, `leaky_bucket`. Run without valgrind, it prints the
+//! `token_bucket`, `fixed_window`, `leaky_bucket`, `sliding_window` (one bucket per window)
+//! and `sliding_window_10` (ten buckets). Run without valgrind, it prints the
 //! time per check of both (a rough figure: use the `keyed` bench for times).
 //!
 //! A fourth argument, `ns_per_check`, replaces Sluice's clock with simulated time advancing
@@ -29,7 +30,7 @@ use common::key_bytes;
 use governor::{DefaultKeyedRateLimiter, Quota};
 use sluice_core::{
     Alignment, Clock, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, Policy, SlidingLog,
-    SlidingLogVariant, SystemClock, Timestamp, TokenBucket, TokenBucketSettings,
+    SlidingLogVariant, SlidingWindow, SystemClock, Timestamp, TokenBucket, TokenBucketSettings,
 };
 use std::hint::black_box;
 use std::num::NonZeroU32;
@@ -112,6 +113,8 @@ fn policy(algorithm: &str, per_second: u64) -> Policy {
             LeakyBucket::new(Duration::from_micros((1_000_000 / per_second).max(1)), per_second, LeakMode::NoDelay)
                 .map(Policy::from)
         }
+        "sliding_window" => SlidingWindow::new(per_second, second, 1).map(Policy::from),
+        "sliding_window_10" => SlidingWindow::new(per_second, second, 10).map(Policy::from),
         _ => SlidingLog::new(per_second, second, SlidingLogVariant::Accepted).map(Policy::from),
     };
     policy.expect("valid policy")
