@@ -14,7 +14,8 @@ pub(crate) fn run(args: &CheckConfigArgs) -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    println!("{}: valid, {} policies", args.file.display(), config.policies().len());
+    let policies = crate::config::policy_text::policies(config.policies().len());
+    println!("{}: valid, {policies}", args.file.display());
     for entry in config.policies() {
         let policy = entry.limit.policy();
         println!(

@@ -42,6 +42,11 @@ pub(crate) fn describe(policy: &Policy) -> String {
     }
 }
 
+/// `count` policies in words: `1 policy`, `5 policies`.
+pub(crate) fn policies(count: usize) -> String {
+    if count == 1 { "1 policy".to_owned() } else { format!("{count} policies") }
+}
+
 /// `duration` in the largest unit that counts it whole: `15 min`, `1 s`, `250 ms`, `1500 µs`.
 pub(crate) fn duration(duration: Duration) -> String {
     const UNITS: [(u128, &str); 6] =
@@ -94,6 +99,11 @@ shaped: {algorithm: leaky_bucket, interval: 500ms, burst: 3, mode: delay}",
                 "1 per 500 ms, burst 3, delay",
             ]
         );
+    }
+
+    #[test]
+    fn one_policy_is_one_policy() {
+        assert_eq!([policies(0), policies(1), policies(5)], ["0 policies", "1 policy", "5 policies"]);
     }
 
     #[test]

@@ -188,7 +188,8 @@ fn announce(service: &ServiceState, http: &TcpListener, grpc: &TcpListener) -> a
     let loaded = service.engine.loaded();
     let source =
         service.config_path.as_ref().map_or_else(|| "built-in example".to_owned(), |p| p.display().to_string());
-    println!("sluice {} serving {} policies from {source}", env!("CARGO_PKG_VERSION"), loaded.config.policies().len());
+    let policies = crate::config::policy_text::policies(loaded.config.policies().len());
+    println!("sluice {} serving {policies} from {source}", env!("CARGO_PKG_VERSION"));
     for entry in loaded.config.policies() {
         let shadow = if entry.shadow { " (shadow mode)" } else { "" };
         println!(
