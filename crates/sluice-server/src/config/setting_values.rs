@@ -58,8 +58,20 @@ pub(crate) fn at_least_a_mebibyte(bytes: usize) -> Result<usize, String> {
     if bytes < 1 << 20 { Err(format!("must be at least 1MiB, got {bytes} bytes")) } else { Ok(bytes) }
 }
 
+/// A listening address: an IP address and a port (`127.0.0.1:8080`, `[::1]:8080`,
+/// `0.0.0.0:8080`), or `localhost:PORT` for the IPv4 loopback. Other names are refused
+/// rather than looked up: a listener binds to an address, and start-up does no DNS.
 pub(crate) fn address(text: &str) -> Result<SocketAddr, String> {
-    text.parse().map_err(|_| format!("`{text}` is not an address such as 127.0.0.1:8080"))
+    if let Ok(address) = text.parse() {
+        return Ok(address);
+    }
+    let loopback = text
+        .rsplit_once(':')
+        .filter(|(host, _)| host.eq_ignore_ascii_case("localhost"))
+        .and_then(|(_, port)| port.parse::<u16>().ok());
+    loopback.map(|port| SocketAddr::from(([127, 0, 0, 1], port))).ok_or_else(|| {
+        format!("`{text}` is not an address such as 127.0.0.1:8080, [::1]:8080, 0.0.0.0:8080 or localhost:8080")
+    })
 }
 
 /// The snapshot's path; `off` (or nothing) turns snapshots off.
@@ -82,5 +94,22 @@ pub(crate) fn module_use(text: &str) -> Result<ModuleUse, String> {
         "always" => Ok(ModuleUse::Always),
         "never" => Ok(ModuleUse::Never),
         other => Err(format!("unknown module use `{other}` (detect, always, never)")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_ip_addresses_or_localhost() {
+        assert_eq!(address("127.0.0.1:8180"), Ok(SocketAddr::from(([127, 0, 0, 1], 8180))));
+        assert_eq!(address("localhost:8180"), Ok(SocketAddr::from(([127, 0, 0, 1], 8180))));
+        assert_eq!(address("LocalHost:1"), Ok(SocketAddr::from(([127, 0, 0, 1], 1))));
+        assert_eq!(address("[::1]:8180").map(|address| address.is_ipv6()), Ok(true));
+        for refused in ["localhost", "localhost:http", "localhost:70000", "example.com:80", "nowhere", ""] {
+            let message = address(refused).unwrap_err();
+            assert!(message.contains("localhost:8080"), "{refused}: {message}");
+        }
     }
 }

@@ -192,12 +192,10 @@ fn announce(service: &ServiceState, http: &TcpListener, grpc: &TcpListener) -> a
     println!("sluice {} serving {policies} from {source}", env!("CARGO_PKG_VERSION"));
     for entry in loaded.config.policies() {
         let shadow = if entry.shadow { " (shadow mode)" } else { "" };
-        println!(
-            "  policy {}: {}, limit {}{shadow}",
-            entry.limit.name(),
-            entry.limit.policy().algorithm_name(),
-            entry.limit.policy().limit()
-        );
+        // In check-config's words: `api (token_bucket): capacity 100, 10 per 1 s`.
+        let policy = entry.limit.policy();
+        let words = crate::config::policy_text::describe(policy);
+        println!("  policy {} ({}): {words}{shadow}", entry.limit.name(), policy.algorithm_name());
     }
     if let Some(rules) = loaded.config.envoy() {
         println!("Envoy rules: {} in domains {}", rules.len(), rules.domains().collect::<Vec<_>>().join(", "));
