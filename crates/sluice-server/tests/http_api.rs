@@ -313,6 +313,13 @@ async fn chunked_bodies_are_bounded_and_other_methods_are_refused() {
     ] {
         let response = client.request(method.clone(), server.url(path)).send().await.unwrap();
         assert_eq!(response.status(), status, "{method} {path}");
+        let allow = response.headers().get("allow").map(|allow| allow.to_str().unwrap().to_owned());
+        assert_eq!(allow.is_some(), status == StatusCode::METHOD_NOT_ALLOWED, "{method} {path}: Allow {allow:?}");
+        // A body like every other error's: a stable code and a message.
+        let body: serde_json::Value = response.json().await.unwrap();
+        let code = if status == StatusCode::NOT_FOUND { "not_found" } else { "method_not_allowed" };
+        assert_eq!(body["error"], code, "{method} {path}: {body}");
+        assert!(body["message"].as_str().is_some_and(|message| !message.is_empty()), "{body}");
     }
 }
 

@@ -21,6 +21,7 @@ mod error;
 pub(crate) mod headers;
 mod idle;
 mod live;
+mod no_route;
 mod ops;
 mod playground;
 mod server;
@@ -84,5 +85,6 @@ pub(crate) fn router(front: Arc<Front>) -> Router {
         .route("/metrics", get(ops::metrics))
         .route("/openapi.json", get(move || async move { ([("content-type", "application/json")], openapi) }))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::map_response(no_route::explain))
         .with_state(front)
 }
