@@ -264,6 +264,16 @@ async fn bad_requests_get_clear_errors() {
         assert_eq!(body["error"], code, "case {index}: {body}");
         assert!(!body["message"].as_str().unwrap().is_empty());
     }
+    // A cost that is not a whole number from 0 is named as such, not as serde's "u64".
+    for (cost, shown) in [("-1", "got -1"), ("1.5", "got 1.5")] {
+        let body = format!(r#"{{"key":"k","policies":["hundred"],"cost":{cost}}}"#);
+        let request = client.post(server.url("/v1/check")).header("content-type", "application/json").body(body);
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST, "cost {cost}");
+        let body: Value = response.json().await.unwrap();
+        let message = body["message"].as_str().unwrap();
+        assert!(message.contains("cost must be a whole number from 0") && message.contains(shown), "{message}");
+    }
     let health = reqwest::get(server.url("/healthz")).await.unwrap();
     assert_eq!(health.status(), StatusCode::OK, "the server survived every bad request");
 }

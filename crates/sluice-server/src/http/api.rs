@@ -26,7 +26,7 @@ pub(crate) struct CheckRequest<'a> {
     #[schema(value_type = Vec<String>)]
     pub(crate) policies: PolicyNames<'a>,
     /// What the request costs (default 1). 0 peeks without consuming.
-    #[serde(default = "one")]
+    #[serde(default = "one", deserialize_with = "crate::http::cost::deserialize")]
     #[schema(default = 1, minimum = 0)]
     pub(crate) cost: u64,
 }

@@ -16,6 +16,7 @@ mod admin;
 pub(crate) mod api;
 mod check;
 mod connection;
+mod cost;
 mod deadline;
 mod error;
 pub(crate) mod headers;
