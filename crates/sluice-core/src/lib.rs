@@ -6,6 +6,7 @@ pub mod config;
 #[cfg(feature = "conformance")]
 pub mod conformance;
 mod decision;
+pub mod lease;
 mod limit;
 mod limiter;
 mod policy;
@@ -27,5 +28,5 @@ pub use limiter::{BuildError, CheckError, RateLimiter, RateLimiterBuilder};
 pub use policy::Policy;
 pub use policy::wire::{WireError, WirePolicy};
 pub use store::memory::{MemoryStore, MemoryStoreBuilder, RestoreReport, SnapshotError};
-pub use store::{Source, Store, StoreError, Verdict};
+pub use store::{LeaseAnswer, Source, Store, StoreError, Verdict};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};

@@ -65,6 +65,91 @@ pub trait Store: Send + Sync + 'static {
         let _ = (key, limits, now, cost);
         None
     }
+
+    /// [`check`](Self::check), and a lease in the same atomic step: when `cost + extra`
+    /// fits every limit, the store debits `cost + extra` (as one admitted request of that
+    /// cost) and answers each limit's decision for it in [`LeaseAnswer::leased`]; otherwise it
+    /// decides `cost` alone, exactly as `check` would.
+    ///
+    /// Only for limits that record nothing on a rejection (see
+    /// [`Policy::records_rejections`](crate::Policy::records_rejections)); for others, and
+    /// with `extra == 0`, the store decides `cost` alone. The default grants no lease.
+    /// [`LeasedStore`](crate::lease::LeasedStore) is the caller; docs/leases.md the argument.
+    fn check_and_lease(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+        extra: u64,
+    ) -> impl Future<Output = Result<LeaseAnswer, StoreError>> + Send {
+        let _ = extra;
+        let checked = self.check(key, limits, now, cost);
+        async move { Ok(LeaseAnswer { verdict: checked.await?, leased: Vec::new() }) }
+    }
+}
+
+impl<S: Store> Store for std::sync::Arc<S> {
+    fn check(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
+        (**self).check(key, limits, now, cost)
+    }
+
+    fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).reset(key, limits)
+    }
+
+    #[inline]
+    fn check_ready(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+    ) -> Option<Result<Verdict, StoreError>> {
+        (**self).check_ready(key, limits, now, cost)
+    }
+
+    fn check_and_lease(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+        extra: u64,
+    ) -> impl Future<Output = Result<LeaseAnswer, StoreError>> + Send {
+        (**self).check_and_lease(key, limits, now, cost, extra)
+    }
+}
+
+/// What [`Store::check_and_lease`] answers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LeaseAnswer {
+    /// The verdict for the request's own cost. When the lease was granted its decision
+    /// is the store's for `cost + extra` (so `remaining` already excludes the leased units).
+    pub verdict: Verdict,
+    /// When the `extra` units were debited too: each limit's decision for `cost + extra`,
+    /// in the order of `limits`. Empty when they were not (the verdict is then `check`'s).
+    pub leased: Vec<Decision>,
+}
+
+impl LeaseAnswer {
+    /// An answer with the verdict alone: no lease.
+    pub fn unleased(verdict: Verdict) -> Self {
+        LeaseAnswer { verdict, leased: Vec::new() }
+    }
+
+    /// An answer granting the lease: `leased` holds each limit's decision for `cost + extra`.
+    pub fn granted(leased: Vec<Decision>) -> Option<Self> {
+        let verdict = Verdict::combine(&leased)?;
+        Some(LeaseAnswer { verdict, leased })
+    }
 }
 
 /// The outcome of a check against one or several limits.
@@ -123,6 +208,9 @@ pub enum Source {
     FailedClosed,
     /// The store failed and a local fallback store decided.
     Fallback,
+    /// Units this process leased from the store (debited there when leased) covered the
+    /// request: the store's own decision, made ahead (docs/leases.md).
+    Lease,
 }
 
 impl Source {

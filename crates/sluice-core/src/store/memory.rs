@@ -33,7 +33,7 @@ use keyed::KeyedStates;
 use shard::{Bound, Shard};
 pub use snapshot::RestoreReport;
 
-use crate::store::{Store, StoreError, Verdict};
+use crate::store::{LeaseAnswer, Store, StoreError, Verdict};
 use crate::{Decision, Key, Limit, Timestamp};
 use ahash::RandomState;
 use keyed::{Request, Room};
@@ -131,8 +131,43 @@ impl MemoryStore {
         let mut shard = self.shard(hash).lock();
         let request = Request { hash, probe: Probe::of(key), now, cost };
         self.make_room_for(&mut shard, limits, request)?;
-        let decisions: SmallVec<[Decision; 4]> = limits.iter().map(|limit| judge(&mut shard, limit, request)).collect();
-        let admitted = decisions.iter().all(|d| d.allowed);
+        let decisions = judge_all(&mut shard, limits, request);
+        self.record_all(&mut shard, limits, request, decisions.iter().all(|d| d.allowed));
+        Verdict::combine(&decisions).ok_or(StoreError::NoLimits)
+    }
+
+    /// [`Store::check_and_lease`] at once: `cost + extra` debited when it fits every limit
+    /// (each limit's decision for it returned), or else `cost` decided alone.
+    ///
+    /// # Errors
+    ///
+    /// As [`check_now`](Self::check_now).
+    pub fn check_and_lease_now(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+        extra: u64,
+    ) -> Result<LeaseAnswer, StoreError> {
+        let leasable = extra > 0 && cost > 0 && !limits.iter().any(|limit| limit.policy().records_rejections());
+        if let Some(total) = cost.checked_add(extra).filter(|_| leasable && !limits.is_empty()) {
+            let hash = self.inner.hasher.hash_one(key.as_bytes());
+            let mut shard = self.shard(hash).lock();
+            let request = Request { hash, probe: Probe::of(key.as_bytes()), now, cost: total };
+            self.make_room_for(&mut shard, limits, request)?;
+            let decisions = judge_all(&mut shard, limits, request);
+            if decisions.iter().all(|d| d.allowed) {
+                self.record_all(&mut shard, limits, request, true);
+                return LeaseAnswer::granted(decisions.to_vec()).ok_or(StoreError::NoLimits);
+            }
+        }
+        self.check_now(key, limits, now, cost).map(LeaseAnswer::unleased)
+    }
+
+    /// Records `request` under each of `limits` (a limit listed twice once), then drops
+    /// emptied tables and keeps the shard within its bound.
+    fn record_all(&self, shard: &mut Shard, limits: &[Limit], request: Request<'_>, admitted: bool) {
         for (index, limit) in limits.iter().enumerate() {
             // A limit listed twice is one state: record the request once.
             if first_listing(limits, index) {
@@ -144,7 +179,6 @@ impl MemoryStore {
             shard.drop_table_if_empty(limit.id());
         }
         shard.keep_within(self.inner.bound, (self.inner.clock)(), &self.inner.hasher);
-        Verdict::combine(&decisions).ok_or(StoreError::NoLimits)
     }
 
     /// Makes room in a full shard, before a check of several limits is judged, for the
@@ -318,6 +352,11 @@ fn judge(shard: &mut Shard, limit: &Limit, request: Request<'_>) -> Decision {
     }
 }
 
+/// Each limit's decision for `request`, changing nothing.
+fn judge_all(shard: &mut Shard, limits: &[Limit], request: Request<'_>) -> SmallVec<[Decision; 4]> {
+    limits.iter().map(|limit| judge(shard, limit, request)).collect()
+}
+
 /// Two amounts of room together.
 fn add(one: Room, other: Room) -> Room {
     Room { states: one.states + other.states, bytes: one.bytes.saturating_add(other.bytes) }
@@ -365,6 +404,17 @@ impl Store for MemoryStore {
     fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.reset_now(key, limits);
         ready(Ok(()))
+    }
+
+    fn check_and_lease(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+        extra: u64,
+    ) -> impl Future<Output = Result<LeaseAnswer, StoreError>> + Send {
+        ready(self.check_and_lease_now(key, limits, now, cost, extra))
     }
 }
 

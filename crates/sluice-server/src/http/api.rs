@@ -83,7 +83,7 @@ pub(crate) struct CheckResponse<'a> {
     pub(crate) delay_us: u64,
     /// A policy in shadow mode would have rejected this request.
     pub(crate) shadow_rejected: bool,
-    /// Who decided: `store`, `cache`, `failed_open`, `failed_closed` or `fallback`.
+    /// Who decided: `store`, `cache`, `lease` (units this server leased from the store), `failed_open`, `failed_closed` or `fallback`.
     pub(crate) source: &'static str,
 }
 
@@ -146,6 +146,7 @@ pub(crate) fn source_name(source: Source) -> &'static str {
         Source::FailedOpen => "failed_open",
         Source::FailedClosed => "failed_closed",
         Source::Fallback => "fallback",
+        Source::Lease => "lease",
     }
 }
 
@@ -189,7 +190,7 @@ mod tests {
             cost_exceeds_limit: bool,
             delay_us: u64,
             shadow_rejected: bool,
-            source in prop::sample::select(vec!["store", "cache", "failed_open", "failed_closed", "fallback"]),
+            source in prop::sample::select(vec!["store", "cache", "failed_open", "failed_closed", "fallback", "lease"]),
         ) {
             let response = CheckResponse {
                 allowed, policy: &policy, limit, remaining, reset_after_us, retry_after_us,

@@ -167,7 +167,7 @@ impl Metrics {
             Source::FailedOpen => "failed_open",
             Source::FailedClosed => "failed_closed",
             Source::Fallback => "fallback",
-            Source::Store | Source::Cache => return,
+            Source::Store | Source::Cache | Source::Lease => return,
         };
         self.without_store.get_or_create(&SourceLabels { source: name }).inc();
         self.store_errors.get_or_create(&KindLabels { kind: "unavailable" }).inc();

@@ -1,0 +1,26 @@
+//! Quota leases: global limits at local speed, never over the limit.
+//!
+//! A process that shares a store (Redis) wraps it in a [`LeasedStore`]. When a request
+//! reaches the store, the store may debit more than the request's cost in the same atomic
+//! check ([`Store::check_and_lease`](crate::Store::check_and_lease)): the extra units are
+//! admitted there as if spent at once, and this process then spends them on later
+//! requests for the same key and limits without asking the store, for as long as the
+//! exact definition of every limit allows (the window or bucket they were taken in, and
+//! the lease period). A request they cannot cover goes to the store, which decides it
+//! exactly. docs/leases.md has the argument for each algorithm and the bounds.
+//!
+//! Only limits that can be leased exactly are leased: [`check_leasable`] says which
+//! cannot, and why (the sliding log, the token bucket, the sliding window's `attempts`
+//! variant and the leaky bucket's `delay` mode); a [`LeasedStore`] checks those against
+//! the store on every request, and `sluice serve` refuses them when leases are on.
+
+mod counters;
+mod held;
+mod leased_store;
+mod ledger;
+mod sizing;
+mod terms;
+
+pub use counters::LeaseFigures;
+pub use leased_store::{DEFAULT_LEASE_ENTRIES, LeasedStore};
+pub use terms::{LeaseRefusal, check_leasable};

@@ -1,0 +1,105 @@
+//! The units one process holds for one key and set of limits, and what it reports when
+//! it spends them.
+
+use super::sizing::{Demand, extra_units};
+use super::terms;
+use crate::store::{LeaseAnswer, Source, Verdict};
+use crate::{Decision, Limit, Timestamp};
+use std::time::Duration;
+
+/// Leased units of one key and set of limits, with what this process knows of them.
+#[derive(Clone, Debug)]
+pub(crate) struct Held {
+    /// Units left to spend.
+    units: u64,
+    /// They may be spent while `now < until`.
+    until: Timestamp,
+    /// The store's decision for the lease that granted them: what leased decisions report.
+    quote: Option<Quote>,
+    /// What the store said remained after its last decision here.
+    remaining: Option<u64>,
+    /// This process's own recent demand for the key.
+    demand: Demand,
+}
+
+/// The store's decision for a granted lease, the limit it reported, and when.
+#[derive(Clone, Copy, Debug)]
+struct Quote {
+    decision: Decision,
+    limit: usize,
+    at: Timestamp,
+}
+
+impl Held {
+    /// Nothing held yet; demand counted from `now`.
+    pub(crate) fn new(now: Timestamp) -> Self {
+        Held { units: 0, until: now, quote: None, remaining: None, demand: Demand::starting(now) }
+    }
+
+    /// Spends `cost` held units at `now` when they cover it (counting the demand): the
+    /// leased decision.
+    pub(crate) fn spend(&mut self, limits: &[Limit], now: Timestamp, cost: u64, period: Duration) -> Option<Verdict> {
+        let quote = self.quote?;
+        if self.units < cost || now >= self.until {
+            return None;
+        }
+        self.demand.observe(now, cost, period);
+        self.units -= cost;
+        let reset_after = terms::reset_after(&limits[quote.limit], &quote.decision, now.saturating_since(quote.at));
+        let decision = quote.decision.with_remaining(self.units).with_reset_after(reset_after);
+        Some(Verdict::new(decision, quote.limit, Source::Lease))
+    }
+
+    /// Counts a request of `cost` at `now` that held units did not cover, and returns
+    /// the units to ask the store for beyond it.
+    pub(crate) fn wanted(&mut self, now: Timestamp, cost: u64, period: Duration) -> u64 {
+        self.demand.observe(now, cost, period);
+        extra_units(&self.demand, cost, self.remaining)
+    }
+
+    /// Gives up held units that can no longer be spent at `now`; returns how many.
+    pub(crate) fn expire(&mut self, now: Timestamp) -> u64 {
+        if now < self.until {
+            return 0;
+        }
+        std::mem::take(&mut self.units)
+    }
+
+    /// True when it holds nothing and its demand is stale: safe to forget.
+    pub(crate) fn is_idle(&self, now: Timestamp, period: Duration) -> bool {
+        (self.units == 0 || now >= self.until) && self.demand.is_idle(now, period)
+    }
+
+    /// Takes in the store's `answer` to a request asked at `now` with `extra` spendable
+    /// units (call [`expire`](Self::expire) first): holds them when granted. Returns the
+    /// request's verdict (counting the units now held as remaining, which they are, for
+    /// this process) and the units newly held.
+    pub(crate) fn settle(
+        &mut self,
+        limits: &[Limit],
+        now: Timestamp,
+        extra: u64,
+        answer: &LeaseAnswer,
+        period: Duration,
+    ) -> (Verdict, u64) {
+        let verdict = answer.verdict;
+        self.remaining = Some(if verdict.decision.allowed { verdict.decision.remaining } else { 0 });
+        if answer.leased.is_empty() || extra == 0 {
+            return (verdict, 0);
+        }
+        let valid = limits
+            .iter()
+            .zip(&answer.leased)
+            .map(|(limit, decision)| terms::valid_for(limit, decision, period))
+            .min()
+            .unwrap_or(Duration::ZERO);
+        let until = now.saturating_add(valid);
+        // Units from two leases stay spendable only while both leases are (expired ones
+        // were given up by `expire` before).
+        self.until = if self.units > 0 { self.until.min(until) } else { until };
+        self.units = self.units.saturating_add(extra);
+        self.quote = Some(Quote { decision: verdict.decision, limit: verdict.limit, at: now });
+        let decision = verdict.decision.with_remaining(verdict.decision.remaining.saturating_add(self.units));
+        (Verdict::new(decision, verdict.limit, verdict.source), extra)
+    }
+}

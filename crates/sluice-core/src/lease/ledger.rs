@@ -1,0 +1,167 @@
+//! The leases one process holds, by key and set of limits: sharded, bounded.
+
+use super::counters::LeaseCounters;
+use super::held::Held;
+use crate::store::{LeaseAnswer, Verdict};
+use crate::{Key, Limit, LimitId, Timestamp};
+use ahash::RandomState;
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+use std::collections::HashMap;
+use std::time::Duration;
+
+const SHARDS: usize = 64;
+
+/// Leases by key and set of limits, at most `capacity` entries.
+#[derive(Debug)]
+pub(crate) struct Ledger {
+    shards: Box<[Mutex<Shard>]>,
+    hasher: RandomState,
+    per_shard: usize,
+}
+
+#[derive(Debug, Default)]
+struct Shard {
+    /// By a hash of the limits and the key; the entry holds both to tell collisions apart.
+    entries: HashMap<u64, Entry>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    limits: SmallVec<[LimitId; 2]>,
+    key: Box<[u8]>,
+    held: Held,
+}
+
+impl Entry {
+    fn is_for(&self, limits: &[Limit], key: Key<'_>) -> bool {
+        *self.key == *key.as_bytes() && self.limits.iter().copied().eq(limits.iter().map(Limit::id))
+    }
+}
+
+/// What [`Ledger::spend`] found.
+#[derive(Debug)]
+pub(crate) enum Spend {
+    /// Held units covered the request.
+    Covered(Verdict),
+    /// The store must decide; ask it for `extra` more units.
+    Ask { extra: u64 },
+}
+
+impl Ledger {
+    /// A ledger of at most `capacity` entries.
+    pub(crate) fn new(capacity: usize) -> Self {
+        let shards = (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect();
+        Ledger { shards, hasher: RandomState::new(), per_shard: capacity.div_ceil(SHARDS).max(1) }
+    }
+
+    /// Spends held units on a request of `cost`, or says how much to ask the store for.
+    pub(crate) fn spend(
+        &self,
+        limits: &[Limit],
+        key: Key<'_>,
+        (now, cost): (Timestamp, u64),
+        (period, counters): (Duration, &LeaseCounters),
+    ) -> Spend {
+        self.spend_or(limits, key, (now, cost), (period, counters), |held| held.wanted(now, cost, period))
+    }
+
+    /// Spends held units on a request of `cost` when they cover it; changes nothing
+    /// otherwise (the request is not counted: its check will be).
+    pub(crate) fn spend_if_covered(
+        &self,
+        limits: &[Limit],
+        key: Key<'_>,
+        (now, cost): (Timestamp, u64),
+        (period, counters): (Duration, &LeaseCounters),
+    ) -> Option<Verdict> {
+        match self.spend_or(limits, key, (now, cost), (period, counters), |_| 0) {
+            Spend::Covered(verdict) => Some(verdict),
+            Spend::Ask { .. } => None,
+        }
+    }
+
+    fn spend_or(
+        &self,
+        limits: &[Limit],
+        key: Key<'_>,
+        (now, cost): (Timestamp, u64),
+        (period, counters): (Duration, &LeaseCounters),
+        missed: impl FnOnce(&mut Held) -> u64,
+    ) -> Spend {
+        let (hash, shard) = self.shard(limits, key);
+        let mut shard = shard.lock();
+        if !shard.entries.contains_key(&hash) && !shard.make_room(self.per_shard, now, (period, counters)) {
+            return Spend::Ask { extra: 0 };
+        }
+        let entry = shard.entries.entry(hash).or_insert_with(|| Entry {
+            limits: limits.iter().map(Limit::id).collect(),
+            key: key.as_bytes().into(),
+            held: Held::new(now),
+        });
+        if !entry.is_for(limits, key) {
+            return Spend::Ask { extra: 0 };
+        }
+        match entry.held.spend(limits, now, cost, period) {
+            Some(verdict) => Spend::Covered(verdict),
+            None => Spend::Ask { extra: missed(&mut entry.held) },
+        }
+    }
+
+    /// Takes in the store's answer to a request asked for `extra` units.
+    pub(crate) fn settle(
+        &self,
+        limits: &[Limit],
+        key: Key<'_>,
+        now: Timestamp,
+        (extra, answer): (u64, &LeaseAnswer),
+        (period, counters): (Duration, &LeaseCounters),
+    ) -> Verdict {
+        let (hash, shard) = self.shard(limits, key);
+        let mut shard = shard.lock();
+        let Some(entry) = shard.entries.get_mut(&hash).filter(|entry| entry.is_for(limits, key)) else {
+            return answer.verdict;
+        };
+        counters.expired(entry.held.expire(now));
+        let (verdict, leased) = entry.held.settle(limits, now, extra, answer, period);
+        counters.leased(leased);
+        verdict
+    }
+
+    /// Gives up every held unit that can no longer be spent at `now`, and forgets idle
+    /// entries.
+    pub(crate) fn sweep(&self, now: Timestamp, (period, counters): (Duration, &LeaseCounters)) {
+        for shard in self.shards.iter() {
+            shard.lock().entries.retain(|_, entry| {
+                counters.expired(entry.held.expire(now));
+                !entry.held.is_idle(now, period)
+            });
+        }
+    }
+
+    /// Entries held.
+    pub(crate) fn len(&self) -> usize {
+        self.shards.iter().map(|shard| shard.lock().entries.len()).sum()
+    }
+
+    fn shard(&self, limits: &[Limit], key: Key<'_>) -> (u64, &Mutex<Shard>) {
+        let ids: SmallVec<[u64; 2]> = limits.iter().map(|limit| limit.id().0).collect();
+        let hash = self.hasher.hash_one((ids.as_slice(), key.as_bytes()));
+        (hash, &self.shards[(hash >> 40) as usize % SHARDS])
+    }
+}
+
+impl Shard {
+    /// Room for one more entry: forgets idle ones when full. False when none is idle.
+    fn make_room(&mut self, per_shard: usize, now: Timestamp, (period, counters): (Duration, &LeaseCounters)) -> bool {
+        if self.entries.len() < per_shard {
+            return true;
+        }
+        // Only entries that hold nothing spendable.
+        self.entries.retain(|_, entry| {
+            counters.expired(entry.held.expire(now));
+            !entry.held.is_idle(now, period)
+        });
+        self.entries.len() < per_shard
+    }
+}

@@ -1,0 +1,99 @@
+//! How many units a lease asks for: a lease period of this process's own traffic, and
+//! less as the limit's quota runs out.
+
+use crate::Timestamp;
+use std::time::Duration;
+
+/// A lease never takes more than this share of what the store said remained (1/4), so
+/// that several processes asking at once leave room for each other, and leases shrink
+/// to nothing as the quota runs out: near the limit every request is the store's.
+const SHARE_OF_REMAINING: u64 = 4;
+
+/// The units of one key and limits this process asked for, over the current and the
+/// last lease period: its own recent rate.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Demand {
+    /// When the current period began.
+    since: Timestamp,
+    /// Units asked since then.
+    current: u64,
+    /// Units asked in the last whole period (scaled to one period when it ran longer).
+    last: u64,
+}
+
+impl Demand {
+    /// A demand whose first period starts at `now`.
+    pub(crate) fn starting(now: Timestamp) -> Self {
+        Demand { since: now, current: 0, last: 0 }
+    }
+
+    /// Counts `cost` units asked at `now`, starting a new period once `period` has passed.
+    pub(crate) fn observe(&mut self, now: Timestamp, cost: u64, period: Duration) {
+        let elapsed = now.saturating_since(self.since);
+        if elapsed >= period {
+            // Units per period over the time that passed: an idle gap lowers the rate.
+            let periods = (elapsed.as_micros() / period.as_micros().max(1)).max(1);
+            self.last = u64::try_from(u128::from(self.current) / periods).unwrap_or(u64::MAX);
+            self.current = 0;
+            self.since = now;
+        }
+        self.current = self.current.saturating_add(cost);
+    }
+
+    /// Units this process is likely to ask for over the next period.
+    pub(crate) fn per_period(&self) -> u64 {
+        self.last.max(self.current)
+    }
+
+    /// True when nothing was asked for over the last two periods.
+    pub(crate) fn is_idle(&self, now: Timestamp, period: Duration) -> bool {
+        now.saturating_since(self.since) >= period.saturating_mul(2)
+    }
+}
+
+/// Units to lease beyond a request's `cost`: a period's worth of this process's own
+/// demand (less what the request itself takes), at most a quarter of `remaining` (the
+/// store's last word on what is left; nothing when unknown).
+pub(crate) fn extra_units(demand: &Demand, cost: u64, remaining: Option<u64>) -> u64 {
+    let Some(remaining) = remaining else { return 0 };
+    demand.per_period().saturating_sub(cost).min(remaining / SHARE_OF_REMAINING)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const PERIOD: Duration = Duration::from_millis(100);
+
+    fn at(ms: u64) -> Timestamp {
+        Timestamp::from_micros(ms * 1_000)
+    }
+
+    #[test]
+    fn a_period_of_own_traffic_is_asked_for() {
+        let mut demand = Demand::starting(at(0));
+        (0..50).for_each(|i| demand.observe(at(i), 1, PERIOD));
+        demand.observe(at(100), 1, PERIOD);
+        assert_eq!(demand.per_period(), 50);
+        assert_eq!(extra_units(&demand, 1, Some(1_000)), 49);
+    }
+
+    #[test]
+    fn leases_shrink_with_the_remaining_quota_to_nothing() {
+        let mut demand = Demand::starting(at(0));
+        (0..50).for_each(|i| demand.observe(at(i), 1, PERIOD));
+        assert_eq!(extra_units(&demand, 1, Some(40)), 10);
+        assert_eq!(extra_units(&demand, 1, Some(3)), 0);
+        assert_eq!(extra_units(&demand, 1, None), 0);
+    }
+
+    #[test]
+    fn an_idle_gap_lowers_the_rate() {
+        let mut demand = Demand::starting(at(0));
+        (0..40).for_each(|i| demand.observe(at(i), 1, PERIOD));
+        demand.observe(at(400), 1, PERIOD);
+        assert_eq!(demand.last, 10);
+        assert!(!demand.is_idle(at(400), PERIOD));
+        assert!(demand.is_idle(at(600), PERIOD));
+    }
+}

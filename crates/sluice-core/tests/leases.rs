@@ -1,0 +1,256 @@
+//! Quota leases never over-admit: N processes, each its own [`LeasedStore`], share one
+//! store on one clock; random traffic, costs and policies (one or two at once); the
+//! brute-force oracles of docs/semantics.md replay the merged stream of admitted requests
+//! and must admit every one of them (docs/leases.md has the argument).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+#[path = "oracle/mod.rs"]
+mod oracle;
+
+use oracle::Oracle;
+use oracle::fixed_window::FixedWindowOracle;
+use oracle::leaky_bucket::LeakyBucketOracle;
+use oracle::sliding_log::SlidingLogOracle;
+use oracle::sliding_window::SlidingWindowOracle;
+use oracle::token_bucket::TokenBucketOracle;
+use proptest::prelude::*;
+use sluice_core::lease::{LeasedStore, check_leasable};
+use sluice_core::{
+    Alignment, FixedWindow, Key, LeakMode, LeakyBucket, Limit, MemoryStore, Policy, SlidingLogVariant, SlidingWindow,
+    SlidingWindowSettings, Source, Store, Timestamp,
+};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A leasable policy's parameters (µs), from which both the policy and its oracle are built.
+#[derive(Clone, Copy, Debug)]
+enum Spec {
+    FixedWindow { limit: u64, window: u64, anchored: bool },
+    SlidingWindow { limit: u64, width: u64, buckets: u64, anchored: bool },
+    LeakyBucket { interval: u64, burst: u64 },
+}
+
+impl Spec {
+    fn policy(self) -> Policy {
+        let alignment = |anchored| if anchored { Alignment::Anchored } else { Alignment::Aligned };
+        match self {
+            Spec::FixedWindow { limit, window, anchored } => {
+                FixedWindow::new(limit, us(window), alignment(anchored), Duration::ZERO).unwrap().into()
+            }
+            Spec::SlidingWindow { limit, width, buckets, anchored } => {
+                let variant = SlidingLogVariant::Accepted;
+                let window = us(width * buckets);
+                let settings =
+                    SlidingWindowSettings { limit, window, buckets, variant, alignment: alignment(anchored) };
+                SlidingWindow::with_settings(settings).unwrap().into()
+            }
+            Spec::LeakyBucket { interval, burst } => {
+                LeakyBucket::new(us(interval), burst, LeakMode::NoDelay).unwrap().into()
+            }
+        }
+    }
+
+    fn oracle(self) -> Box<dyn Oracle> {
+        match self {
+            Spec::FixedWindow { limit, window, anchored } => {
+                Box::new(FixedWindowOracle::new(limit, window, anchored, 0))
+            }
+            Spec::SlidingWindow { limit, width, buckets, anchored } => {
+                Box::new(SlidingWindowOracle::new(limit, width, buckets, false, anchored))
+            }
+            Spec::LeakyBucket { interval, burst } => Box::new(LeakyBucketOracle::new(interval, burst, false)),
+        }
+    }
+}
+
+fn us(micros: u64) -> Duration {
+    Duration::from_micros(micros)
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    prop_oneof![
+        (1..60u64, 20..400u64, any::<bool>()).prop_map(|(limit, window, anchored)| Spec::FixedWindow {
+            limit,
+            window,
+            anchored
+        }),
+        (1..60u64, 10..200u64, 1..4u64, any::<bool>())
+            .prop_map(|(limit, width, buckets, anchored)| Spec::SlidingWindow { limit, width, buckets, anchored }),
+        (1..20u64, 0..60u64).prop_map(|(interval, burst)| Spec::LeakyBucket { interval, burst }),
+    ]
+}
+
+/// One request: which process gets it, for which key, its cost, and the µs since the last.
+#[derive(Clone, Copy, Debug)]
+struct Request {
+    process: usize,
+    key: usize,
+    cost: u64,
+    gap: u64,
+}
+
+fn request(processes: usize) -> impl Strategy<Value = Request> {
+    (
+        0..processes,
+        0..2usize,
+        prop_oneof![6 => Just(1u64), 1 => 2..4u64],
+        prop_oneof![3 => Just(0u64), 6 => 0..8u64, 1 => 0..200u64],
+    )
+        .prop_map(|(process, key, cost, gap)| Request { process, key, cost, gap })
+}
+
+/// Cases: `PROPTEST_CASES` if set, else enough for the file to run in seconds.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|cases| cases.parse().ok()).unwrap_or(256)
+}
+
+/// Polls a future that the memory store makes ready at once.
+fn ready<F: Future>(future: F) -> F::Output {
+    let mut context = std::task::Context::from_waker(std::task::Waker::noop());
+    match std::pin::pin!(future).poll(&mut context) {
+        std::task::Poll::Ready(output) => output,
+        std::task::Poll::Pending => panic!("the memory store answers at once"),
+    }
+}
+
+/// The admitted requests (time, cost) of each key, in the order they were admitted.
+type Admitted = [Vec<(u64, u64)>; 2];
+
+/// Runs `requests` through `processes` leased stores on one shared memory store.
+fn run(limits: &[Limit], period: u64, processes: usize, requests: &[Request]) -> (Admitted, u64) {
+    let shared = Arc::new(MemoryStore::new());
+    let stores: Vec<_> = (0..processes).map(|_| LeasedStore::new(shared.clone(), us(period))).collect();
+    let keys = [Key::new(b"alpha").unwrap(), Key::new(b"beta").unwrap()];
+    let mut admitted: Admitted = Default::default();
+    let mut now = 1_000_000u64;
+    for request in requests {
+        now += request.gap;
+        let store = &stores[request.process];
+        let verdict = ready(store.check(keys[request.key], limits, Timestamp::from_micros(now), request.cost)).unwrap();
+        if verdict.decision.allowed {
+            admitted[request.key].push((now, request.cost));
+        }
+        if request.gap > 100 {
+            store.sweep(Timestamp::from_micros(now));
+        }
+    }
+    let leased = stores.iter().map(|store| store.figures().leased_checks).sum();
+    (admitted, leased)
+}
+
+/// Every admitted request of each key, replayed in order, is admitted by each oracle.
+fn assert_exact(specs: &[Spec], admitted: &Admitted) -> Result<(), TestCaseError> {
+    for stream in admitted {
+        for spec in specs {
+            let mut oracle = spec.oracle();
+            for (index, &(now, cost)) in stream.iter().enumerate() {
+                let decision = oracle.step(now, cost);
+                prop_assert!(
+                    decision.allowed,
+                    "{spec:?} over its limit at admitted request {index} ({now} µs, cost {cost}): {stream:?}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    #[test]
+    fn leases_never_admit_more_than_the_definition(
+        specs in prop::collection::vec(spec(), 1..3),
+        processes in 2..5usize,
+        period in 1..300u64,
+        requests in (2..5usize).prop_flat_map(|n| prop::collection::vec(request(n), 1..400)),
+    ) {
+        let limits: Vec<Limit> = specs.iter().enumerate().map(|(i, spec)| Limit::new(format!("l{i}"), spec.policy())).collect();
+        prop_assert!(check_leasable(&limits).is_ok());
+        let processes = processes.max(requests.iter().map(|r| r.process + 1).max().unwrap_or(1));
+        let (admitted, _) = run(&limits, period, processes, &requests);
+        assert_exact(&specs, &admitted)?;
+    }
+}
+
+/// Four processes share a hammered key: each window admits exactly the limit (every
+/// process keeps seeing demand, so no leased unit is left unspent), most checks are
+/// answered from leases, and the store sees a small share of them.
+#[test]
+fn hammering_four_processes_admits_exactly_the_limit_per_window() {
+    let window = 1_000_000;
+    for spec in [
+        Spec::FixedWindow { limit: 1_000, window, anchored: false },
+        Spec::FixedWindow { limit: 1_000, window, anchored: true },
+    ] {
+        let limits = [Limit::new("api", spec.policy())];
+        // 10 000 requests a second (10 × the limit), round robin, for 5 windows.
+        let requests: Vec<Request> =
+            (0..50_000).map(|i| Request { process: i % 4, key: 0, cost: 1, gap: 100 }).collect();
+        let (admitted, leased) = run(&limits, 100_000, 4, &requests);
+        assert_exact(&[spec], &admitted).unwrap();
+        // Aligned windows start on whole seconds; anchored ones at the first request.
+        let first = if matches!(spec, Spec::FixedWindow { anchored: true, .. }) { admitted[0][0].0 } else { 2_000_000 };
+        for k in 0..4 {
+            let start = first + k * window;
+            let in_window = admitted[0].iter().filter(|(t, _)| (start..start + window).contains(t)).count();
+            assert_eq!(in_window, 1_000, "{spec:?}: window {k}");
+        }
+        let checks_admitted = admitted[0].len() as u64;
+        assert!(leased * 2 > checks_admitted, "{spec:?}: {leased} of {checks_admitted} admitted checks leased");
+    }
+}
+
+/// At half the limit's rate, leases answer nearly every check: the store sees at least 20
+/// times fewer calls than checks, and every request is admitted.
+#[test]
+fn below_the_limit_the_store_sees_few_calls() {
+    let spec = Spec::SlidingWindow { limit: 10_000, width: 100_000, buckets: 10, anchored: false };
+    let limits = [Limit::new("api", spec.policy())];
+    let shared = Arc::new(MemoryStore::new());
+    let stores: Vec<_> = (0..4).map(|_| LeasedStore::new(shared.clone(), us(100_000))).collect();
+    let key = Key::new(b"tenant").unwrap();
+    // 5 000 a second over four processes (the limit is 10 000 a second), for 10 s.
+    let mut sources = [0u64; 2];
+    for i in 0..50_000u64 {
+        let now = Timestamp::from_micros(1_000_000 + i * 200);
+        let verdict = ready(stores[(i % 4) as usize].check(key, &limits, now, 1)).unwrap();
+        assert!(verdict.decision.allowed, "request {i} rejected below the limit");
+        sources[usize::from(verdict.source == Source::Lease)] += 1;
+    }
+    let store_calls: u64 = stores.iter().map(|store| store.figures().store_calls).sum();
+    assert!(store_calls * 20 <= 50_000, "{store_calls} store calls for 50 000 checks ({sources:?})");
+}
+
+/// Why the sliding log and the token bucket are refused (docs/leases.md): in each, a store
+/// that saw a lease's units at the lease's time admits a stream that, with one leased unit
+/// spent later, the definition refuses.
+#[test]
+fn the_sliding_log_and_the_token_bucket_cannot_be_leased_exactly() {
+    let refused = |oracle: &mut dyn Oracle, stream: &[(u64, u64)]| {
+        stream.iter().any(|&(now, cost)| !oracle.step(now, cost).allowed)
+    };
+    // Sliding log, 2 per 10 µs: a lease of 2 at 0 (one spent at 0, one at 9); the store
+    // then admits 2 at 10, when its entries of 0 have left the window.
+    assert!(!refused(&mut SlidingLogOracle::new(2, 10, false), &[(0, 2), (10, 1), (10, 1)]));
+    assert!(refused(&mut SlidingLogOracle::new(2, 10, false), &[(0, 1), (9, 1), (10, 1), (10, 1)]));
+    // Token bucket of 2, 1 token every 10 µs: a lease of 2 at 0 (one spent at 0, one at
+    // 15, when the bucket is full again and restarts its refill clock); the store admits 20 and 21.
+    assert!(!refused(&mut TokenBucketOracle::new(2, 1, 10), &[(0, 2), (20, 1), (21, 1)]));
+    assert!(refused(&mut TokenBucketOracle::new(2, 1, 10), &[(0, 1), (15, 1), (20, 1), (21, 1)]));
+    for policy in [
+        Policy::from(sluice_core::SlidingLog::new(2, us(10), SlidingLogVariant::Accepted).unwrap()),
+        Policy::from(
+            sluice_core::TokenBucket::new(sluice_core::TokenBucketSettings {
+                capacity: 2,
+                refill_amount: 1,
+                refill_interval: us(10),
+            })
+            .unwrap(),
+        ),
+    ] {
+        let refusal = check_leasable(&[Limit::new("refused", policy)]).unwrap_err();
+        assert!(refusal.to_string().contains("cannot be leased exactly"), "{refusal}");
+    }
+}
