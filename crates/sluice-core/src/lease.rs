@@ -9,10 +9,10 @@
 //! the lease period). A request they cannot cover goes to the store, which decides it
 //! exactly. docs/leases.md has the argument for each algorithm and the bounds.
 //!
-//! Only limits that can be leased exactly are leased: [`check_leasable`] says which
-//! cannot, and why (the sliding log, the token bucket, the sliding window's `attempts`
-//! variant and the leaky bucket's `delay` mode); a [`LeasedStore`] checks those against
-//! the store on every request, and `sluice serve` refuses them when leases are on.
+//! Only limits that can be leased exactly are leased: fixed windows and sliding windows
+//! (`accepted`). [`check_leasable`] says why the others cannot be; a [`LeasedStore`]
+//! checks those against the store on every request, and `sluice serve` refuses them when
+//! leases are on.
 
 mod counters;
 mod held;

@@ -3,6 +3,7 @@
 
 mod channel;
 mod errors;
+mod lease;
 mod origin;
 mod reset;
 mod standalone;
@@ -20,7 +21,7 @@ use errors::{Expired, InOutage, is_script_error, is_unavailable_for_now, unavail
 use origin::{CONNECT_TIMEOUT, Origin, tcp_settings};
 use redis::cluster::ClusterClient;
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
-use sluice_core::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
+use sluice_core::{Key, LeaseAnswer, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -368,5 +369,16 @@ impl Store for RedisStore {
 
     fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.reset_key(key, limits)
+    }
+
+    fn check_and_lease(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+        extra: u64,
+    ) -> impl Future<Output = Result<LeaseAnswer, StoreError>> + Send {
+        self.check_and_lease_limits(key, limits, (now, cost), extra)
     }
 }

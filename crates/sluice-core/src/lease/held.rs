@@ -38,14 +38,14 @@ impl Held {
 
     /// Spends `cost` held units at `now` when they cover it (counting the demand): the
     /// leased decision.
-    pub(crate) fn spend(&mut self, limits: &[Limit], now: Timestamp, cost: u64, period: Duration) -> Option<Verdict> {
+    pub(crate) fn spend(&mut self, now: Timestamp, cost: u64, period: Duration) -> Option<Verdict> {
         let quote = self.quote?;
         if self.units < cost || now >= self.until {
             return None;
         }
         self.demand.observe(now, cost, period);
         self.units -= cost;
-        let reset_after = terms::reset_after(&limits[quote.limit], &quote.decision, now.saturating_since(quote.at));
+        let reset_after = terms::reset_after(&quote.decision, now.saturating_since(quote.at));
         let decision = quote.decision.with_remaining(self.units).with_reset_after(reset_after);
         Some(Verdict::new(decision, quote.limit, Source::Lease))
     }

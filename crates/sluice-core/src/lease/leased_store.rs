@@ -139,9 +139,7 @@ impl<S: Store> LeasedStore<S> {
         let Some(extra) = extra else {
             return self.inner.check(key, limits, now, cost).await;
         };
-        let pad = if extra == 0 { 0 } else { terms::pad(limits, shared.period) };
-        let asked = extra.saturating_add(pad);
-        let answer: LeaseAnswer = self.inner.check_and_lease(key, limits, now, cost, asked).await?;
+        let answer: LeaseAnswer = self.inner.check_and_lease(key, limits, now, cost, extra).await?;
         let ledger = &shared.ledger;
         Ok(ledger.settle(limits, key, now, (extra, &answer), (shared.period, &shared.counters)))
     }

@@ -102,7 +102,7 @@ impl Ledger {
         if !entry.is_for(limits, key) {
             return Spend::Ask { extra: 0 };
         }
-        match entry.held.spend(limits, now, cost, period) {
+        match entry.held.spend(now, cost, period) {
             Some(verdict) => Spend::Covered(verdict),
             None => Spend::Ask { extra: missed(&mut entry.held) },
         }

@@ -1,7 +1,7 @@
 //! What each algorithm allows a lease: whether it can be leased at all, how long its
 //! units stay spendable, and what a leased decision may honestly report.
 
-use crate::{Decision, LeakMode, Limit, Policy, SlidingLogVariant};
+use crate::{Decision, Limit, Policy, SlidingLogVariant};
 use std::fmt;
 use std::time::Duration;
 
@@ -21,7 +21,7 @@ impl fmt::Display for LeaseRefusal {
         write!(
             f,
             "limit `{}` ({}) cannot be leased exactly: {}; turn leases off (lease period 0) or use \
-             fixed_window, sliding_window (variant accepted) or leaky_bucket (mode nodelay) for it",
+             fixed_window or sliding_window (variant accepted) for it",
             self.limit, self.algorithm, self.reason
         )
     }
@@ -71,10 +71,10 @@ fn refusal(policy: &Policy) -> Option<&'static str> {
             "the attempts variant counts rejected requests, so a lease that does not fit would be \
              counted as attempts nobody made",
         ),
-        Policy::LeakyBucket(bucket) if bucket.mode() == LeakMode::NoDelay => None,
         Policy::LeakyBucket(_) => Some(
-            "a shaper gives each request its own place in one queue (its delay), which a unit \
-             spent later than it was leased does not keep",
+            "a unit spent later than it was leased must keep its place at the latest time it may \
+             be spent, which one check of the store cannot reserve without taking the lease's \
+             whole life from the rate (more than the lease gives)",
         ),
         Policy::SlidingLog(_) => Some(
             "the log keeps each request's own time, so a unit leased at t and spent later would \
@@ -87,18 +87,6 @@ fn refusal(policy: &Policy) -> Option<&'static str> {
     }
 }
 
-/// Units a lease must debit beyond those it may spend, for `limits` leased for `period`:
-/// a leaky bucket's lease is debited as if its units arrived at the end of their life,
-/// which costs `ceil(period / interval)` units more (docs/leases.md). 0 without one.
-pub(crate) fn pad(limits: &[Limit], period: Duration) -> u64 {
-    let pad_of = |limit: &Limit| match limit.policy() {
-        Policy::LeakyBucket(bucket) => period.as_micros().div_ceil(bucket.interval().as_micros().max(1)),
-        _ => 0,
-    };
-    let most = limits.iter().map(pad_of).max().unwrap_or(0);
-    u64::try_from(most).unwrap_or(u64::MAX)
-}
-
 /// How long after the store's decision `decision` (for the lease's whole cost) units
 /// leased under `limit` may be spent: to the end of the window (fixed window) or of the
 /// bucket (sliding window) they were debited in, and never past `period`.
@@ -107,23 +95,15 @@ pub(crate) fn valid_for(limit: &Limit, decision: &Decision, period: Duration) ->
         Policy::FixedWindow(_) => decision.reset_after,
         // An admitted request's state is fresh again `window` after its bucket ends.
         Policy::SlidingWindow(window) => decision.reset_after.saturating_sub(window.window()),
-        Policy::LeakyBucket(_) => period,
-        Policy::SlidingLog(_) | Policy::TokenBucket(_) => Duration::ZERO,
+        Policy::SlidingLog(_) | Policy::TokenBucket(_) | Policy::LeakyBucket(_) => Duration::ZERO,
     };
     own.min(period)
 }
 
-/// The `reset_after` a leased decision reports for `limit`, `elapsed` after the lease's
-/// store decision `decision`: never sooner than the truth. A window's end does not move
-/// (fixed window: its end; sliding window: the end of the lease's bucket plus the window,
-/// and the lease's bucket is the newest counted one); a leaky bucket's true state is not
-/// known here, so its longest possible reset, `(burst + 1) · interval`.
-pub(crate) fn reset_after(limit: &Limit, decision: &Decision, elapsed: Duration) -> Duration {
-    match limit.policy() {
-        Policy::LeakyBucket(bucket) => {
-            let slots = u32::try_from(bucket.burst().saturating_add(1)).unwrap_or(u32::MAX);
-            bucket.interval().saturating_mul(slots)
-        }
-        _ => decision.reset_after.saturating_sub(elapsed),
-    }
+/// The `reset_after` a leased decision reports, `elapsed` after the lease's store decision
+/// `decision`: the same instant as the store's, never sooner than the truth. A window's end
+/// does not move (fixed window: its end; sliding window: the end of the lease's bucket plus
+/// the window, and the lease's bucket is the newest counted one).
+pub(crate) fn reset_after(decision: &Decision, elapsed: Duration) -> Duration {
+    decision.reset_after.saturating_sub(elapsed)
 }
