@@ -1,7 +1,7 @@
 //! The units one process holds for one key and set of limits, and what it reports when
 //! it spends them.
 
-use super::sizing::{Demand, extra_units};
+use super::sizing::{Demand, LastWord, extra_units};
 use super::terms;
 use crate::store::{LeaseAnswer, Source, Verdict};
 use crate::{Decision, Limit, Timestamp};
@@ -16,8 +16,8 @@ pub(crate) struct Held {
     until: Timestamp,
     /// The store's decision for the lease that granted them: what leased decisions report.
     quote: Option<Quote>,
-    /// What the store said remained after its last decision here.
-    remaining: Option<u64>,
+    /// What the store said after its last decision here, and when.
+    last_word: Option<(LastWord, Timestamp)>,
     /// This process's own recent demand for the key.
     demand: Demand,
 }
@@ -33,7 +33,7 @@ struct Quote {
 impl Held {
     /// Nothing held yet; demand counted from `now`.
     pub(crate) fn new(now: Timestamp) -> Self {
-        Held { units: 0, until: now, quote: None, remaining: None, demand: Demand::starting(now) }
+        Held { units: 0, until: now, quote: None, last_word: None, demand: Demand::starting(now) }
     }
 
     /// Spends `cost` held units at `now` when they cover it (counting the demand): the
@@ -54,7 +54,11 @@ impl Held {
     /// the units to ask the store for beyond it.
     pub(crate) fn wanted(&mut self, now: Timestamp, cost: u64, period: Duration) -> u64 {
         self.demand.observe(now, cost, period);
-        extra_units(&self.demand, cost, self.remaining)
+        let last = self.last_word.map(|(word, at)| LastWord {
+            spendable_for: word.spendable_for.saturating_sub(now.saturating_since(at)),
+            ..word
+        });
+        extra_units(&self.demand, cost, last, period)
     }
 
     /// Gives up held units that can no longer be spent at `now`; returns how many.
@@ -80,17 +84,16 @@ impl Held {
         now: Timestamp,
         extra: u64,
         answer: &LeaseAnswer,
-        period: Duration,
     ) -> (Verdict, u64) {
         let verdict = answer.verdict;
-        self.remaining = Some(if verdict.decision.allowed { verdict.decision.remaining } else { 0 });
+        self.last_word = Some((last_word(&limits[verdict.limit], &verdict.decision), now));
         if answer.leased.is_empty() || extra == 0 {
             return (verdict, 0);
         }
         let valid = limits
             .iter()
             .zip(&answer.leased)
-            .map(|(limit, decision)| terms::valid_for(limit, decision, period))
+            .map(|(limit, decision)| terms::valid_for(limit, decision))
             .min()
             .unwrap_or(Duration::ZERO);
         let until = now.saturating_add(valid);
@@ -102,4 +105,13 @@ impl Held {
         let decision = verdict.decision.with_remaining(verdict.decision.remaining.saturating_add(self.units));
         (Verdict::new(decision, verdict.limit, verdict.source), extra)
     }
+}
+
+/// What the store's `decision` under `limit` says for the next lease: what remains, and
+/// how long units would stay spendable (unknown after a rejection: none then).
+fn last_word(limit: &Limit, decision: &Decision) -> LastWord {
+    if !decision.allowed {
+        return LastWord { remaining: 0, spendable_for: Duration::ZERO };
+    }
+    LastWord { remaining: decision.remaining, spendable_for: terms::valid_for(limit, decision) }
 }

@@ -83,6 +83,13 @@ impl<S: Store> LeasedStore<S> {
         &self.inner
     }
 
+    /// The same leases (one ledger, one set of counters) in front of another store, such
+    /// as another connection to the same Redis: how the threads of one process share
+    /// their leases.
+    pub fn in_front_of<T: Store>(&self, inner: T) -> LeasedStore<T> {
+        LeasedStore { inner, shared: Arc::clone(&self.shared) }
+    }
+
     /// The lease period.
     pub fn period(&self) -> Duration {
         self.shared.period
@@ -141,7 +148,7 @@ impl<S: Store> LeasedStore<S> {
         };
         let answer: LeaseAnswer = self.inner.check_and_lease(key, limits, now, cost, extra).await?;
         let ledger = &shared.ledger;
-        Ok(ledger.settle(limits, key, now, (extra, &answer), (shared.period, &shared.counters)))
+        Ok(ledger.settle(limits, key, now, (extra, &answer), &shared.counters))
     }
 }
 

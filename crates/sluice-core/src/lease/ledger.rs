@@ -115,7 +115,7 @@ impl Ledger {
         key: Key<'_>,
         now: Timestamp,
         (extra, answer): (u64, &LeaseAnswer),
-        (period, counters): (Duration, &LeaseCounters),
+        counters: &LeaseCounters,
     ) -> Verdict {
         let (hash, shard) = self.shard(limits, key);
         let mut shard = shard.lock();
@@ -123,7 +123,7 @@ impl Ledger {
             return answer.verdict;
         };
         counters.expired(entry.held.expire(now));
-        let (verdict, leased) = entry.held.settle(limits, now, extra, answer, period);
+        let (verdict, leased) = entry.held.settle(limits, now, extra, answer);
         counters.leased(leased);
         verdict
     }

@@ -51,12 +51,25 @@ impl Demand {
     }
 }
 
-/// Units to lease beyond a request's `cost`: a period's worth of this process's own
-/// demand (less what the request itself takes), at most a quarter of `remaining` (the
-/// store's last word on what is left; nothing when unknown).
-pub(crate) fn extra_units(demand: &Demand, cost: u64, remaining: Option<u64>) -> u64 {
-    let Some(remaining) = remaining else { return 0 };
-    demand.per_period().saturating_sub(cost).min(remaining / SHARE_OF_REMAINING)
+/// What the store said last: how many cost-1 requests remained, and for how long from
+/// now units leased would stay spendable (to the end of the window or bucket).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct LastWord {
+    pub(crate) remaining: u64,
+    pub(crate) spendable_for: Duration,
+}
+
+/// Units to lease beyond a request's `cost`: this process's own demand over a period, or
+/// over half the time left when the window or bucket ends sooner than two periods from now
+/// (so a lease is spent well before its units expire at that end, at the rate it was sized
+/// by), less what the request itself takes, and at most a quarter of what the store said
+/// remained. Nothing when the store said nothing.
+pub(crate) fn extra_units(demand: &Demand, cost: u64, last: Option<LastWord>, period: Duration) -> u64 {
+    let Some(last) = last else { return 0 };
+    let horizon = (last.spendable_for / 2).min(period).as_micros();
+    let usable = u128::from(demand.per_period()) * horizon / period.as_micros().max(1);
+    let usable = u64::try_from(usable).unwrap_or(u64::MAX);
+    usable.saturating_sub(cost).min(last.remaining / SHARE_OF_REMAINING)
 }
 
 #[cfg(test)]
@@ -69,22 +82,35 @@ mod tests {
         Timestamp::from_micros(ms * 1_000)
     }
 
+    fn said(remaining: u64, spendable_ms: u64) -> Option<LastWord> {
+        Some(LastWord { remaining, spendable_for: Duration::from_millis(spendable_ms) })
+    }
+
     #[test]
     fn a_period_of_own_traffic_is_asked_for() {
         let mut demand = Demand::starting(at(0));
         (0..50).for_each(|i| demand.observe(at(i), 1, PERIOD));
         demand.observe(at(100), 1, PERIOD);
         assert_eq!(demand.per_period(), 50);
-        assert_eq!(extra_units(&demand, 1, Some(1_000)), 49);
+        assert_eq!(extra_units(&demand, 1, said(1_000, 60_000), PERIOD), 49);
     }
 
     #[test]
     fn leases_shrink_with_the_remaining_quota_to_nothing() {
         let mut demand = Demand::starting(at(0));
         (0..50).for_each(|i| demand.observe(at(i), 1, PERIOD));
-        assert_eq!(extra_units(&demand, 1, Some(40)), 10);
-        assert_eq!(extra_units(&demand, 1, Some(3)), 0);
-        assert_eq!(extra_units(&demand, 1, None), 0);
+        assert_eq!(extra_units(&demand, 1, said(40, 60_000), PERIOD), 10);
+        assert_eq!(extra_units(&demand, 1, said(400, 60_000), PERIOD), 49);
+        assert_eq!(extra_units(&demand, 1, said(3, 60_000), PERIOD), 0);
+        assert_eq!(extra_units(&demand, 1, None, PERIOD), 0);
+    }
+
+    #[test]
+    fn leases_shrink_as_the_window_ends() {
+        let mut demand = Demand::starting(at(0));
+        (0..50).for_each(|i| demand.observe(at(i), 1, PERIOD));
+        assert_eq!(extra_units(&demand, 1, said(1_000, 100), PERIOD), 24);
+        assert_eq!(extra_units(&demand, 1, said(1_000, 1), PERIOD), 0);
     }
 
     #[test]

@@ -89,15 +89,16 @@ fn refusal(policy: &Policy) -> Option<&'static str> {
 
 /// How long after the store's decision `decision` (for the lease's whole cost) units
 /// leased under `limit` may be spent: to the end of the window (fixed window) or of the
-/// bucket (sliding window) they were debited in, and never past `period`.
-pub(crate) fn valid_for(limit: &Limit, decision: &Decision, period: Duration) -> Duration {
-    let own = match limit.policy() {
+/// bucket (sliding window) they were debited in. (Not capped by the lease period: a unit
+/// debited in a window is that window's until it ends, spent or not; the period sizes
+/// leases.)
+pub(crate) fn valid_for(limit: &Limit, decision: &Decision) -> Duration {
+    match limit.policy() {
         Policy::FixedWindow(_) => decision.reset_after,
         // An admitted request's state is fresh again `window` after its bucket ends.
         Policy::SlidingWindow(window) => decision.reset_after.saturating_sub(window.window()),
         Policy::SlidingLog(_) | Policy::TokenBucket(_) | Policy::LeakyBucket(_) => Duration::ZERO,
-    };
-    own.min(period)
+    }
 }
 
 /// The `reset_after` a leased decision reports, `elapsed` after the lease's store decision

@@ -5,6 +5,7 @@ pub(crate) mod admin_token;
 pub(crate) mod bounds;
 pub(crate) mod byte_size;
 pub(crate) mod declare;
+pub(crate) mod leases;
 pub(crate) mod policy_text;
 pub(crate) mod serve_args;
 pub(crate) mod service_file;

@@ -5,6 +5,7 @@
 use sluice_redis::{FailureMode, ModuleUse};
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// Who may open the dashboard and its endpoints (`docs/service.md`, "The dashboard").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +87,20 @@ pub(crate) fn failure_mode(text: &str) -> Result<FailureMode, String> {
         "fallback" => Ok(FailureMode::Fallback),
         other => Err(format!("unknown failure mode `{other}` (open, closed, fallback)")),
     }
+}
+
+/// A lease period: a duration of at most a minute, or `0` (`off`) for no leases.
+pub(crate) fn lease_period(text: &str) -> Result<Duration, String> {
+    if matches!(text.trim(), "0" | "off") {
+        return Ok(Duration::ZERO);
+    }
+    let period = sluice_core::config::parse_duration(text)?;
+    if period > Duration::from_secs(60) {
+        return Err(format!(
+            "{text} is longer than a minute: a lease holds units out of everyone else's reach for that long"
+        ));
+    }
+    Ok(period)
 }
 
 pub(crate) fn module_use(text: &str) -> Result<ModuleUse, String> {

@@ -13,7 +13,7 @@ use crate::config::byte_size::RawSize;
 use crate::config::declare::declare_settings;
 pub(crate) use crate::config::setting_values::{LogFormat, UiAccess};
 use crate::config::setting_values::{
-    address, at_least_a_mebibyte, at_least_one, failure_mode, module_use, snapshot_path,
+    address, at_least_a_mebibyte, at_least_one, failure_mode, lease_period, module_use, snapshot_path,
 };
 pub(crate) use crate::config::store_url::StoreChoice;
 use crate::config::values::{positive, positive_or_off, within};
@@ -81,6 +81,11 @@ declare_settings! {
      (when Redis has it), `always` or `never` (the Lua scripts)."
     redis_module: ModuleUse, from String, env "SLUICE_REDIS_MODULE", default("detect"),
         parse |text: String| module_use(&text), #[arg(value_name = "USE")];
+    "Quota leases on a shared store (docs/leases.md): the most of this server's own traffic \
+     for a key one lease may cover, such as `100ms`, or `0` (off). Every policy must then be \
+     one that can be leased exactly (fixed_window, sliding_window with variant accepted)."
+    lease_period: Duration, from String, env "SLUICE_LEASE_PERIOD", default("0"),
+        parse |text: String| lease_period(&text), #[arg(value_name = "DURATION")];
     "How long an HTTP connection may go without a request in flight or a new one (a slow \
      head, or an idle keep-alive connection) before it is closed, and a request's body may \
      take (408 after it), such as `30s`."

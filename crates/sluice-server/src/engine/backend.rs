@@ -1,6 +1,7 @@
 //! The store the service decides with: the embedded one or Redis.
 
 use crate::config::settings::Settings;
+use sluice_core::lease::{LeaseFigures, LeasedStore};
 use sluice_core::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
 use sluice_redis::{RedisSettings, RedisStore};
 
@@ -10,8 +11,9 @@ use sluice_redis::{RedisSettings, RedisStore};
 pub(crate) enum Backend {
     /// The embedded store (the default).
     Memory(MemoryStore),
-    /// Redis or Redis Cluster.
-    Redis(RedisStore),
+    /// Redis or Redis Cluster, behind this process's leases (which lease nothing when the
+    /// lease period is 0).
+    Redis(LeasedStore<RedisStore>),
 }
 
 impl Backend {
@@ -29,7 +31,7 @@ impl Backend {
             None => Ok(Backend::Memory(
                 MemoryStore::builder().max_keys(settings.max_keys).max_memory(settings.max_memory).build(),
             )),
-            Some(connected) => Ok(Backend::Redis(connected?)),
+            Some(connected) => Ok(Backend::Redis(LeasedStore::new(connected?, settings.lease_period))),
         }
     }
 
@@ -65,8 +67,8 @@ impl Backend {
     /// outage, the thread's checks follow the failure mode until a probe finds Redis.
     pub(crate) async fn for_this_thread(&self) -> Backend {
         let Backend::Redis(store) = self else { return self.clone() };
-        match store.connect_again().await {
-            Ok(own) => Backend::Redis(own),
+        match store.inner().connect_again().await {
+            Ok(own) => Backend::Redis(store.in_front_of(own)),
             Err(error) => {
                 tracing::warn!(%error, "cannot open a Redis connection for this worker; using the shared one");
                 self.clone()
@@ -78,7 +80,22 @@ impl Backend {
     pub(crate) fn redis(&self) -> Option<&RedisStore> {
         match self {
             Backend::Memory(_) => None,
-            Backend::Redis(store) => Some(store),
+            Backend::Redis(store) => Some(store.inner()),
+        }
+    }
+
+    /// What this process's leases did, when the store is shared.
+    pub(crate) fn lease_figures(&self) -> Option<LeaseFigures> {
+        match self {
+            Backend::Memory(_) => None,
+            Backend::Redis(store) => Some(store.figures()),
+        }
+    }
+
+    /// Gives up leased units that can no longer be spent (a periodic task's job).
+    pub(crate) fn sweep_leases(&self, now: Timestamp) {
+        if let Backend::Redis(store) = self {
+            store.sweep(now);
         }
     }
 

@@ -80,7 +80,9 @@ impl ServiceState {
         let loaded = ServiceConfig::read_file(path).and_then(|bytes| {
             let config = ServiceConfig::from_file_bytes(path, &bytes);
             self.config_read(bytes);
-            config
+            let config = config?;
+            crate::config::leases::check_leases(&self.settings, &config).map_err(anyhow::Error::msg)?;
+            Ok(config)
         });
         let config = loaded.inspect_err(|error| {
             self.engine.metrics().count_reload(false);

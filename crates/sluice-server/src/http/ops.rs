@@ -50,7 +50,7 @@ pub(crate) async fn metrics(State(front): State<Arc<Front>>) -> Response {
     let backend = service.engine.backend();
     let keys = backend.memory().map(sluice_core::MemoryStore::len);
     let age = service.last_snapshot.lock().map(|at| at.elapsed());
-    let text = service.engine.metrics().render(keys, backend.redis_health(), age);
+    let text = service.engine.metrics().render(keys, (backend.redis_health(), backend.lease_figures()), age);
     ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response()
 }
 

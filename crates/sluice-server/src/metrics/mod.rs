@@ -9,16 +9,19 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use sluice_core::Source;
+use sluice_core::lease::LeaseFigures;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 mod hot_keys;
 mod latency;
+mod leases;
 mod per_second;
 mod redis_health;
 
 pub(crate) use hot_keys::{HotKey, HotKeys, SAMPLE_EVERY};
 use latency::LatencyHistogram;
+use leases::LeaseMetrics;
 pub(crate) use per_second::{PerSecond, Seconds};
 use redis_health::RedisHealthMetrics;
 use sluice_redis::RedisHealth;
@@ -60,6 +63,7 @@ pub(crate) struct Metrics {
     hot_keys: HotKeys,
     per_second: PerSecond,
     redis: RedisHealthMetrics,
+    leases: LeaseMetrics,
 }
 
 /// The counters of one policy, resolved once per configuration.
@@ -103,6 +107,7 @@ impl Metrics {
             keys: Gauge::default(),
             snapshot_age: Gauge::default(),
             redis: RedisHealthMetrics::default(),
+            leases: LeaseMetrics::default(),
             hot_keys: HotKeys::default(),
             per_second: PerSecond::default(),
         };
@@ -147,6 +152,7 @@ impl Metrics {
             let _ = self.store_errors.get_or_create(&KindLabels { kind });
         }
         self.redis.register(registry);
+        self.leases.register(registry);
         self
     }
 
@@ -216,15 +222,16 @@ impl Metrics {
     }
 
     /// Renders every metric, with the gauges read now: `keys` of the embedded store, or
-    /// `redis`'s health.
+    /// `redis`'s health and the `leases`' figures.
     pub(crate) fn render(
         &self,
         keys: Option<usize>,
-        redis: Option<RedisHealth>,
+        (redis, leases): (Option<RedisHealth>, Option<LeaseFigures>),
         snapshot_age: Option<Duration>,
     ) -> String {
         self.keys.set(keys.map_or(0, |keys| i64::try_from(keys).unwrap_or(i64::MAX)));
         self.redis.update(&redis.unwrap_or_default());
+        self.leases.update(&leases.unwrap_or_default());
         self.snapshot_age.set(snapshot_age.map_or(f64::NAN, |age| age.as_secs_f64()));
         let mut text = String::new();
         // Writing to a String cannot fail.

@@ -57,6 +57,7 @@ pub(crate) async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let shutdown = Shutdown::when(shutdown, settings.shutdown_grace);
+    crate::config::leases::check_leases(&settings, &initial.config).map_err(anyhow::Error::msg)?;
     let backend = Backend::open(&settings).await?;
     if let (Some(path), Some(store)) = (&settings.snapshot, backend.memory()) {
         let limits: Vec<Limit> = initial.config.limits().cloned().collect();
@@ -72,14 +73,27 @@ pub(crate) async fn run(
     reload::on_file_change(Arc::clone(&service));
     let periodic = (service.settings.snapshot.is_some() && service.engine.backend().memory().is_some())
         .then(|| tokio::spawn(snapshot::run_periodically(Arc::clone(&service))));
+    let sweeping = (!service.settings.lease_period.is_zero())
+        .then(|| tokio::spawn(sweep_leases_periodically(Arc::clone(&service))));
     let served = serve_connections(&service, listeners, &shutdown).await;
     // The last snapshot, also when serving ended in an error: the store still holds every
     // decision made. It waits for a periodic one in progress, and is the last written.
     periodic.inspect(tokio::task::JoinHandle::abort);
+    sweeping.inspect(tokio::task::JoinHandle::abort);
     if snapshot::save_now(&service).await && served.is_ok() {
         tracing::info!("stopped");
     }
     served
+}
+
+/// Every lease period, gives up the leased units that can no longer be spent and forgets
+/// idle keys' leases, so that the held-units gauge and the ledger stay true.
+async fn sweep_leases_periodically(service: Arc<ServiceState>) {
+    let mut ticks = tokio::time::interval(service.settings.lease_period);
+    loop {
+        ticks.tick().await;
+        service.engine.backend().sweep_leases(service.engine.now());
+    }
 }
 
 /// Starts the workers and, once every one can serve, announces the service and accepts on

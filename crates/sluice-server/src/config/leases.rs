@@ -1,0 +1,28 @@
+//! Whether a configuration may run with quota leases (`--lease-period`, docs/leases.md).
+
+use crate::config::service_file::ServiceConfig;
+use crate::config::settings::Settings;
+use crate::config::store_url::StoreChoice;
+
+/// Refuses leases that cannot work as asked: on the embedded store (every check is
+/// already local), or with a limit a lease could take over its definition. Nothing to
+/// check when leases are off.
+///
+/// # Errors
+///
+/// What is wrong and what to do, naming the policy (or Envoy rule) and the reason.
+pub(crate) fn check_leases(settings: &Settings, config: &ServiceConfig) -> Result<(), String> {
+    if settings.lease_period.is_zero() {
+        return Ok(());
+    }
+    if settings.store == StoreChoice::Memory {
+        return Err("--lease-period (server.lease_period) needs a shared store (--store redis://…): \
+                    on the embedded store every check is already local"
+            .to_owned());
+    }
+    for limit in config.limits() {
+        sluice_core::lease::check_leasable(std::slice::from_ref(limit))
+            .map_err(|refusal| format!("--lease-period (server.lease_period) is on, but {refusal}"))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,69 @@
+//! What this process's quota leases did (docs/leases.md), read from the store's
+//! [`LeaseFigures`] when the metrics are rendered.
+
+use parking_lot::Mutex;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use sluice_core::lease::LeaseFigures;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UnitLabels {
+    kind: &'static str,
+}
+
+/// The lease metrics.
+#[derive(Debug, Default)]
+pub(crate) struct LeaseMetrics {
+    leased_checks: Counter,
+    store_calls: Counter,
+    units: Family<UnitLabels, Counter>,
+    held: Gauge,
+    /// Serialises [`update`](Self::update): each counter is raised to the store's total.
+    updating: Mutex<()>,
+}
+
+impl LeaseMetrics {
+    /// Registers every metric in `registry`, at 0.
+    pub(crate) fn register(&self, registry: &mut Registry) {
+        registry.register(
+            "lease_checks",
+            "Checks answered from leased units, without the store",
+            self.leased_checks.clone(),
+        );
+        registry.register(
+            "lease_store_calls",
+            "Checks that went to the shared store (with or without a lease request)",
+            self.store_calls.clone(),
+        );
+        registry.register(
+            "lease_units",
+            "Leased units: leased (debited by the store to spend here), expired (given up unspent)",
+            self.units.clone(),
+        );
+        registry.register("lease_units_held", "Leased units held now, not yet spent", self.held.clone());
+        for kind in ["leased", "expired"] {
+            let _ = self.units.get_or_create(&UnitLabels { kind });
+        }
+    }
+
+    /// Sets the metrics to `figures`.
+    pub(crate) fn update(&self, figures: &LeaseFigures) {
+        let _one_at_a_time = self.updating.lock();
+        raise(&self.leased_checks, figures.leased_checks);
+        raise(&self.store_calls, figures.store_calls);
+        raise(&self.units.get_or_create(&UnitLabels { kind: "leased" }), figures.units_leased);
+        raise(&self.units.get_or_create(&UnitLabels { kind: "expired" }), figures.units_expired);
+        self.held.set(i64::try_from(figures.units_held).unwrap_or(i64::MAX));
+    }
+}
+
+/// Raises `counter` to `total`, a count kept elsewhere.
+fn raise(counter: &Counter, total: u64) {
+    let current = counter.get();
+    if total > current {
+        counter.inc_by(total - current);
+    }
+}

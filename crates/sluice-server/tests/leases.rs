@@ -1,0 +1,172 @@
+//! `sluice serve --lease-period` end to end: four servers on one real Redis (scripts,
+//! module, and a 3-master Cluster), clients hammering one key through all four. Every
+//! window admits exactly the limit (each server keeps seeing demand), never more; most
+//! admissions are answered from leases; and configurations leases cannot serve exactly
+//! are refused at start.
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
+
+#[path = "../../sluice-redis/tests/support/redis.rs"]
+mod redis_support;
+mod support;
+
+use redis_support::{RedisCluster, RedisServer};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+use support::server::Server;
+
+const LIMIT: u64 = 100;
+
+const CONFIG: &str = r#"
+policies:
+  per_second: {algorithm: fixed_window, limit: 100, window: 1s}
+"#;
+
+/// The module Cargo built for the workspace's tests, beside this test's directory.
+fn module_path() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap();
+    let candidates = [deps.join("libsluice_redis_module.so"), deps.join("../libsluice_redis_module.so")];
+    candidates.iter().find(|path| path.exists()).cloned().unwrap_or_else(|| {
+        panic!("libsluice_redis_module.so not found beside {}: build the workspace first", exe.display())
+    })
+}
+
+fn four(store: &str, module: &str) -> Vec<Server> {
+    let args = [
+        "--store",
+        store,
+        "--lease-period",
+        "100ms",
+        "--redis-timeout",
+        "2s",
+        "--workers",
+        "2",
+        "--redis-module",
+        module,
+    ];
+    (0..4).map(|_| Server::start(CONFIG, &args)).collect()
+}
+
+/// One admitted check: when its window ends, as seen from the client (µs after `origin`).
+async fn hammer(servers: &[Server], for_how_long: Duration) -> (Vec<i64>, usize) {
+    let origin = Instant::now();
+    let mut tasks = Vec::new();
+    for server in servers.iter().chain(servers) {
+        let url = server.url("/v1/check");
+        tasks.push(tokio::spawn(async move {
+            let client = reqwest::Client::new();
+            let (mut ends, mut leased, mut rejected) = (Vec::new(), 0, 0);
+            let body = json!({"key": "tenant", "policies": ["per_second"]});
+            while origin.elapsed() < for_how_long {
+                let response = client.post(&url).json(&body).send().await.unwrap();
+                let allowed = response.status().is_success();
+                let answer: Value = response.json().await.unwrap();
+                let received = i64::try_from(origin.elapsed().as_micros()).unwrap();
+                assert!(matches!(answer["source"].as_str(), Some("store" | "lease" | "cache")), "{answer}");
+                if allowed {
+                    ends.push(received + answer["reset_after_us"].as_i64().unwrap());
+                    leased += usize::from(answer["source"] == "lease");
+                } else {
+                    rejected += 1;
+                }
+            }
+            (ends, leased, rejected)
+        }));
+    }
+    let (mut ends, mut leased, mut rejected) = (Vec::new(), 0, 0);
+    for task in tasks {
+        let (more, also, refused) = task.await.unwrap();
+        ends.extend(more);
+        leased += also;
+        rejected += refused;
+    }
+    ends.sort_unstable();
+    assert!(rejected > ends.len(), "the clients must ask for more than the limit: {rejected} rejected");
+    (ends, leased)
+}
+
+/// Groups window ends (µs) that are the same window: ends a second apart, each seen
+/// within a few ms of the truth.
+fn windows(ends: &[i64]) -> Vec<(i64, u64)> {
+    let mut windows: Vec<(i64, u64)> = Vec::new();
+    for &end in ends {
+        match windows.last_mut() {
+            Some((first, count)) if end - *first < 500_000 => *count += 1,
+            _ => windows.push((end, 1)),
+        }
+    }
+    windows
+}
+
+/// Waits until each server decides through its store (a Cluster's connections are made in
+/// the background after start).
+async fn wait_for_the_store(servers: &[Server]) {
+    let client = reqwest::Client::new();
+    for server in servers {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let body = json!({"key": "warm-up", "policies": ["per_second"], "cost": 0});
+            let answer: Value =
+                client.post(server.url("/v1/check")).json(&body).send().await.unwrap().json().await.unwrap();
+            if answer["source"] == "store" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the store never answered: {answer}");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+async fn exactly_the_limit(servers: Vec<Server>) {
+    wait_for_the_store(&servers).await;
+    let run = Duration::from_millis(3_600);
+    let (ends, leased) = hammer(&servers, run).await;
+    let windows = windows(&ends);
+    assert!(windows.iter().all(|&(_, count)| count <= LIMIT), "a window over the limit: {windows:?}");
+    // Windows wholly inside the run (they start after it began, end before it ended).
+    let run = i64::try_from(run.as_micros()).unwrap();
+    let whole: Vec<_> = windows.iter().filter(|&&(end, _)| end - 1_000_000 > 50_000 && end < run - 50_000).collect();
+    assert!(whole.len() >= 2, "{windows:?}");
+    assert!(whole.iter().all(|&&(_, count)| count == LIMIT), "each whole window admits exactly {LIMIT}: {windows:?}");
+    assert!(leased * 2 > ends.len(), "{leased} of {} admissions leased", ends.len());
+    let metrics = reqwest::get(servers[0].url("/metrics")).await.unwrap().text().await.unwrap();
+    assert!(!metrics.contains("sluice_lease_checks_total 0\n"), "{metrics}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_servers_on_the_scripts_admit_exactly_the_limit() {
+    let redis = RedisServer::start();
+    exactly_the_limit(four(&redis.url(), "never")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_servers_on_the_module_admit_exactly_the_limit() {
+    let redis = RedisServer::start_with_module(&module_path());
+    exactly_the_limit(four(&redis.url(), "always")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn four_servers_on_a_cluster_admit_exactly_the_limit() {
+    let cluster = RedisCluster::start_with_module(&module_path());
+    let store = format!(
+        "redis+cluster://{}",
+        cluster.ports().iter().map(|port| format!("127.0.0.1:{port}")).collect::<Vec<_>>().join(",")
+    );
+    exactly_the_limit(four(&store, "detect")).await;
+}
+
+#[test]
+fn leases_are_refused_where_they_cannot_be_exact() {
+    let redis = RedisServer::start();
+    let log = "policies:\n  login: {algorithm: sliding_log, limit: 5, window: 15m}\n";
+    let dir = support::server::fresh_dir("lease-refused");
+    std::fs::write(dir.join("config.yaml"), log).unwrap();
+    let error = Server::try_start_in(dir, &["--store", &redis.url(), "--lease-period", "100ms"]).err().unwrap();
+    assert!(error.contains("limit `login` (sliding_log) cannot be leased exactly"), "{error}");
+    assert!(error.contains("exit status: 2"), "{error}");
+    let dir = support::server::fresh_dir("lease-memory");
+    std::fs::write(dir.join("config.yaml"), CONFIG).unwrap();
+    let error = Server::try_start_in(dir, &["--lease-period", "100ms"]).err().unwrap();
+    assert!(error.contains("needs a shared store"), "{error}");
+}
