@@ -13,7 +13,8 @@
 //! rounds are printed.
 //!
 //! `cargo bench -p sluice-redis --bench redis_leases`. Environment: `SLUICE_BENCH_ROUNDS`
-//! (default 5), `SLUICE_BENCH_ROUND_CHECKS` (default 20 000).
+//! (default 5), `SLUICE_BENCH_ROUND_CHECKS` (default 20 000), `SLUICE_BENCH_LEASE_MS` (the
+//! lease period, default 100).
 
 #[path = "../tests/support/redis.rs"]
 mod redis_support;
@@ -31,7 +32,6 @@ use std::time::{Duration, Instant};
 /// The limit: 10 000 a second, in aligned one-second windows.
 const LIMIT: u64 = 10_000;
 const BASE: u64 = 1_763_700_000_000_000;
-const PERIOD: Duration = Duration::from_millis(100);
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Peer {
@@ -82,7 +82,7 @@ impl Processes {
         match peer {
             Peer::Memory => Processes::Memory(MemoryStore::new()),
             Peer::Redis => Processes::Redis(stores),
-            Peer::Leased => Processes::Leased(stores.into_iter().map(|s| LeasedStore::new(s, PERIOD)).collect()),
+            Peer::Leased => Processes::Leased(stores.into_iter().map(|s| LeasedStore::new(s, period())).collect()),
         }
     }
 
@@ -110,7 +110,11 @@ fn main() {
     let checks = env_u64("SLUICE_BENCH_ROUND_CHECKS", 20_000);
     let server = RedisServer::start();
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().expect("a tokio runtime");
-    println!("redis_leases: one key, 4 processes, {rounds} rounds of {checks} checks; load average {}", machine_load());
+    println!(
+        "redis_leases: one key, 4 processes, lease period {:?}, {rounds} rounds of {checks} checks; load average {}",
+        period(),
+        machine_load()
+    );
     let window = FixedWindow::new(LIMIT, Duration::from_secs(1), Alignment::Aligned, Duration::ZERO).expect("valid");
     let limits = [Limit::new("hot", window)];
     runtime.block_on(async {
@@ -158,9 +162,11 @@ async fn run(
     }
     let elapsed = started.elapsed().as_secs_f64();
     let server_us = (server_cpu_seconds(admin).await - cpu_before) * 1e6 / checks as f64;
-    // What the limit allows over the virtual time covered: every window the checks touched.
-    let windows = (checks * gap).div_ceil(1_000_000) + 1;
-    let allowed_at_most = (windows * LIMIT).min(checks);
+    // What the limit allows: in each one-second window the checks touched, the checks in it
+    // up to the limit.
+    let mut per_window = std::collections::BTreeMap::<u64, u64>::new();
+    (0..checks).for_each(|i| *per_window.entry((BASE + i * gap) / 1_000_000).or_default() += 1);
+    let allowed_at_most: u64 = per_window.values().map(|&n| n.min(LIMIT)).sum();
     Round {
         calls_per_check: processes.store_calls(checks) as f64 / checks as f64,
         server_us,
@@ -170,6 +176,11 @@ async fn run(
         leased_p99_us: percentile(&mut leased_latencies, 0.99),
         admitted: admitted as f64 / allowed_at_most as f64,
     }
+}
+
+/// `SLUICE_BENCH_LEASE_MS` (default 100): the lease period.
+fn period() -> Duration {
+    Duration::from_millis(env_u64("SLUICE_BENCH_LEASE_MS", 100))
 }
 
 fn percentile(values: &mut [f64], at: f64) -> f64 {
