@@ -253,3 +253,78 @@ fn the_sliding_log_and_the_buckets_cannot_be_leased_exactly() {
         assert!(refusal.to_string().contains("cannot be leased exactly"), "{refusal}");
     }
 }
+
+/// A store standing for Redis that can be taken down: it then answers `Unavailable`.
+#[derive(Debug)]
+struct Switchable {
+    store: MemoryStore,
+    down: std::sync::atomic::AtomicBool,
+}
+
+impl Store for Switchable {
+    fn check(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+    ) -> impl Future<Output = Result<sluice_core::Verdict, sluice_core::StoreError>> + Send {
+        let answer = if self.down.load(std::sync::atomic::Ordering::Relaxed) {
+            Err(sluice_core::StoreError::Unavailable("down".into()))
+        } else {
+            self.store.check_now(key, limits, now, cost)
+        };
+        std::future::ready(answer)
+    }
+
+    fn reset(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+    ) -> impl Future<Output = Result<(), sluice_core::StoreError>> + Send {
+        self.store.reset(key, limits)
+    }
+
+    fn check_and_lease(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        now: Timestamp,
+        cost: u64,
+        extra: u64,
+    ) -> impl Future<Output = Result<sluice_core::LeaseAnswer, sluice_core::StoreError>> + Send {
+        let answer = if self.down.load(std::sync::atomic::Ordering::Relaxed) {
+            Err(sluice_core::StoreError::Unavailable("down".into()))
+        } else {
+            self.store.check_and_lease_now(key, limits, now, cost, extra)
+        };
+        std::future::ready(answer)
+    }
+}
+
+/// During an outage a process keeps spending the units it holds (debited before: still
+/// exact), then the store's error (its failure mode, on Redis) answers.
+#[test]
+fn held_units_are_spent_through_an_outage() {
+    let spec = Spec::FixedWindow { limit: 1_000, window: 60_000_000, anchored: false };
+    let limits = [Limit::new("api", spec.policy())];
+    let shared = Arc::new(Switchable { store: MemoryStore::new(), down: false.into() });
+    let process = LeasedStore::new(shared.clone(), us(100_000));
+    let key = Key::new(b"tenant").unwrap();
+    let at = |i: u64| Timestamp::from_micros(60_000_000 + i * 1_000);
+    // A period of steady traffic, then a lease.
+    let mut i = 0;
+    while process.figures().units_held == 0 {
+        assert!(ready(process.check(key, &limits, at(i), 1)).unwrap().decision.allowed);
+        i += 1;
+        assert!(i < 1_000, "no lease was granted");
+    }
+    let held = process.figures().units_held;
+    shared.down.store(true, std::sync::atomic::Ordering::Relaxed);
+    for _ in 0..held {
+        let verdict = ready(process.check(key, &limits, at(i), 1)).unwrap();
+        assert_eq!((verdict.decision.allowed, verdict.source), (true, Source::Lease));
+        i += 1;
+    }
+    assert!(ready(process.check(key, &limits, at(i), 1)).is_err(), "then the store decides, and it is down");
+}

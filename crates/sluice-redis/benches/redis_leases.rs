@@ -126,7 +126,8 @@ fn main() {
                     let index = (round + turn) % Peer::ALL.len();
                     let peer = Peer::ALL[index];
                     let key = format!("hot-{load}-{round}-{index}");
-                    let measured = run(peer, &server.url(), &mut admin, (&limits, key.as_bytes()), (load, checks)).await;
+                    let measured =
+                        run(peer, &server.url(), &mut admin, (&limits, key.as_bytes()), (load, checks)).await;
                     results[index].push(measured);
                 }
             }
@@ -193,7 +194,9 @@ fn percentile(values: &mut [f64], at: f64) -> f64 {
 
 fn print_load(load: f64, results: &[Vec<Round>]) {
     println!("\n{:.0} % of the limit's rate (medians of the rounds)", load * 100.0);
-    println!("  peer              store calls/check  Redis µs/check  checks/s   p50 µs  p99 µs  leased p99 µs  admitted/allowed");
+    println!(
+        "  peer              store calls/check  Redis µs/check  checks/s   p50 µs  p99 µs  leased p99 µs  admitted/allowed"
+    );
     for (peer, rounds) in Peer::ALL.iter().zip(results) {
         let m = |field: fn(&Round) -> f64| median(&rounds.iter().map(field).collect::<Vec<_>>());
         println!(
