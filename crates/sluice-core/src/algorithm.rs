@@ -101,6 +101,15 @@ pub trait Algorithm {
     /// When `state` becomes equivalent to `Default` and may be dropped.
     fn expires_at(&self, state: &Self::State) -> Timestamp;
 
+    /// Takes back `units` of cost counted in the window or bucket that starts at `start`
+    /// (µs), when `state` still counts that window or bucket; changes nothing otherwise. A
+    /// lease's unspent units go back this way (docs/leases.md); only the algorithms that can
+    /// be leased (the fixed and sliding windows) take anything back, and never the last unit
+    /// of a window or bucket (a lease's first unit was spent there, so it stays live).
+    fn give_back(&self, state: &mut Self::State, start: u64, units: u64) {
+        let _ = (state, start, units);
+    }
+
     /// Why `state` cannot have been written by this algorithm, if it cannot (more counted
     /// than the limit allows, a malformed layout). Stores that read states from outside the
     /// process (snapshots, the Redis module) refuse these: the arithmetic relies on what it

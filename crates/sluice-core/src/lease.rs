@@ -22,5 +22,6 @@ mod sizing;
 mod terms;
 
 pub use counters::LeaseFigures;
+pub use held::Unspent;
 pub use leased_store::{DEFAULT_LEASE_ENTRIES, LeasedStore};
 pub use terms::{LeaseRefusal, check_leasable};

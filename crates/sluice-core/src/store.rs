@@ -85,7 +85,22 @@ pub trait Store: Send + Sync + 'static {
     ) -> impl Future<Output = Result<LeaseAnswer, StoreError>> + Send {
         let _ = extra;
         let checked = self.check(key, limits, now, cost);
-        async move { Ok(LeaseAnswer { verdict: checked.await?, leased: Vec::new() }) }
+        async move { Ok(LeaseAnswer::unleased(checked.await?)) }
+    }
+
+    /// Takes back `units` of a lease's unspent cost from `key`'s state under each of
+    /// `limits`, in the window or bucket that starts at `starts[i]` (µs, the store's time),
+    /// where the state still counts it; nothing elsewhere (docs/leases.md). The default
+    /// takes nothing back: the units stay counted until their window or bucket ends.
+    fn give_back(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        starts: &[u64],
+        units: u64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = (key, limits, starts, units);
+        std::future::ready(Ok(()))
     }
 }
 
@@ -125,6 +140,16 @@ impl<S: Store> Store for std::sync::Arc<S> {
     ) -> impl Future<Output = Result<LeaseAnswer, StoreError>> + Send {
         (**self).check_and_lease(key, limits, now, cost, extra)
     }
+
+    fn give_back(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        starts: &[u64],
+        units: u64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).give_back(key, limits, starts, units)
+    }
 }
 
 /// What [`Store::check_and_lease`] answers.
@@ -137,18 +162,23 @@ pub struct LeaseAnswer {
     /// When the `extra` units were debited too: each limit's decision for `cost + extra`,
     /// in the order of `limits`. Empty when they were not (the verdict is then `check`'s).
     pub leased: Vec<Decision>,
+    /// The time the store decided at (its own clock: Redis `TIME`, or the `now` given), when
+    /// the lease was granted: with each decision's `reset_after`, where the units were
+    /// debited, for [`Store::give_back`].
+    pub decided_at: Option<Timestamp>,
 }
 
 impl LeaseAnswer {
     /// An answer with the verdict alone: no lease.
     pub fn unleased(verdict: Verdict) -> Self {
-        LeaseAnswer { verdict, leased: Vec::new() }
+        LeaseAnswer { verdict, leased: Vec::new(), decided_at: None }
     }
 
-    /// An answer granting the lease: `leased` holds each limit's decision for `cost + extra`.
-    pub fn granted(leased: Vec<Decision>) -> Option<Self> {
+    /// An answer granting the lease, decided at `decided_at`: `leased` holds each limit's
+    /// decision for `cost + extra`.
+    pub fn granted(leased: Vec<Decision>, decided_at: Timestamp) -> Option<Self> {
         let verdict = Verdict::combine(&leased)?;
-        Some(LeaseAnswer { verdict, leased })
+        Some(LeaseAnswer { verdict, leased, decided_at: Some(decided_at) })
     }
 }
 

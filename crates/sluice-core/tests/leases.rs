@@ -15,7 +15,7 @@ use oracle::sliding_log::SlidingLogOracle;
 use oracle::sliding_window::SlidingWindowOracle;
 use oracle::token_bucket::TokenBucketOracle;
 use proptest::prelude::*;
-use sluice_core::lease::{LeasedStore, check_leasable};
+use sluice_core::lease::{LeasedStore, Unspent, check_leasable};
 use sluice_core::{
     Alignment, FixedWindow, Key, LeakMode, LeakyBucket, Limit, MemoryStore, Policy, SlidingLogVariant, SlidingWindow,
     SlidingWindowSettings, Source, Store, Timestamp,
@@ -75,23 +75,28 @@ fn spec() -> impl Strategy<Value = Spec> {
     ]
 }
 
-/// One request: which process gets it, for which key, its cost, and the µs since the last.
+/// One request: which process gets it, for which key, its cost, and the µs since the last;
+/// and whether that process then gives back its unspent units.
 #[derive(Clone, Copy, Debug)]
 struct Request {
     process: usize,
     key: usize,
     cost: u64,
     gap: u64,
+    give_back: Option<Unspent>,
 }
 
 fn request(processes: usize) -> impl Strategy<Value = Request> {
-    (
-        0..processes,
-        0..2usize,
-        prop_oneof![6 => Just(1u64), 1 => 2..4u64],
-        prop_oneof![3 => Just(0u64), 6 => 0..8u64, 1 => 0..200u64],
-    )
-        .prop_map(|(process, key, cost, gap)| Request { process, key, cost, gap })
+    let give_back = prop_oneof![18 => Just(None), 1 => Just(Some(Unspent::All)), 1 => Just(Some(Unspent::OfQuietKeys))];
+    let cost = prop_oneof![6 => Just(1u64), 1 => 2..4u64];
+    let gap = prop_oneof![3 => Just(0u64), 6 => 0..8u64, 1 => 0..200u64];
+    (0..processes, 0..2usize, cost, gap, give_back).prop_map(|(process, key, cost, gap, give_back)| Request {
+        process,
+        key,
+        cost,
+        gap,
+        give_back,
+    })
 }
 
 /// Cases: `PROPTEST_CASES` if set, else enough for the file to run in seconds.
@@ -127,6 +132,9 @@ fn run(limits: &[Limit], period: u64, processes: usize, requests: &[Request]) ->
         }
         if request.gap > 100 {
             store.sweep(Timestamp::from_micros(now));
+        }
+        if let Some(which) = request.give_back {
+            ready(store.give_back(Timestamp::from_micros(now), which));
         }
     }
     let leased = stores.iter().map(|store| store.figures().leased_checks).sum();
@@ -181,7 +189,7 @@ fn hammering_four_processes_admits_exactly_the_limit_per_window() {
         let limits = [Limit::new("api", spec.policy())];
         // 10 000 requests a second (10 × the limit), round robin, for 5 windows.
         let requests: Vec<Request> =
-            (0..50_000).map(|i| Request { process: i % 4, key: 0, cost: 1, gap: 100 }).collect();
+            (0..50_000).map(|i| Request { process: i % 4, key: 0, cost: 1, gap: 100, give_back: None }).collect();
         let (admitted, leased) = run(&limits, 100_000, 4, &requests);
         assert_exact(&[spec], &admitted).unwrap();
         // Aligned windows start on whole seconds; anchored ones at the first request.
@@ -327,4 +335,29 @@ fn held_units_are_spent_through_an_outage() {
         i += 1;
     }
     assert!(ready(process.check(key, &limits, at(i), 1)).is_err(), "then the store decides, and it is down");
+}
+
+/// A process whose traffic for a key stops gives its unspent units back, and another
+/// process can then use them in the same window.
+#[test]
+fn unspent_units_go_back_to_the_store() {
+    let spec = Spec::FixedWindow { limit: 1_000, window: 60_000_000, anchored: false };
+    let limits = [Limit::new("api", spec.policy())];
+    let shared = Arc::new(MemoryStore::new());
+    let (busy, other) = (LeasedStore::new(shared.clone(), us(100_000)), LeasedStore::new(shared.clone(), us(100_000)));
+    let key = Key::new(b"tenant").unwrap();
+    let at = |ms: u64| Timestamp::from_micros(60_000_000 + ms * 1_000);
+    for ms in 0..150 {
+        assert!(ready(busy.check(key, &limits, at(ms), 1)).unwrap().decision.allowed);
+    }
+    let held = busy.figures().units_held;
+    assert!(held > 0, "a lease is held");
+    ready(busy.give_back(at(200), Unspent::OfQuietKeys));
+    assert_eq!(busy.figures().units_returned, 0, "not quiet for a period yet");
+    ready(busy.give_back(at(250), Unspent::OfQuietKeys));
+    assert_eq!(busy.figures().units_returned, held, "quiet for a period: given back");
+    assert_eq!(busy.figures().units_held, 0);
+    let more =
+        (0..1_000).filter(|i| ready(other.check(key, &limits, at(300 + i), 1)).unwrap().decision.allowed).count();
+    assert_eq!(150 + more, 1_000, "the window admits exactly its limit, the units given back included");
 }

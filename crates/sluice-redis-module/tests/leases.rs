@@ -10,7 +10,7 @@ mod harness;
 #[path = "../../sluice-redis/tests/support/mod.rs"]
 mod support;
 
-use sluice_core::lease::LeasedStore;
+use sluice_core::lease::{LeasedStore, Unspent};
 use sluice_core::{
     Alignment, FixedWindow, Key, Limit, MemoryStore, SlidingLogVariant, SlidingWindow, SlidingWindowSettings, Source,
     Store, Timestamp,
@@ -31,7 +31,7 @@ fn limits() -> [[Limit; 1]; 2] {
     let window = FixedWindow::new(500, Duration::from_secs(1), Alignment::Aligned, Duration::ZERO).unwrap();
     let settings = SlidingWindowSettings {
         limit: 500,
-        window: Duration::from_secs(1),
+        window: Duration::from_secs(10),
         buckets: 10,
         variant: SlidingLogVariant::Accepted,
         alignment: Alignment::Anchored,
@@ -122,4 +122,43 @@ async fn leases_admit_exactly_the_limit_on_a_cluster() {
         stores.push(RedisStore::connect_cluster(&cluster.urls(), settings(ModuleUse::Detect)).await.unwrap());
     }
     leases_hold_on(stores).await;
+}
+
+/// A process that leased and went quiet gives its unspent units back (through
+/// `lua/give_back.lua`, on states the module or the scripts wrote), and another process
+/// then admits them in the same window: the window admits exactly its limit.
+async fn given_back_units_are_admitted_again(stores: Vec<RedisStore>) {
+    let mut processes = stores.into_iter().map(|store| LeasedStore::new(store, Duration::from_millis(100)));
+    let (quiet, other) = (processes.next().unwrap(), processes.next().unwrap());
+    for (index, limits) in limits().iter().enumerate() {
+        let key = format!("given-back-{index}");
+        let key = Key::new(key.as_bytes()).unwrap();
+        // 2 s into a window: a whole second of it is left for the other process.
+        let at = |ms: u64| Timestamp::from_micros(START + 2 * SECOND + ms * 1_000);
+        for ms in 0..150 {
+            assert!(quiet.check(key, limits, at(ms), 1).await.unwrap().decision.allowed);
+        }
+        let held = quiet.figures().units_held;
+        assert!(held > 0, "{}: a lease is held", limits[0].name());
+        let returned = quiet.figures().units_returned;
+        quiet.give_back(at(300), Unspent::OfQuietKeys).await;
+        assert_eq!(quiet.figures().units_returned - returned, held, "{}", limits[0].name());
+        let mut more = 0;
+        for step in 0..1_000 {
+            more += u64::from(other.check(key, limits, at(300 + step / 2), 1).await.unwrap().decision.allowed);
+        }
+        assert_eq!(150 + more, 500, "{}: the units given back are admitted again", limits[0].name());
+    }
+}
+
+#[tokio::test]
+async fn given_back_units_are_admitted_again_through_the_module() {
+    let server = harness::start();
+    given_back_units_are_admitted_again(four(&server.url(), ModuleUse::Always).await).await;
+}
+
+#[tokio::test]
+async fn given_back_units_are_admitted_again_through_the_scripts() {
+    let server = harness::start();
+    given_back_units_are_admitted_again(four(&server.url(), ModuleUse::Never).await).await;
 }

@@ -3,6 +3,7 @@
 
 mod channel;
 mod errors;
+mod give_back;
 mod lease;
 mod origin;
 mod reset;
@@ -380,5 +381,15 @@ impl Store for RedisStore {
         extra: u64,
     ) -> impl Future<Output = Result<LeaseAnswer, StoreError>> + Send {
         self.check_and_lease_limits(key, limits, (now, cost), extra)
+    }
+
+    fn give_back(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        starts: &[u64],
+        units: u64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.give_back_units(key, limits, starts, units)
     }
 }

@@ -170,3 +170,31 @@ fn leases_are_refused_where_they_cannot_be_exact() {
     let error = Server::try_start_in(dir, &["--lease-period", "100ms"]).err().unwrap();
     assert!(error.contains("needs a shared store"), "{error}");
 }
+
+/// A server stopped while it holds leased units gives them back: another server then
+/// admits exactly what the first did not use of the window.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopping_server_gives_its_units_back() {
+    let redis = RedisServer::start();
+    let config = "policies:\n  per_hour: {algorithm: fixed_window, limit: 100, window: 1h, alignment: anchored}\n";
+    let args = ["--store", &redis.url(), "--lease-period", "100ms", "--redis-timeout", "2s", "--workers", "1"];
+    let (mut first, second) = (Server::start(config, &args), Server::start(config, &args));
+    let client = reqwest::Client::new();
+    let check = |server: &Server| {
+        let request = client.post(server.url("/v1/check")).json(&json!({"key": "tenant", "policies": ["per_hour"]}));
+        async move { request.send().await.unwrap().status().is_success() }
+    };
+    for _ in 0..40 {
+        assert!(check(&first).await);
+    }
+    let metrics = reqwest::get(first.url("/metrics")).await.unwrap().text().await.unwrap();
+    let held: u64 = metrics.lines().find_map(|l| l.strip_prefix("sluice_lease_units_held ")).unwrap().parse().unwrap();
+    assert!(held > 0, "the first server holds leased units: {metrics}");
+    first.signal("TERM");
+    assert!(first.wait_exit(Duration::from_secs(10)).success());
+    let mut admitted = 0;
+    for _ in 0..100 {
+        admitted += u64::from(check(&second).await);
+    }
+    assert_eq!(admitted, 60, "the first server used 40 of 100 and gave back the {held} it held");
+}

@@ -120,6 +120,12 @@ impl Algorithm for FixedWindow {
     type State = WindowCount;
     type Plan = Replacement<WindowCount>;
 
+    fn give_back(&self, state: &mut WindowCount, start: u64, units: u64) {
+        if state.start == start && state.used > 0 {
+            state.used = state.used.saturating_sub(units).max(1);
+        }
+    }
+
     fn name(&self) -> &'static str {
         "fixed_window"
     }

@@ -311,6 +311,10 @@ impl Algorithm for SlidingWindow {
         parameters
     }
 
+    fn give_back(&self, state: &mut BucketCounts, start: u64, units: u64) {
+        state.take_back(start, units, self.width, self.buckets() + 1);
+    }
+
     fn records_rejections(&self) -> bool {
         self.variant == SlidingWindowVariant::Attempts
     }

@@ -12,9 +12,12 @@ pub struct LeaseFigures {
     pub store_calls: u64,
     /// Units leased: debited by the store beyond the requests' own costs, to spend here.
     pub units_leased: u64,
-    /// Leased units that could no longer be spent (their window, bucket or period ended)
-    /// and were given up unspent.
+    /// Leased units that could no longer be spent (their window or bucket ended) and were
+    /// given up unspent.
     pub units_expired: u64,
+    /// Unspent leased units given back to the store (their key went quiet, or the process
+    /// stopped or reloaded).
+    pub units_returned: u64,
     /// Leased units held now, not yet spent or given up.
     pub units_held: u64,
 }
@@ -26,6 +29,7 @@ pub(crate) struct LeaseCounters {
     store_calls: AtomicU64,
     units_leased: AtomicU64,
     units_expired: AtomicU64,
+    units_returned: AtomicU64,
     units_spent: AtomicU64,
 }
 
@@ -49,16 +53,22 @@ impl LeaseCounters {
         }
     }
 
+    pub(crate) fn returned(&self, units: u64) {
+        self.units_returned.fetch_add(units, Ordering::Relaxed);
+    }
+
     pub(crate) fn figures(&self) -> LeaseFigures {
         let leased = self.units_leased.load(Ordering::Relaxed);
         let expired = self.units_expired.load(Ordering::Relaxed);
         let spent = self.units_spent.load(Ordering::Relaxed);
+        let returned = self.units_returned.load(Ordering::Relaxed);
         LeaseFigures {
             leased_checks: self.leased_checks.load(Ordering::Relaxed),
             store_calls: self.store_calls.load(Ordering::Relaxed),
             units_leased: leased,
             units_expired: expired,
-            units_held: leased.saturating_sub(expired).saturating_sub(spent),
+            units_returned: returned,
+            units_held: leased.saturating_sub(expired).saturating_sub(spent).saturating_sub(returned),
         }
     }
 }

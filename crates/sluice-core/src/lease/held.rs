@@ -5,6 +5,7 @@ use super::sizing::{Demand, LastWord, extra_units};
 use super::terms;
 use crate::store::{LeaseAnswer, Source, Verdict};
 use crate::{Decision, Limit, Timestamp};
+use smallvec::SmallVec;
 use std::time::Duration;
 
 /// Leased units of one key and set of limits, with what this process knows of them.
@@ -20,6 +21,18 @@ pub(crate) struct Held {
     last_word: Option<(LastWord, Timestamp)>,
     /// This process's own recent demand for the key.
     demand: Demand,
+    /// Where the store debited the units held: per limit, the start of the window or
+    /// bucket (store time), for giving them back; empty when unknown.
+    debited_in: SmallVec<[u64; 2]>,
+}
+
+/// Which keys' unspent units to give back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unspent {
+    /// Those of keys this process saw no request for over a whole period.
+    OfQuietKeys,
+    /// All of them (at shutdown, or when the configuration changes).
+    All,
 }
 
 /// The store's decision for a granted lease, the limit it reported, and when.
@@ -33,7 +46,14 @@ struct Quote {
 impl Held {
     /// Nothing held yet; demand counted from `now`.
     pub(crate) fn new(now: Timestamp) -> Self {
-        Held { units: 0, until: now, quote: None, last_word: None, demand: Demand::starting(now) }
+        Held {
+            units: 0,
+            until: now,
+            quote: None,
+            last_word: None,
+            demand: Demand::starting(now),
+            debited_in: SmallVec::new(),
+        }
     }
 
     /// Spends `cost` held units at `now` when they cover it (counting the demand): the
@@ -69,6 +89,21 @@ impl Held {
         std::mem::take(&mut self.units)
     }
 
+    /// Takes the units held that may still be spent, with where the store debited them, to
+    /// give them back: those of `which` keys.
+    pub(crate) fn take_unspent(
+        &mut self,
+        now: Timestamp,
+        period: Duration,
+        which: Unspent,
+    ) -> Option<(u64, SmallVec<[u64; 2]>)> {
+        let quiet = which == Unspent::All || self.demand.is_quiet(now, period);
+        if self.units == 0 || now >= self.until || !quiet || self.debited_in.is_empty() {
+            return None;
+        }
+        Some((std::mem::take(&mut self.units), self.debited_in.clone()))
+    }
+
     /// True when it holds nothing and its demand is stale: safe to forget.
     pub(crate) fn is_idle(&self, now: Timestamp, period: Duration) -> bool {
         (self.units == 0 || now >= self.until) && self.demand.is_idle(now, period)
@@ -102,6 +137,10 @@ impl Held {
         self.until = if self.units > 0 { self.until.min(until) } else { until };
         self.units = self.units.saturating_add(extra);
         self.quote = Some(Quote { decision: verdict.decision, limit: verdict.limit, at: now });
+        self.debited_in = match answer.decided_at {
+            Some(at) => limits.iter().zip(&answer.leased).map(|(limit, d)| terms::debited_in(limit, d, at)).collect(),
+            None => SmallVec::new(),
+        };
         let decision = verdict.decision.with_remaining(verdict.decision.remaining.saturating_add(self.units));
         (Verdict::new(decision, verdict.limit, verdict.source), extra)
     }

@@ -1,6 +1,7 @@
 //! [`LeasedStore`]: any shared store, with leases in front of it.
 
 use super::counters::{LeaseCounters, LeaseFigures};
+use super::held::Unspent;
 use super::ledger::{Ledger, Spend};
 use super::terms;
 use crate::store::{LeaseAnswer, Store, StoreError, Verdict};
@@ -114,6 +115,21 @@ impl<S: Store> LeasedStore<S> {
     /// True when requests of `cost` against `limits` may be leased.
     fn leases(&self, limits: &[Limit], cost: u64) -> bool {
         cost > 0 && !self.shared.period.is_zero() && !limits.is_empty() && terms::leasable(limits)
+    }
+
+    /// Gives the unspent units of `which` keys back to the store (a key's units go back
+    /// when this process saw no request for it over a period, or all of them at shutdown
+    /// and when the limits change). Units the store cannot take back stay counted until
+    /// their window or bucket ends, as expired ones do.
+    pub async fn give_back(&self, now: Timestamp, which: Unspent) {
+        let shared = &*self.shared;
+        for back in shared.ledger.take_unspent(now, shared.period, which) {
+            let Ok(key) = Key::new(&back.key) else { continue };
+            match self.inner.give_back(key, &back.limits, &back.debited_in, back.units).await {
+                Ok(()) => shared.counters.returned(back.units),
+                Err(_) => shared.counters.expired(back.units),
+            }
+        }
     }
 
     /// The leased decision, when held units cover the request; `Err` with the units to

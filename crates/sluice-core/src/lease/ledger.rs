@@ -1,9 +1,9 @@
 //! The leases one process holds, by key and set of limits: sharded, bounded.
 
 use super::counters::LeaseCounters;
-use super::held::Held;
+use super::held::{Held, Unspent};
 use crate::store::{LeaseAnswer, Verdict};
-use crate::{Key, Limit, LimitId, Timestamp};
+use crate::{Key, Limit, Timestamp};
 use ahash::RandomState;
 use parking_lot::Mutex;
 use smallvec::SmallVec;
@@ -28,15 +28,25 @@ struct Shard {
 
 #[derive(Debug)]
 struct Entry {
-    limits: SmallVec<[LimitId; 2]>,
+    limits: Box<[Limit]>,
     key: Box<[u8]>,
     held: Held,
 }
 
 impl Entry {
     fn is_for(&self, limits: &[Limit], key: Key<'_>) -> bool {
-        *self.key == *key.as_bytes() && self.limits.iter().copied().eq(limits.iter().map(Limit::id))
+        *self.key == *key.as_bytes() && self.limits.iter().map(Limit::id).eq(limits.iter().map(Limit::id))
     }
+}
+
+/// Unspent units to give back to the store: where they were debited.
+#[derive(Debug)]
+pub(crate) struct Return {
+    pub(crate) key: Box<[u8]>,
+    pub(crate) limits: Box<[Limit]>,
+    /// Per limit, the start of the window or bucket (store time).
+    pub(crate) debited_in: SmallVec<[u64; 2]>,
+    pub(crate) units: u64,
 }
 
 /// What [`Ledger::spend`] found.
@@ -95,7 +105,7 @@ impl Ledger {
             return Spend::Ask { extra: 0 };
         }
         let entry = shard.entries.entry(hash).or_insert_with(|| Entry {
-            limits: limits.iter().map(Limit::id).collect(),
+            limits: limits.into(),
             key: key.as_bytes().into(),
             held: Held::new(now),
         });
@@ -137,6 +147,20 @@ impl Ledger {
                 !entry.held.is_idle(now, period)
             });
         }
+    }
+
+    /// Takes the unspent units of `which` keys, to give them back.
+    pub(crate) fn take_unspent(&self, now: Timestamp, period: Duration, which: Unspent) -> Vec<Return> {
+        let mut returns = Vec::new();
+        for shard in self.shards.iter() {
+            for entry in shard.lock().entries.values_mut() {
+                if let Some((units, debited_in)) = entry.held.take_unspent(now, period, which) {
+                    let (key, limits) = (entry.key.clone(), entry.limits.clone());
+                    returns.push(Return { key, limits, debited_in, units });
+                }
+            }
+        }
+        returns
     }
 
     /// Entries held.

@@ -19,12 +19,14 @@ pub(crate) struct Demand {
     current: u64,
     /// Units asked in the last whole period (scaled to one period when it ran longer).
     last: u64,
+    /// When the last request came.
+    latest: Timestamp,
 }
 
 impl Demand {
     /// A demand whose first period starts at `now`.
     pub(crate) fn starting(now: Timestamp) -> Self {
-        Demand { since: now, current: 0, last: 0 }
+        Demand { since: now, current: 0, last: 0, latest: now }
     }
 
     /// Counts `cost` units asked at `now`, starting a new period once `period` has passed.
@@ -38,6 +40,12 @@ impl Demand {
             self.since = now;
         }
         self.current = self.current.saturating_add(cost);
+        self.latest = self.latest.max(now);
+    }
+
+    /// True when no request came for a whole period.
+    pub(crate) fn is_quiet(&self, now: Timestamp, period: Duration) -> bool {
+        now.saturating_since(self.latest) >= period
     }
 
     /// Units this process is likely to ask for over the next period.

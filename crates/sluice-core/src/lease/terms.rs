@@ -1,7 +1,7 @@
 //! What each algorithm allows a lease: whether it can be leased at all, how long its
 //! units stay spendable, and what a leased decision may honestly report.
 
-use crate::{Decision, Limit, Policy, SlidingLogVariant};
+use crate::{Decision, Limit, Policy, SlidingLogVariant, Timestamp};
 use std::fmt;
 use std::time::Duration;
 
@@ -107,4 +107,16 @@ pub(crate) fn valid_for(limit: &Limit, decision: &Decision) -> Duration {
 /// the window, and the lease's bucket is the newest counted one).
 pub(crate) fn reset_after(decision: &Decision, elapsed: Duration) -> Duration {
     decision.reset_after.saturating_sub(elapsed)
+}
+
+/// Where the store debited a lease under `limit`: the start (µs, the store's clock) of the
+/// window or bucket its decision `decision`, made at `decided_at`, counted the units in.
+pub(crate) fn debited_in(limit: &Limit, decision: &Decision, decided_at: Timestamp) -> u64 {
+    let end = decided_at.saturating_add(decision.reset_after).as_micros();
+    let since_start = match limit.policy() {
+        Policy::FixedWindow(window) => window.window(),
+        Policy::SlidingWindow(window) => window.window() + Duration::from_micros(window.width()),
+        Policy::SlidingLog(_) | Policy::TokenBucket(_) | Policy::LeakyBucket(_) => Duration::ZERO,
+    };
+    end.saturating_sub(u64::try_from(since_start.as_micros()).unwrap_or(u64::MAX))
 }

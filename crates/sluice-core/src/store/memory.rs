@@ -159,10 +159,22 @@ impl MemoryStore {
             let decisions = judge_all(&mut shard, limits, request);
             if decisions.iter().all(|d| d.allowed) {
                 self.record_all(&mut shard, limits, request, true);
-                return LeaseAnswer::granted(decisions.to_vec()).ok_or(StoreError::NoLimits);
+                return LeaseAnswer::granted(decisions.to_vec(), now).ok_or(StoreError::NoLimits);
             }
         }
         self.check_now(key, limits, now, cost).map(LeaseAnswer::unleased)
+    }
+
+    /// [`Store::give_back`] at once: takes `units` back from `key`'s state under each of
+    /// `limits`, in the window or bucket that starts at `starts[i]`.
+    pub fn give_back_now(&self, key: Key<'_>, limits: &[Limit], starts: &[u64], units: u64) {
+        let hash = self.inner.hasher.hash_one(key.as_bytes());
+        let mut shard = self.shard(hash).lock();
+        for (limit, &start) in limits.iter().zip(starts) {
+            if let Some(position) = shard.tables.position(limit.id()) {
+                shard.tables.at(position).give_back(hash, Probe::of(key.as_bytes()), start, units);
+            }
+        }
     }
 
     /// Records `request` under each of `limits` (a limit listed twice once), then drops
@@ -415,6 +427,17 @@ impl Store for MemoryStore {
         extra: u64,
     ) -> impl Future<Output = Result<LeaseAnswer, StoreError>> + Send {
         ready(self.check_and_lease_now(key, limits, now, cost, extra))
+    }
+
+    fn give_back(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+        starts: &[u64],
+        units: u64,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.give_back_now(key, limits, starts, units);
+        ready(Ok(()))
     }
 }
 

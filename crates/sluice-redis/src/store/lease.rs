@@ -32,7 +32,7 @@ impl RedisStore {
         let keys = limits.iter().map(|limit| state_key(&self.settings().key_prefix, key, limit)).collect();
         match self.evaluate(keys, limits, script_now, total).await {
             Ok((reply, _)) if reply.decisions.iter().all(|decision| decision.allowed) => {
-                LeaseAnswer::granted(reply.decisions).ok_or(StoreError::NoLimits)
+                LeaseAnswer::granted(reply.decisions, Timestamp::from_micros(reply.now)).ok_or(StoreError::NoLimits)
             }
             Ok(_) => self.check_limits(key, limits, now, cost).await.map(LeaseAnswer::unleased),
             Err(error) if error.is_transient() => {

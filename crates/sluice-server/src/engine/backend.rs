@@ -1,7 +1,7 @@
 //! The store the service decides with: the embedded one or Redis.
 
 use crate::config::settings::Settings;
-use sluice_core::lease::{LeaseFigures, LeasedStore};
+use sluice_core::lease::{LeaseFigures, LeasedStore, Unspent};
 use sluice_core::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
 use sluice_redis::{RedisSettings, RedisStore};
 
@@ -92,10 +92,12 @@ impl Backend {
         }
     }
 
-    /// Gives up leased units that can no longer be spent (a periodic task's job).
-    pub(crate) fn sweep_leases(&self, now: Timestamp) {
+    /// Gives up leased units that can no longer be spent, and gives `which` keys' unspent
+    /// units back to the store (a periodic task's job, and the shutdown's and a reload's).
+    pub(crate) async fn settle_leases(&self, now: Timestamp, which: Unspent) {
         if let Backend::Redis(store) = self {
             store.sweep(now);
+            store.give_back(now, which).await;
         }
     }
 

@@ -95,6 +95,8 @@ impl ServiceState {
         let fresh = config.limit_ids().iter().filter(|id| !old.contains(id)).count();
         let report = ReloadReport { policies: config.policies().len(), fresh };
         self.engine.replace(config);
+        // Units leased under the old limits go back (new limits lease afresh).
+        self.engine.backend().settle_leases(self.engine.now(), sluice_core::lease::Unspent::All).await;
         // Counted once in force, so whoever sees the count also sees the new policies.
         self.engine.metrics().count_reload(true);
         tracing::info!(policies = report.policies, fresh = report.fresh, "configuration reloaded");

@@ -40,11 +40,12 @@ impl LeaseMetrics {
         );
         registry.register(
             "lease_units",
-            "Leased units: leased (debited by the store to spend here), expired (given up unspent)",
+            "Leased units: leased (debited by the store to spend here), returned (given back unspent), \
+             expired (given up unspent when their window or bucket ended)",
             self.units.clone(),
         );
         registry.register("lease_units_held", "Leased units held now, not yet spent", self.held.clone());
-        for kind in ["leased", "expired"] {
+        for kind in ["leased", "returned", "expired"] {
             let _ = self.units.get_or_create(&UnitLabels { kind });
         }
     }
@@ -56,6 +57,7 @@ impl LeaseMetrics {
         raise(&self.store_calls, figures.store_calls);
         raise(&self.units.get_or_create(&UnitLabels { kind: "leased" }), figures.units_leased);
         raise(&self.units.get_or_create(&UnitLabels { kind: "expired" }), figures.units_expired);
+        raise(&self.units.get_or_create(&UnitLabels { kind: "returned" }), figures.units_returned);
         self.held.set(i64::try_from(figures.units_held).unwrap_or(i64::MAX));
     }
 }

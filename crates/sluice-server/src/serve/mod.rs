@@ -21,6 +21,7 @@ use crate::serve::start::{InitialConfig, Listeners};
 use anyhow::Context;
 use futures_util::future::join_all;
 use sluice_core::Limit;
+use sluice_core::lease::Unspent;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -80,19 +81,21 @@ pub(crate) async fn run(
     // decision made. It waits for a periodic one in progress, and is the last written.
     periodic.inspect(tokio::task::JoinHandle::abort);
     sweeping.inspect(tokio::task::JoinHandle::abort);
+    // Nothing is spent any more: what is held goes back to the other servers.
+    service.engine.backend().settle_leases(service.engine.now(), Unspent::All).await;
     if snapshot::save_now(&service).await && served.is_ok() {
         tracing::info!("stopped");
     }
     served
 }
 
-/// Every lease period, gives up the leased units that can no longer be spent and forgets
-/// idle keys' leases, so that the held-units gauge and the ledger stay true.
+/// Every lease period, gives up the leased units that can no longer be spent, gives back
+/// those of keys gone quiet for a period, and forgets idle keys' leases.
 async fn sweep_leases_periodically(service: Arc<ServiceState>) {
     let mut ticks = tokio::time::interval(service.settings.lease_period);
     loop {
         ticks.tick().await;
-        service.engine.backend().sweep_leases(service.engine.now());
+        service.engine.backend().settle_leases(service.engine.now(), Unspent::OfQuietKeys).await;
     }
 }
 

@@ -74,6 +74,23 @@ impl BucketCounts {
         *slot = slot.saturating_add(add.cost).min(cap);
     }
 
+    /// Takes `units` back from the bucket that starts at `start` on this grid, while the
+    /// ring holds it, keeping at least one unit where any was counted.
+    pub(super) fn take_back(&mut self, start: u64, units: u64, width: u64, slots: u64) {
+        let Some(offset) = start.checked_sub(self.anchor) else { return };
+        if self.counts.is_empty() || offset % width != 0 {
+            return;
+        }
+        let bucket = offset / width;
+        if bucket > self.newest || self.newest - bucket >= slots {
+            return;
+        }
+        let slot = &mut self.counts[(bucket % slots) as usize];
+        if *slot > 0 {
+            *slot = slot.saturating_sub(units).max(1);
+        }
+    }
+
     /// Bytes this state holds on the heap (none for up to two counters).
     pub fn heap_bytes(&self) -> usize {
         if self.counts.spilled() { self.counts.capacity() * size_of::<u64>() } else { 0 }

@@ -28,6 +28,10 @@ pub(crate) trait KeyedStates: Send + fmt::Debug {
     /// it stays fresh; returns the decision and what was inserted.
     fn settle_new(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, Change);
 
+    /// Takes back `units` from `key`'s state in the window or bucket that starts at `start`
+    /// ([`Algorithm::give_back`]); nothing when the key has no state here.
+    fn give_back(&mut self, hash: u64, probe: Probe<'_>, start: u64, units: u64);
+
     /// Whether `key` has a state here.
     fn holds(&mut self, hash: u64, probe: Probe<'_>) -> bool;
 
@@ -207,6 +211,15 @@ where
     fn settle_new(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, Change) {
         let algorithm = &self.algorithm;
         in_class_table!(self, request.probe, |table, key| settle_new(algorithm, table, request, key, admitted, hasher))
+    }
+
+    fn give_back(&mut self, hash: u64, probe: Probe<'_>, start: u64, units: u64) {
+        let algorithm = &self.algorithm;
+        in_class_table!(self, probe, |table, key| {
+            if let Some((_, state)) = table.find_mut(hash, |(stored, _)| stored.is(key)) {
+                algorithm.give_back(state, start, units);
+            }
+        });
     }
 
     fn holds(&mut self, hash: u64, probe: Probe<'_>) -> bool {

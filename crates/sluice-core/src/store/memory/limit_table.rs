@@ -70,6 +70,10 @@ impl KeyedStates for LimitTable {
         with_keyed!(self, keyed => keyed.settle_new(request, admitted, hasher))
     }
 
+    fn give_back(&mut self, hash: u64, probe: Probe<'_>, start: u64, units: u64) {
+        with_keyed!(self, keyed => keyed.give_back(hash, probe, start, units))
+    }
+
     fn holds(&mut self, hash: u64, probe: Probe<'_>) -> bool {
         with_keyed!(self, keyed => keyed.holds(hash, probe))
     }
