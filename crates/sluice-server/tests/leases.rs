@@ -1,8 +1,9 @@
 //! `sluice serve --lease-period` end to end: four servers on one real Redis (scripts,
-//! module, and a 3-master Cluster), clients hammering one key through all four. Every
-//! window admits exactly the limit (each server keeps seeing demand), never more; most
-//! admissions are answered from leases; and configurations leases cannot serve exactly
-//! are refused at start.
+//! module, and a 3-master Cluster), clients hammering one key through all four. No window
+//! admits more than the limit, and a whole window admits less only by units left unspent
+//! at its end (none while every server keeps seeing demand: exactly the limit); most
+//! admissions are answered from leases; a stopping server gives its units back; and
+//! configurations leases cannot serve exactly are refused at start.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 #[path = "../../sluice-redis/tests/support/redis.rs"]
@@ -99,6 +100,13 @@ fn windows(ends: &[i64]) -> Vec<(i64, u64)> {
     windows
 }
 
+/// The value of the metric series `series` on `server`.
+async fn metric(server: &Server, series: &str) -> u64 {
+    let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+    let line = metrics.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' '));
+    line.unwrap_or_else(|| panic!("no {series} in {metrics}")).parse().unwrap()
+}
+
 /// Waits until each server decides through its store (a Cluster's connections are made in
 /// the background after start).
 async fn wait_for_the_store(servers: &[Server]) {
@@ -128,10 +136,16 @@ async fn exactly_the_limit(servers: Vec<Server>) {
     let run = i64::try_from(run.as_micros()).unwrap();
     let whole: Vec<_> = windows.iter().filter(|&&(end, _)| end - 1_000_000 > 50_000 && end < run - 50_000).collect();
     assert!(whole.len() >= 2, "{windows:?}");
-    assert!(whole.iter().all(|&&(_, count)| count == LIMIT), "each whole window admits exactly {LIMIT}: {windows:?}");
+    // A window admits less than the limit only by leased units left unspent when it ended
+    // (a server whose clients stalled): none while every server keeps seeing demand.
+    let mut unspent = 0;
+    for server in &servers {
+        unspent += metric(server, "sluice_lease_units_total{kind=\"expired\"}").await;
+    }
+    let short: u64 = whole.iter().map(|&&(_, count)| LIMIT - count).sum();
+    assert!(short <= unspent, "whole windows {short} short of the limit, {unspent} units expired: {windows:?}");
     assert!(leased * 2 > ends.len(), "{leased} of {} admissions leased", ends.len());
-    let metrics = reqwest::get(servers[0].url("/metrics")).await.unwrap().text().await.unwrap();
-    assert!(!metrics.contains("sluice_lease_checks_total 0\n"), "{metrics}");
+    assert!(metric(&servers[0], "sluice_lease_checks_total").await > 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -187,9 +201,8 @@ async fn a_stopping_server_gives_its_units_back() {
     for _ in 0..40 {
         assert!(check(&first).await);
     }
-    let metrics = reqwest::get(first.url("/metrics")).await.unwrap().text().await.unwrap();
-    let held: u64 = metrics.lines().find_map(|l| l.strip_prefix("sluice_lease_units_held ")).unwrap().parse().unwrap();
-    assert!(held > 0, "the first server holds leased units: {metrics}");
+    let held = metric(&first, "sluice_lease_units_held").await;
+    assert!(held > 0, "the first server holds leased units");
     first.signal("TERM");
     assert!(first.wait_exit(Duration::from_secs(10)).success());
     let mut admitted = 0;
