@@ -21,7 +21,7 @@ mod redis_support;
 
 mod common;
 
-use common::{connect, env_u64, info, machine_load, median};
+use common::{connect, env_u64, machine_load, median, server_cpu_seconds};
 use redis::aio::ConnectionManager;
 use redis_support::RedisServer;
 use sluice_core::lease::LeasedStore;
@@ -211,16 +211,4 @@ fn print_load(load: f64, results: &[Vec<Round>]) {
             m(|r| r.admitted),
         );
     }
-}
-
-/// Redis's CPU time so far (`used_cpu_sys + used_cpu_user` of `INFO cpu`), in seconds.
-async fn server_cpu_seconds(admin: &mut ConnectionManager) -> f64 {
-    info(admin, "cpu")
-        .await
-        .lines()
-        .filter_map(|line| {
-            let (name, value) = line.trim_end().split_once(':')?;
-            matches!(name, "used_cpu_sys" | "used_cpu_user").then(|| value.parse::<f64>().ok())?
-        })
-        .sum()
 }

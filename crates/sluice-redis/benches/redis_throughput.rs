@@ -19,7 +19,9 @@ mod redis_support;
 
 mod common;
 
-use common::{KEYS, Kind, Peer, WARMUP_CAP, Workload, connect, env_u64, in_flight, info, machine_load, median};
+use common::{
+    KEYS, Kind, Peer, WARMUP_CAP, Workload, connect, env_u64, in_flight, machine_load, median, server_cpu_seconds,
+};
 use redis::aio::ConnectionManager;
 use redis_support::RedisServer;
 use std::sync::Arc;
@@ -141,18 +143,6 @@ async fn bench_limit(server: &RedisServer, admin: &mut ConnectionManager, limit:
         println!("  sluice / {name} checks/s: median of rounds {ratio:.2}× ({low:.2}–{high:.2}×)");
     }
     println!("  load average {}", machine_load());
-}
-
-/// Redis's CPU time so far (`used_cpu_sys + used_cpu_user` of `INFO cpu`), in seconds.
-async fn server_cpu_seconds(admin: &mut ConnectionManager) -> f64 {
-    info(admin, "cpu")
-        .await
-        .lines()
-        .filter_map(|line| {
-            let (name, value) = line.trim_end().split_once(':')?;
-            matches!(name, "used_cpu_sys" | "used_cpu_user").then(|| value.parse::<f64>().ok())?
-        })
-        .sum()
 }
 
 /// This process's CPU time so far (user + system, from `/proc/self/stat`), in seconds.

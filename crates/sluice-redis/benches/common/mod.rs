@@ -326,6 +326,18 @@ pub(crate) async fn info(connection: &mut ConnectionManager, section: &str) -> S
     redis::cmd("INFO").arg(section).query_async(connection).await.expect("INFO failed")
 }
 
+/// Redis's CPU time so far (`used_cpu_sys + used_cpu_user` of `INFO cpu`), in seconds.
+pub(crate) async fn server_cpu_seconds(admin: &mut ConnectionManager) -> f64 {
+    info(admin, "cpu")
+        .await
+        .lines()
+        .filter_map(|line| {
+            let (name, value) = line.trim_end().split_once(':')?;
+            matches!(name, "used_cpu_sys" | "used_cpu_user").then(|| value.parse::<f64>().ok())?
+        })
+        .sum()
+}
+
 /// `calls` and `usec` of every command in `INFO commandstats`, by name (`evalsha`, `zadd`…).
 pub(crate) fn command_stats(info: &str) -> Vec<(String, u64, u64)> {
     info.lines()
