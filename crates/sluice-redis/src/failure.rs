@@ -11,7 +11,10 @@ pub enum FailureMode {
     /// above the limit is still refused.
     #[default]
     Open,
-    /// Reject, with `retry_after` of one second.
+    /// Reject, with `retry_after` of the probe interval (100 ms): the soonest this store
+    /// can learn that Redis is back. Sources report the rejection as
+    /// [`Source::FailedClosed`], so callers answer it as an outage, not as a quota spent
+    /// (the tower layer and `sluice serve` answer 503).
     Closed,
     /// Decide with an in-memory store of this process meanwhile (limits then hold per
     /// process instead of across all servers).
@@ -29,8 +32,12 @@ impl std::fmt::Display for FailureMode {
     }
 }
 
-/// How long a request rejected by the `closed` mode is told to wait.
-const CLOSED_RETRY: Duration = Duration::from_secs(1);
+/// How often a probe asks Redis while a connection is down (the store's channel runs it).
+pub(crate) const PROBE_INTERVAL: Duration = Duration::from_millis(100);
+
+/// How long a request rejected by the `closed` mode is told to wait: until the next probe
+/// may have found Redis again.
+const CLOSED_RETRY: Duration = PROBE_INTERVAL;
 
 impl FailureMode {
     /// The verdict without Redis; `fallback` holds this process's states meanwhile.

@@ -12,7 +12,7 @@
 mod support;
 
 use sluice_core::{
-    Alignment, FixedWindow, Key, Limit, Source, Store, Timestamp, TokenBucket, TokenBucketSettings, Verdict,
+    Alignment, FixedWindow, Key, Limit, RetryAfter, Source, Store, Timestamp, TokenBucket, TokenBucketSettings, Verdict,
 };
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
 use std::time::{Duration, Instant};
@@ -254,6 +254,8 @@ async fn a_store_opened_during_an_outage_finds_redis_later() {
     wait_until("the refusal noticed", || !store.health().is_available()).await;
     let verdict = timed_check(&store, &limit, START).await;
     assert_eq!((verdict.source, verdict.decision.allowed), (Source::FailedClosed, false));
+    // Retry when the next probe (every 100 ms) may have found Redis, not in a made-up second.
+    assert_eq!(verdict.decision.retry_after, Some(RetryAfter::After(Duration::from_millis(100))));
     link.set(Fault::None);
     wait_until("Redis found", || store.health().is_available()).await;
     let verdict = timed_check(&store, &limit, START + 1).await;

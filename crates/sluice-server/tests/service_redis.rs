@@ -73,10 +73,19 @@ async fn closed_mode_answers_503_and_unavailable_while_redis_is_down() {
     assert_eq!(check(&server, "u").await.0, StatusCode::OK);
     redis.kill();
     let started = Instant::now();
-    let (status, body) = check(&server, "u").await;
-    assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{body}");
-    assert_eq!(body["error"], "store_unavailable");
+    let body = json!({"key": "u", "policies": ["three_per_hour"]});
+    let response = reqwest::Client::new().post(server.url("/v1/check")).json(&body).send().await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(2), "no hang past the timeout");
+    // An outage, as the tower layer answers it: `Retry-After` from the probe interval, no
+    // rate-limit fields claiming a quota (issue 36.2).
+    assert_eq!(response.status(), StatusCode::SERVICE_UNAVAILABLE);
+    let headers = response.headers().clone();
+    assert_eq!(headers.get("retry-after").map(|value| value.to_str().unwrap()), Some("1"));
+    for field in ["ratelimit", "ratelimit-policy", "x-ratelimit-remaining"] {
+        assert!(headers.get(field).is_none(), "{field}: {headers:?}");
+    }
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"], "store_unavailable", "{body}");
     assert_eq!(
         grpc(&server, "u").await.unwrap_err().code(),
         tonic::Code::Unavailable,

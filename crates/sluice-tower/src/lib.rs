@@ -64,8 +64,10 @@
 //!   a shared key;
 //! - **store failure**: the store's own failure mode decides (the Redis store's `open`,
 //!   `closed` or `fallback`); a store that cannot decide at all follows
-//!   [`RateLimitLayer::on_store_error`] (503 by default). The layer never waits on the
-//!   store past the store's own timeout.
+//!   [`RateLimitLayer::on_store_error`] (503 by default). An outage is answered as one,
+//!   not as a spent quota: `closed` gets 503 with `Retry-After` and a `problem+json` body
+//!   of type [`response::STORE_UNAVAILABLE_TYPE`], without rate-limit fields (gRPC:
+//!   `UNAVAILABLE`). The layer never waits on the store past the store's own timeout.
 //!
 //! `poll_ready` only forwards to the inner service: a limited key never holds back other
 //! keys' requests. The layer answers in the inner service's own body type (see

@@ -3,11 +3,11 @@
 
 use crate::headers::{AllowedFields, insert_rate_limit_headers};
 use crate::key::{MissingKey, peer_addr};
-use crate::response::{Rejection, RejectionBody, unchecked};
+use crate::response::{Rejection, RejectionBody, store_unavailable, unchecked};
 use crate::shared::{OnStoreError, Shared};
 use http::request::Parts;
 use http::{Response, StatusCode};
-use sluice_core::{Decision, Limit, RetryAfter, StoreError, Verdict};
+use sluice_core::{Decision, Limit, RetryAfter, Source, StoreError, Verdict};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
@@ -24,6 +24,9 @@ pub(crate) enum Refusal {
     /// The store did not let it through: rejected, or allowed after a longer delay than the
     /// layer may wait.
     Limited(Verdict),
+    /// The store is down and its failure mode refuses requests meanwhile (the Redis
+    /// store's `closed`): an outage, not a spent quota. Holds the store's suggested wait.
+    StoreDown(Option<RetryAfter>),
     /// The store could not decide, and the layer refuses such requests.
     StoreFailed(StoreError),
     /// The request has no valid key, and keyless requests share none.
@@ -40,6 +43,9 @@ pub(crate) fn outcome<S, C>(shared: &Shared<S, C>, checked: Result<Verdict, Stor
         Err(error) => return Outcome::Refused(Refusal::StoreFailed(error)),
     };
     let decision = &verdict.decision;
+    if verdict.source == Source::FailedClosed && !decision.allowed {
+        return Outcome::Refused(Refusal::StoreDown(decision.retry_after));
+    }
     if !decision.allowed || shared.max_delay.is_some_and(|max_delay| decision.delay > max_delay) {
         return Outcome::Refused(Refusal::Limited(verdict));
     }
@@ -51,11 +57,19 @@ impl Refusal {
     pub(crate) fn answer<S, C>(self, shared: &Shared<S, C>, parts: &Parts) -> Response<RejectionBody> {
         match self {
             Refusal::Limited(verdict) => refuse(shared, &verdict, parts),
+            Refusal::StoreDown(retry_after) => store_unavailable(parts, STORE_DOWN, retry_after),
+            Refusal::StoreFailed(error @ StoreError::Unavailable(_)) => {
+                store_unavailable(parts, &error.to_string(), Some(RetryAfter::After(Duration::from_secs(1))))
+            }
             Refusal::StoreFailed(error) => unchecked(parts, StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
             Refusal::NoKey => missing_key(shared, parts),
         }
     }
 }
+
+/// Why a request of a store down in the `closed` failure mode is refused.
+const STORE_DOWN: &str = "the rate limiter's store cannot answer, and the limiter refuses requests meanwhile \
+    (failure mode `closed`)";
 
 /// The answer to a request without a valid key: the rule's status, or 500 when the rule's
 /// shared key is not a valid key itself (a mistake of the layer's, which must neither let

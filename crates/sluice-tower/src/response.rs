@@ -2,9 +2,9 @@
 //! (RFC 9457) for HTTP, `RESOURCE_EXHAUSTED` with a `google.rpc.RetryInfo` for gRPC (with
 //! the `tonic` feature; without it gRPC requests get the HTTP answers).
 
-use crate::headers::retry_after_seconds;
+use crate::headers::{retry_after_seconds, whole_seconds};
 use bytes::Bytes;
-use http::header::CONTENT_TYPE;
+use http::header::{CONTENT_TYPE, RETRY_AFTER};
 use http::request::Parts;
 use http::{HeaderValue, Response, StatusCode};
 use http_body_util::Full;
@@ -70,6 +70,11 @@ const PROBLEM_JSON: HeaderValue = HeaderValue::from_static("application/problem+
 /// The problem type of a 429: `about:blank` (RFC 9457 §4.2.1), so the title is the status's
 /// own phrase and the detail names the policy.
 const RATE_LIMITED_TYPE: &str = "about:blank";
+
+/// The problem type of a 503 answered while the store is down (a `closed` failure mode,
+/// or a store that cannot be reached): an identifier to compare, not a page to fetch. The
+/// same name as `sluice serve`'s error code for the same case.
+pub const STORE_UNAVAILABLE_TYPE: &str = "urn:sluice:store_unavailable";
 
 /// A request refused by a policy, as the rejection closure sees it.
 #[derive(Clone, Copy, Debug)]
@@ -148,6 +153,33 @@ pub(crate) fn unchecked(parts: &Parts, status: StatusCode, detail: &str) -> Resp
     }
     let _ = parts;
     problem(status, "about:blank", detail, None)
+}
+
+/// The answer while the store is down: HTTP 503 with a `problem+json` body of type
+/// [`STORE_UNAVAILABLE_TYPE`] and `Retry-After` (whole seconds, at least 1), and no
+/// rate-limit fields, since no quota was looked at; gRPC `UNAVAILABLE` with a
+/// `google.rpc.RetryInfo` (with the `tonic` feature).
+pub(crate) fn store_unavailable(
+    parts: &Parts,
+    detail: &str,
+    retry_after: Option<RetryAfter>,
+) -> Response<RejectionBody> {
+    let wait = match retry_after {
+        Some(RetryAfter::After(wait)) => Some(wait),
+        _ => None,
+    };
+    #[cfg(feature = "tonic")]
+    if is_grpc(parts) {
+        let details = ErrorDetails::with_retry_info(wait);
+        return tonic::Status::with_error_details(tonic::Code::Unavailable, detail, details).into_http();
+    }
+    let _ = parts;
+    let seconds = wait.map(|wait| whole_seconds(wait).max(1));
+    let mut response = problem(StatusCode::SERVICE_UNAVAILABLE, STORE_UNAVAILABLE_TYPE, detail, seconds);
+    if let Some(seconds) = seconds {
+        response.headers_mut().insert(RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    response
 }
 
 /// [`unchecked`] for a gRPC request.

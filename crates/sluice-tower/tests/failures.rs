@@ -49,11 +49,45 @@ async fn failing_open_allows_without_rate_limit_fields() {
     assert_eq!(header(&response, "ratelimit"), None, "a fresh state invented by the failure mode is not announced");
 }
 
+/// Issue 36.2: a `closed` failure mode is an outage, not abuse: 503 with its own problem
+/// type and `Retry-After`, and no `RateLimit` fields claiming a spent quota.
 #[tokio::test]
-async fn failing_closed_rejects_with_429() {
+async fn failing_closed_is_answered_as_an_outage() {
     let response = send(&app(layer(DownStore::Decides(Source::FailedClosed))), from_peer(PEER)).await;
-    assert_eq!(response.status(), 429);
+    assert_eq!(response.status(), 503);
     assert_eq!(header(&response, "retry-after"), Some("1"));
+    assert_eq!(header(&response, "content-type"), Some("application/problem+json"));
+    for field in ["ratelimit", "ratelimit-policy", "x-ratelimit-remaining"] {
+        assert_eq!(header(&response, field), None, "{field}: no quota was looked at");
+    }
+    let body = body_json(response).await;
+    assert_eq!(body["type"], sluice_tower::response::STORE_UNAVAILABLE_TYPE);
+    assert_eq!(body["retry_after"], 1);
+    assert!(body["detail"].as_str().unwrap().contains("store cannot answer"), "{body}");
+}
+
+/// The rejection closure answers policies' rejections only: an outage keeps its 503.
+#[tokio::test]
+async fn a_custom_rejection_does_not_answer_an_outage() {
+    let teapot = |_: &sluice_tower::response::Rejection<'_>| {
+        let mut response = http::Response::new(http_body_util::Full::new(bytes::Bytes::new()));
+        *response.status_mut() = http::StatusCode::IM_A_TEAPOT;
+        response
+    };
+    let layer = layer(DownStore::Decides(Source::FailedClosed)).on_rejection(teapot);
+    assert_eq!(send(&app(layer), from_peer(PEER)).await.status(), 503);
+}
+
+#[tokio::test]
+async fn grpc_requests_failing_closed_get_unavailable_with_retry_info() {
+    use tonic_types::StatusExt;
+    let mut request = from_peer(PEER);
+    request.headers_mut().insert("content-type", "application/grpc".parse().unwrap());
+    let response = send(&app(layer(DownStore::Decides(Source::FailedClosed))), request).await;
+    let status = tonic::Status::from_header_map(response.headers()).unwrap();
+    assert_eq!(status.code(), tonic::Code::Unavailable, "not RESOURCE_EXHAUSTED: no quota was spent");
+    let retry = status.get_details_retry_info().and_then(|info| info.retry_delay);
+    assert_eq!(retry, Some(Duration::from_secs(1)));
 }
 
 #[tokio::test]
@@ -68,7 +102,10 @@ async fn a_store_that_cannot_decide_gets_503_by_default() {
     let response = send(&app(layer(DownStore::Error)), from_peer(PEER)).await;
     assert_eq!(response.status(), 503);
     assert_eq!(header(&response, "content-type"), Some("application/problem+json"));
-    assert_eq!(body_json(response).await["detail"], "store unavailable");
+    assert_eq!(header(&response, "retry-after"), Some("1"));
+    let body = body_json(response).await;
+    assert_eq!(body["detail"], "store unavailable");
+    assert_eq!(body["type"], sluice_tower::response::STORE_UNAVAILABLE_TYPE);
 }
 
 #[tokio::test]

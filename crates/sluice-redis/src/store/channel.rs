@@ -4,6 +4,7 @@
 use super::origin::OnDisconnect;
 use super::{CONNECT_TIMEOUT, Common, Origin, within};
 use crate::deadline::wall_clock;
+use crate::failure::PROBE_INTERVAL;
 use crate::health::{Cause, Link};
 use crate::settings::ModuleUse;
 use crate::store::standalone::{Standalone, is_demoted};
@@ -15,9 +16,6 @@ use sluice_core::StoreError;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
-
-/// How often a probe asks Redis while a connection is down.
-pub(crate) const PROBE_INTERVAL: Duration = Duration::from_millis(100);
 
 /// How long a probe waits for Redis. Longer than a check's timeout: a probe sent to a
 /// stalled Redis is answered the moment it resumes, which ends the outage at once.

@@ -100,8 +100,7 @@ async fn answer<B: RequestBody>(
 /// for an enforced policy (one in shadow mode never blocks, whatever decided for it).
 fn respond(outcome: &Answer) -> Response {
     if outcome.source == Source::FailedClosed && !outcome.shadow_rejected {
-        let message = "the store cannot answer and the failure mode is closed";
-        return ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", message).into_response();
+        return store_down(outcome);
     }
     let status = if outcome.decision.allowed { StatusCode::OK } else { StatusCode::TOO_MANY_REQUESTS };
     // The body and every header value share one buffer, sized for them all: this runs on
@@ -117,5 +116,18 @@ fn respond(outcome: &Answer) -> Response {
     headers.reserve(8);
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     insert_rate_limit_headers(headers, ranges, &buffer);
+    response
+}
+
+/// The answer while the store is down under the `closed` failure mode: an outage, not a
+/// spent quota, so 503 `store_unavailable` without rate-limit fields, and `Retry-After`
+/// from the store's wait (the Redis store's probe interval, rounded up to a whole second),
+/// as the tower layer answers.
+fn store_down(outcome: &Answer) -> Response {
+    let message = "the store cannot answer and the failure mode is closed";
+    let mut response = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "store_unavailable", message).into_response();
+    if let Some(seconds) = sluice_tower::headers::retry_after_seconds(&outcome.decision) {
+        response.headers_mut().insert(http::header::RETRY_AFTER, HeaderValue::from(seconds));
+    }
     response
 }
