@@ -112,7 +112,11 @@ fi
 # The examples as runnable binaries first: sluice-tower's tests start the axum_app example
 # over a real socket (`cargo test --examples` builds them only as test harnesses).
 cargo build --workspace --examples --locked
-cargo test --workspace --lib --bins --tests --examples --locked "$@"
+# sluice-tower with every feature (its default is `axum` alone): its gRPC, YAML and Redis
+# tests and the axum_redis example need the others.
+cargo build -p sluice-tower --examples --all-features --locked
+cargo test --workspace --exclude sluice-tower --lib --bins --tests --examples --locked "$@"
+cargo test -p sluice-tower --all-features --lib --bins --tests --examples --locked "$@"
 cargo test --workspace --doc --locked "$@"
 
 # The same suites on the other servers: the Redis store's differential and fault tests, and

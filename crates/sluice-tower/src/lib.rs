@@ -34,15 +34,17 @@
 //!
 //! # Features
 //!
-//! - `axum` (default): peer addresses from axum's `ConnectInfo`, answers in axum's body.
-//! - `tonic` (default): gRPC answers (`RESOURCE_EXHAUSTED` with a `google.rpc.RetryInfo`),
-//!   tonic's body and its `TcpConnectInfo`; without it, gRPC requests get the HTTP answers.
-//! - `yaml` (default): [`Policies`], the named policies of the service's YAML file.
-//! - `redis` (off by default, as it brings a Redis client and a TLS stack): the Redis
-//!   store's re-exports.
+//! - `axum` (the one default): peer addresses from axum's `ConnectInfo`, answers in
+//!   axum's body.
+//! - `tonic`: gRPC answers (`RESOURCE_EXHAUSTED` with a `google.rpc.RetryInfo`), tonic's
+//!   body and its `TcpConnectInfo`; without it, gRPC requests get the HTTP answers.
+//! - `yaml`: [`Policies`], the named policies of the service's YAML file.
+//! - `redis`: the Redis store's re-exports (it brings a Redis client and a TLS stack).
 //!
-//! Without any of them the layer still serves any `tower` HTTP service, hyper's for one,
-//! keyed by a `SocketAddr` extension, a header or a closure.
+//! An axum app needs the default alone; add `tonic` for a tonic server, `redis` to share
+//! limits between instances (`features = ["redis"]`). Without any feature
+//! (`default-features = false`) the layer still serves any `tower` HTTP service, hyper's
+//! for one, keyed by a `SocketAddr` extension, a header or a closure.
 //!
 //! # How it works
 //!

@@ -1,77 +1,20 @@
 //! The `axum_app` example, started as a process on a free port and driven over a real
 //! socket with a real HTTP client.
 
-use std::io::{BufRead, BufReader};
-use std::net::{SocketAddr, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+mod support;
+
 use std::time::{Duration, Instant};
+use support::example::Example;
 
-/// How long the example may take to start listening.
-const STARTUP: Duration = Duration::from_secs(30);
-
-/// The example's process, killed when dropped.
-struct Example {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Drop for Example {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// `target/<profile>/examples/axum_app`, next to this test's `deps/` directory.
-fn example_path() -> PathBuf {
-    let test = std::env::current_exe().expect("test path");
-    let profile_dir = test.parent().and_then(|deps| deps.parent()).expect("target/<profile>");
-    let path = profile_dir.join("examples").join(format!("axum_app{}", std::env::consts::EXE_SUFFIX));
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo test -p sluice-tower`, which builds the examples",
-        path.display()
-    );
-    path
-}
-
-/// Starts the example on port 0 and waits until its port accepts connections.
 fn start() -> Example {
-    let mut child = Command::new(example_path())
-        .env("ADDR", "127.0.0.1:0")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start the example");
-    let stdout = child.stdout.take().expect("stdout");
-    let (lines, listening) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            let _ = lines.send(line);
-        }
-    });
-    let mut example = Example { child, addr: SocketAddr::from(([127, 0, 0, 1], 0)) };
-    let line = listening.recv_timeout(STARTUP).expect("the example prints `listening on http://ADDR`");
-    example.addr = line.trim_start_matches("listening on http://").parse().expect("an address");
-    wait_for_port(example.addr);
-    example
-}
-
-fn wait_for_port(addr: SocketAddr) {
-    let deadline = Instant::now() + STARTUP;
-    while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-        assert!(Instant::now() < deadline, "{addr} did not accept connections within {STARTUP:?}");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    Example::start("axum_app", &[])
 }
 
 #[tokio::test]
 async fn the_sixth_hello_within_ten_seconds_gets_429_with_problem_json() {
     let example = start();
     let client = reqwest::Client::new();
-    let url = format!("http://{}/hello", example.addr);
+    let url = example.url("/hello");
     let first = Instant::now();
     let mut allowed = 0;
     let rejection = loop {
@@ -106,7 +49,7 @@ async fn the_sixth_hello_within_ten_seconds_gets_429_with_problem_json() {
 async fn api_keys_each_get_a_bucket_of_ten() {
     let example = start();
     let client = reqwest::Client::new();
-    let url = format!("http://{}/api", example.addr);
+    let url = example.url("/api");
     let get = |key: &'static str| client.get(&url).header("x-api-key", key).send();
     let first = Instant::now();
     let mut allowed = 0_u64;

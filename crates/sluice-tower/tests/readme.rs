@@ -1,12 +1,14 @@
-//! The README's "Use it in your axum app" section compiles as written: its `[dependencies]`
-//! and its `main.rs`, put into a new Cargo project whose one Sluice dependency is this
-//! crate (by path), pass `cargo check`; and its `main.rs` is the `axum_app` example.
+//! The README's app sections compile as written: "Use it in your axum app" and "Share the
+//! limit through Redis". Each section's `[dependencies]` and `main.rs`, put into a new
+//! Cargo project whose one Sluice dependency is this crate (by path), pass `cargo check`;
+//! and each `main.rs` is an example of this crate (`axum_app`, `axum_redis`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The README's heading of the section.
-const SECTION: &str = "## Use it in your axum app";
+/// The README's app sections: each heading, and the example its `main.rs` is.
+const SECTIONS: [(&str, &str); 2] =
+    [("## Use it in your axum app", "axum_app"), ("## Share the limit through Redis", "axum_redis")];
 /// The path the README's manifest gives `sluice-tower`, relative to the user's project.
 const README_PATH: &str = "../sluice/crates/sluice-tower";
 
@@ -18,11 +20,11 @@ fn workspace_dir() -> PathBuf {
     crate_dir().join("../..")
 }
 
-/// The section of the README that shows an app.
-fn section() -> String {
+/// The section of the README under `heading`.
+fn section(heading: &str) -> String {
     let readme = std::fs::read_to_string(workspace_dir().join("README.md")).expect("README.md");
-    let start = readme.find(SECTION).unwrap_or_else(|| panic!("README.md has no `{SECTION}`"));
-    let rest = &readme[start + SECTION.len()..];
+    let start = readme.find(heading).unwrap_or_else(|| panic!("README.md has no `{heading}`"));
+    let rest = &readme[start + heading.len()..];
     let end = rest.find("\n## ").unwrap_or(rest.len());
     rest[..end].to_owned()
 }
@@ -34,27 +36,33 @@ fn block(text: &str, language: &str) -> String {
         let body = &text[at + fence.len()..];
         body[..body.find("```\n").expect("a closed block")].to_owned()
     });
-    let first = blocks.next().unwrap_or_else(|| panic!("no ```{language} block in `{SECTION}`"));
-    assert!(blocks.next().is_none(), "more than one ```{language} block in `{SECTION}`");
+    let first = blocks.next().unwrap_or_else(|| panic!("no ```{language} block in the section"));
+    assert!(blocks.next().is_none(), "more than one ```{language} block in the section");
     first
 }
 
 #[test]
-fn the_readme_app_is_the_axum_app_example() {
-    let example = std::fs::read_to_string(crate_dir().join("examples/axum_app.rs")).expect("the example");
-    assert_eq!(block(&section(), "rust"), example, "README.md's main.rs and examples/axum_app.rs differ");
+fn each_readme_app_is_an_example() {
+    for (heading, name) in SECTIONS {
+        let example = std::fs::read_to_string(crate_dir().join(format!("examples/{name}.rs"))).expect("the example");
+        assert_eq!(block(&section(heading), "rust"), example, "README.md's `{heading}` and examples/{name}.rs differ");
+    }
 }
 
 #[test]
-fn the_readme_app_has_one_sluice_dependency() {
-    let manifest = block(&section(), "toml");
-    let sluice: Vec<&str> = manifest.lines().filter(|line| line.starts_with("sluice")).collect();
-    assert_eq!(sluice, [format!("sluice-tower = {{ path = \"{README_PATH}\" }}")], "{manifest}");
+fn each_readme_app_has_one_sluice_dependency() {
+    let features = ["", ", features = [\"redis\"]"];
+    for ((heading, _), features) in SECTIONS.into_iter().zip(features) {
+        let manifest = block(&section(heading), "toml");
+        let sluice: Vec<&str> = manifest.lines().filter(|line| line.starts_with("sluice")).collect();
+        assert_eq!(sluice, [format!("sluice-tower = {{ path = \"{README_PATH}\"{features} }}")], "{manifest}");
+    }
 }
 
-/// Writes the README's app into `dir`, its `sluice-tower` pointing at this crate.
-fn write_project(dir: &Path) {
-    let section = section();
+/// Writes the README's app of the section under `heading` into `dir`, its `sluice-tower`
+/// pointing at this crate.
+fn write_project(dir: &Path, heading: &str) {
+    let section = section(heading);
     let dependencies = block(&section, "toml").replace(README_PATH, &crate_dir().display().to_string());
     let manifest = format!(
         "[package]\nname = \"readme-app\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
@@ -78,10 +86,22 @@ fn target_dir() -> PathBuf {
 }
 
 #[test]
-fn the_readme_app_compiles_with_sluice_tower_alone() {
-    let project = target_dir().join("project");
+fn the_readme_axum_app_compiles_with_sluice_tower_alone() {
+    check_project("project", SECTIONS[0].0);
+}
+
+#[test]
+fn the_readme_redis_app_compiles_with_sluice_tower_alone() {
+    check_project("project-redis", SECTIONS[1].0);
+}
+
+/// Writes the app of the section under `heading` into `target/readme-app/<name>` and
+/// checks it, in the target directory the README's apps share (so that their common
+/// dependencies compile once).
+fn check_project(name: &str, heading: &str) {
+    let project = target_dir().join(name);
     let _ = std::fs::remove_dir_all(&project);
-    write_project(&project);
+    write_project(&project, heading);
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = Command::new(cargo)
         .args(["check", "--offline", "--quiet", "--manifest-path"])

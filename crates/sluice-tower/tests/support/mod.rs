@@ -7,6 +7,8 @@ use std::time::Duration;
 #[cfg(feature = "axum")]
 pub use axum_app::*;
 
+pub mod example;
+
 /// 2026-01-01T00:00:00Z, a whole second.
 pub const START: Timestamp = Timestamp::from_micros(1_767_225_600_000_000);
 
