@@ -97,11 +97,28 @@ fn a_worker_count_out_of_range_is_refused_at_start_by_name() {
     for count in ["0", "100000"] {
         let (code, err) = serve_refused(&["--workers", count]);
         assert_eq!(code, Some(2), "--workers {count}: {err}");
-        assert!(err.contains("workers: must be between 1 and 256"), "--workers {count}: {err}");
+        // Named as typed (issue 36.7), not as the file's field.
+        assert!(err.contains("--workers: must be between 1 and 256"), "--workers {count}: {err}");
     }
     let (code, err) = serve_refused(&["--max-connections", "0", "--max-request-head", "10"]);
     assert_eq!(code, Some(2), "{err}");
-    assert!(err.contains("max_connections: must be between") && err.contains("max_request_head:"), "{err}");
+    assert!(err.contains("--max-connections: must be between") && err.contains("--max-request-head:"), "{err}");
+}
+
+/// Issue 36.7: a bad value is named where it was given: its variable, when no flag gave it.
+#[test]
+fn a_bad_environment_variable_is_named_as_such() {
+    let dir = fresh_dir("serve-refused-env");
+    let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(&dir)
+        .args(["serve", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0", "--snapshot", "off"])
+        .env("SLUICE_WORKERS", "0")
+        .output()
+        .unwrap();
+    let err = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("SLUICE_WORKERS: must be between 1 and 256"), "{err}");
+    assert!(!err.contains("--workers"), "{err}");
 }
 
 #[test]

@@ -69,9 +69,7 @@ async fn allowed_then_rejected_with_every_header() {
     assert_eq!(body["source"], "store");
     assert_eq!(header(&headers, "ratelimit-policy"), "\"two_per_hour\";q=2;w=3600");
     assert_eq!(header(&headers, "ratelimit"), "\"two_per_hour\";r=1;t=3600");
-    assert_eq!(header(&headers, "x-ratelimit-limit"), "2");
-    assert_eq!(header(&headers, "x-ratelimit-remaining"), "1");
-    assert_eq!(header(&headers, "x-ratelimit-reset"), "3600");
+    assert!(headers.get("x-ratelimit-limit").is_none(), "the legacy fields are opt-in, as in the tower layer");
     assert!(headers.get("retry-after").is_none());
 
     let (status, _, _) = check(&server, "alice", &["two_per_hour"], 1).await;
@@ -88,6 +86,22 @@ async fn allowed_then_rejected_with_every_header() {
     // Another key is not affected.
     let (status, _, _) = check(&server, "bob", &["two_per_hour"], 1).await;
     assert_eq!(status, StatusCode::OK);
+}
+
+/// Issue 36.7: one rule for the service and the tower layer: the `X-RateLimit-*` fields
+/// come when asked (`--x-ratelimit-headers`), on allowed and rejected answers alike.
+#[tokio::test]
+async fn legacy_fields_are_added_on_request() {
+    let server = Server::start(CONFIG, &["--x-ratelimit-headers"]);
+    let (_, headers, _) = check(&server, "alice", &["two_per_hour"], 1).await;
+    assert_eq!(header(&headers, "x-ratelimit-limit"), "2");
+    assert_eq!(header(&headers, "x-ratelimit-remaining"), "1");
+    assert_eq!(header(&headers, "x-ratelimit-reset"), "3600");
+    check(&server, "alice", &["two_per_hour"], 1).await;
+    let (status, headers, _) = check(&server, "alice", &["two_per_hour"], 1).await;
+    assert_eq!(status, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(header(&headers, "x-ratelimit-remaining"), "0");
+    assert_eq!(header(&headers, "ratelimit"), "\"two_per_hour\";r=0;t=3600");
 }
 
 /// A peek decides nothing: neither `/v1/peek` nor a check of cost 0 is counted as a check,

@@ -51,6 +51,9 @@ macro_rules! declare_settings {
             $(#[doc = $help] pub(crate) $name: $ty,)*
         }
 
+        /// Every setting's name, as the file's `server:` section writes it.
+        pub(crate) const SETTING_NAMES: &[&str] = &[$(stringify!($name),)*];
+
         /// Each setting as the documentation lists it: name, variable, default as shown.
         #[cfg(test)]
         pub(crate) const DECLARED: &[(&str, &str, &str)] = &[
@@ -63,17 +66,20 @@ macro_rules! declare_settings {
             ///
             /// # Errors
             ///
-            /// Every bad value, each at the setting's name (`http`, `redis_timeout`, …).
+            /// Every bad value, each named where it was given: the flag (`--redis-timeout`),
+            /// its variable (`SLUICE_REDIS_TIMEOUT`) or the file's field
+            /// (`server.redis_timeout`).
             pub(crate) fn resolve(
                 flags: &SettingFlags,
                 file: &ServerSection,
             ) -> Result<Settings, sluice_config::ConfigError> {
                 let mut problems = sluice_config::ConfigError::default();
                 $(
+                    let source = $crate::config::declare::Source::of(flags.$name.is_some(), file.$name.is_some());
                     let given = flags.$name.clone().or_else(|| file.$name.clone());
                     let $name: Result<$ty, String> =
                         declare_settings!(@value $kind ($($default)*) given, $parse);
-                    let $name = problems.take(stringify!($name), $name);
+                    let $name = problems.take(&source.name(stringify!($name), $env), $name);
                 )*
                 let settings = (|| Some(Settings { $($name: $name?,)* }))();
                 let settings = problems.into_result(settings)?;
@@ -97,3 +103,47 @@ macro_rules! declare_settings {
 }
 
 pub(crate) use declare_settings;
+
+/// Where a setting's value came from, to name it in a problem as the user wrote it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// A flag or its environment variable (clap merged them).
+    Flags,
+    /// The configuration file's `server:` section.
+    File,
+    /// The default.
+    Default,
+}
+
+impl Source {
+    /// The source of a value given (or not) as a flag and in the file: flags win.
+    pub(crate) fn of(in_flags: bool, in_file: bool) -> Source {
+        match (in_flags, in_file) {
+            (true, _) => Source::Flags,
+            (false, true) => Source::File,
+            (false, false) => Source::Default,
+        }
+    }
+
+    /// The setting `name` (variable `env`) as given: `--name-with-dashes`, or the variable
+    /// when it is set and the command line has no such flag; `server.name` from the file.
+    pub(crate) fn name(self, name: &str, env: &str) -> String {
+        match self {
+            Source::Flags => {
+                let flag = format!("--{}", name.replace('_', "-"));
+                if std::env::var_os(env).is_some() && !on_command_line(&flag) { env.to_owned() } else { flag }
+            }
+            Source::File => format!("server.{name}"),
+            Source::Default => name.to_owned(),
+        }
+    }
+}
+
+/// Whether this process's command line gives `flag` (`--flag VALUE` or `--flag=VALUE`):
+/// clap keeps the flag's value over its variable's without saying which it took.
+fn on_command_line(flag: &str) -> bool {
+    std::env::args_os().any(|argument| {
+        let argument = argument.to_string_lossy();
+        argument == flag || argument.strip_prefix(flag).is_some_and(|rest| rest.starts_with('='))
+    })
+}

@@ -8,6 +8,7 @@ pub(crate) mod declare;
 pub(crate) mod leases;
 pub(crate) mod policy_text;
 pub(crate) mod serve_args;
+pub(crate) mod server_section;
 pub(crate) mod service_file;
 pub(crate) mod setting_values;
 pub(crate) mod settings;

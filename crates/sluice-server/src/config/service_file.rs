@@ -14,9 +14,8 @@
 //!
 //! A plain envoyproxy/ratelimit file (`domain:` and `descriptors:` at the top) loads too.
 
+use crate::config::server_section::parse_server;
 use crate::config::settings::ServerSection;
-use crate::config::settings::SettingFlags;
-use crate::config::settings::Settings;
 use crate::envoy::Rules;
 use serde_yaml_ng::{Mapping, Value};
 use sluice_config::show;
@@ -137,24 +136,6 @@ fn parse_envoy(top: &Mapping, policies: &[PolicyEntry], problems: &mut ConfigErr
     parsed.map_err(|error| problems.extend(error)).ok()
 }
 
-/// The `server:` section, its values checked as `sluice serve` will resolve them (flags and
-/// environment variables may still override them then).
-fn parse_server(top: &Mapping, problems: &mut ConfigError) -> ServerSection {
-    let Some(section) = top.get("server") else {
-        return ServerSection::default();
-    };
-    let section: ServerSection = serde_yaml_ng::from_value(section.clone()).unwrap_or_else(|error| {
-        problems.push("server", error.to_string());
-        ServerSection::default()
-    });
-    if let Err(error) = Settings::resolve(&SettingFlags::default(), &section) {
-        for problem in error.problems {
-            problems.push(&format!("server.{}", problem.path), problem.message);
-        }
-    }
-    section
-}
-
 /// The `policies` section, each policy with its `shadow_mode`.
 fn parse_policies(top: &Mapping, problems: &mut ConfigError) -> Vec<PolicyEntry> {
     let Some(section) = top.get("policies") else {
@@ -211,7 +192,7 @@ mod tests {
         let text = "server: {htp: x}\nextra: 1\npolicies:\n  a: {algorithm: fixed_window, limit: 0, window: 1s, shadow_mode: 3}\n";
         let message = ServiceConfig::parse(text).unwrap_err().to_string();
         for needle in [
-            "server: unknown field `htp`",
+            "server.htp: unknown setting (did you mean `http`?)",
             "extra: unknown section",
             "policies.a.shadow_mode: must be true or false",
             "policies.a.limit",

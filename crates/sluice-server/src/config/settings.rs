@@ -139,6 +139,10 @@ declare_settings! {
     "Add RateLimit-Policy, RateLimit and Retry-After to Envoy's responses."
     envoy_headers: bool, from bool, env "SLUICE_ENVOY_HEADERS", default(false), parse Ok,
         #[arg(num_args = 0..=1, default_missing_value = "true")];
+    "Add X-RateLimit-Limit, -Remaining and -Reset to /v1/check and /v1/peek answers, \
+     beside the RateLimit fields every answer has."
+    x_ratelimit_headers: bool, from bool, env "SLUICE_X_RATELIMIT_HEADERS", default(false), parse Ok,
+        #[arg(num_args = 0..=1, default_missing_value = "true")];
     "Log format: `text` or `json`. Levels follow `RUST_LOG`."
     log_format: LogFormat, from String, env "SLUICE_LOG_FORMAT", default("text"),
         parse |text: String| LogFormat::parse(&text), #[arg(value_name = "FORMAT")];
@@ -211,7 +215,7 @@ mod tests {
         let bad = SettingFlags { redis_module: Some("sometimes".into()), ..SettingFlags::default() };
         let problems = Settings::resolve(&bad, &file).unwrap_err().to_string();
         assert!(
-            problems.contains("redis_module: unknown module use `sometimes` (detect, always, never)"),
+            problems.contains("--redis-module: unknown module use `sometimes` (detect, always, never)"),
             "{problems}"
         );
     }
@@ -227,7 +231,7 @@ mod tests {
         for bad in ["lots", "1KiB"] {
             let args = SettingFlags { max_memory: Some(bad.into()), ..SettingFlags::default() };
             let problems = Settings::resolve(&args, &file).unwrap_err().to_string();
-            assert!(problems.contains("max_memory:"), "{problems}");
+            assert!(problems.contains("--max-memory:"), "{problems}");
         }
     }
 
@@ -240,11 +244,11 @@ mod tests {
         assert_eq!(Settings::resolve(&args, &file).unwrap().shutdown_grace, Duration::ZERO);
         let bad = SettingFlags { shutdown_grace: Some("soon".into()), ..SettingFlags::default() };
         let problems = Settings::resolve(&bad, &file).unwrap_err().to_string();
-        assert!(problems.contains("shutdown_grace:"), "{problems}");
+        assert!(problems.contains("--shutdown-grace:"), "{problems}");
     }
 
     #[test]
-    fn every_bad_setting_is_named() {
+    fn every_bad_setting_is_named_as_the_flag_typed() {
         let args = SettingFlags {
             http: Some("nowhere".into()),
             store: Some("mysql://x".into()),
@@ -258,13 +262,13 @@ mod tests {
         };
         let text = Settings::resolve(&args, &ServerSection::default()).unwrap_err().to_string();
         for name in [
-            "http:",
-            "store:",
-            "snapshot_interval:",
-            "failure_mode:",
-            "request_timeout:",
-            "workers: must be between 1 and 256",
-            "ui: unknown dashboard access `public`",
+            "--http:",
+            "--store:",
+            "--snapshot-interval:",
+            "--failure-mode:",
+            "--request-timeout:",
+            "--workers: must be between 1 and 256",
+            "--ui: unknown dashboard access `public`",
         ] {
             assert!(text.contains(name), "{name} missing from {text}");
         }
@@ -321,12 +325,12 @@ mod tests {
         };
         let text = Settings::resolve(&args, &ServerSection::default()).unwrap_err().to_string();
         for name in [
-            "max_connections: must be between 1 and",
-            "max_request_head: must be between 8192 and",
-            "header_timeout: must be longer than 0",
-            "max_descriptors: must be between 1",
-            "max_descriptor_entries: must be between 1",
-            "max_grpc_message: must be between 1024",
+            "--max-connections: must be between 1 and",
+            "--max-request-head: must be between 8192 and",
+            "--header-timeout: must be longer than 0",
+            "--max-descriptors: must be between 1",
+            "--max-descriptor-entries: must be between 1",
+            "--max-grpc-message: must be between 1024",
         ] {
             assert!(text.contains(name), "{name} missing from {text}");
         }

@@ -5,7 +5,7 @@ use crate::engine::front::Front;
 use crate::http::api::{CheckRequest, CheckResponse, ErrorResponse, PeekRequest, PolicyNames};
 use crate::http::error::ApiError;
 use crate::http::error::{RequestBody, json_body, read_body};
-use crate::http::headers::{insert_rate_limit_headers, write_rate_limit_headers};
+use crate::http::headers::{fields, insert_rate_limit_headers, write_rate_limit_headers};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::CONTENT_TYPE;
@@ -13,6 +13,7 @@ use axum::http::{self, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use sluice_core::Source;
+use sluice_tower::headers::Fields;
 use std::borrow::Cow;
 use std::sync::Arc;
 
@@ -93,12 +94,13 @@ async fn answer<B: RequestBody>(
         let (key, policies, cost) = parse(&parts.headers, &body)?;
         Ok::<_, ApiError>(front.engine.check(key.as_bytes(), &policies, cost).await?)
     };
-    checked.await.map_or_else(IntoResponse::into_response, |outcome| respond(&outcome))
+    let fields = fields(front.service.settings.x_ratelimit_headers);
+    checked.await.map_or_else(IntoResponse::into_response, |outcome| respond(&outcome, fields))
 }
 
 /// 200 or 429 with the decision and its headers; 503 when the `closed` failure mode decided
 /// for an enforced policy (one in shadow mode never blocks, whatever decided for it).
-fn respond(outcome: &Answer) -> Response {
+fn respond(outcome: &Answer, fields: Fields) -> Response {
     if outcome.source == Source::FailedClosed && !outcome.shadow_rejected {
         return store_down(outcome);
     }
@@ -108,7 +110,7 @@ fn respond(outcome: &Answer) -> Response {
     let mut buffer = Vec::with_capacity(384 + 3 * outcome.limit.name().len());
     CheckResponse::from_outcome(outcome).write_json(&mut buffer);
     let body_length = buffer.len();
-    let ranges = write_rate_limit_headers(outcome, &mut buffer);
+    let ranges = write_rate_limit_headers(outcome, fields, &mut buffer);
     let buffer = Bytes::from(buffer);
     let mut response = Response::new(Body::from(buffer.slice(..body_length)));
     *response.status_mut() = status;
