@@ -62,7 +62,21 @@ fn blank_lines_comments_costs_and_never() {
     assert_eq!(lines.len(), 3);
     assert_eq!((lines[0]["cost"].clone(), lines[0]["remaining"].clone()), (json!(2), json!(1)));
     assert_eq!((lines[1]["allowed"].clone(), lines[1]["remaining"].clone()), (json!(true), json!(1)));
+    assert_eq!((&lines[0]["peek"], &lines[1]["peek"]), (&Value::Null, &json!(true)), "a peek says it is one");
     assert_eq!((lines[2]["allowed"].clone(), lines[2]["retry_after_us"].clone()), (json!(false), Value::Null));
+}
+
+/// Issue 36.7: a cost-0 line on an exhausted key prints `allowed: false` (a cost-1 request
+/// would not pass, as docs/semantics.md defines a peek), marked as a peek that consumed and
+/// refused nothing.
+#[test]
+fn a_peek_of_an_exhausted_key_says_it_is_a_peek() {
+    let output = simulate(&["two_per_second"], "100000 a\n200000 a\n300000 a 0\n");
+    let lines = lines(&output);
+    let peek = &lines[2];
+    assert_eq!((&peek["cost"], &peek["allowed"], &peek["peek"]), (&json!(0), &json!(false), &json!(true)), "{peek}");
+    // The request at 0.1 s leaves the 1 s window at 1.1 s: 0.8 s after the peek.
+    assert_eq!(peek["retry_after_us"], json!(800000), "when a cost-1 request would pass");
 }
 
 #[test]

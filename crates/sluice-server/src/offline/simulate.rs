@@ -20,7 +20,12 @@ struct Line<'a> {
     t: u64,
     key: &'a str,
     cost: u64,
+    /// For a peek (cost 0), whether a cost-1 request would pass (docs/semantics.md): the
+    /// peek itself changes nothing, which `peek` says.
     allowed: bool,
+    /// `true` on a peek's line (cost 0), absent otherwise.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    peek: bool,
     remaining: u64,
     reset_after_us: u64,
     /// `null` when allowed or when the cost can never be allowed.
@@ -132,6 +137,7 @@ fn write_decision(
         key: request.key,
         cost: request.cost,
         allowed: decision.allowed,
+        peek: request.cost == 0,
         remaining: decision.remaining,
         reset_after_us: micros(decision.reset_after),
         retry_after_us: decision.retry_after_micros(),
