@@ -213,8 +213,10 @@ fn reads_a_log_file_and_writes_a_self_contained_report() {
         .unwrap();
     assert!(output.status.success(), "{}", stderr(&output));
     assert!(String::from_utf8_lossy(&output.stdout).contains("policy one_per_second"));
-    // Standard error is not a terminal here: no progress bar, nothing at all.
-    assert_eq!(stderr(&output), "");
+    // Standard error is not a terminal here: no progress bar; only where the report went
+    // (issue 36.6: `--report` confirmed nothing).
+    let absolute = std::path::absolute(&report_path).unwrap();
+    assert_eq!(stderr(&output), format!("report written to {} (open it in a browser)\n", absolute.display()));
     let html = std::fs::read_to_string(&report_path).unwrap();
     std::fs::remove_file(&log_path).unwrap();
     std::fs::remove_file(&report_path).unwrap();

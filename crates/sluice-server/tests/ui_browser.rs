@@ -99,6 +99,15 @@ fn the_live_view_lists_the_policies_and_follows_the_checks() {
     let charted = format!("{} === 3 && {} === 2", rates("allowedTotal"), rates("rejectedTotal"));
     browser.wait_for(&charted, "the chart to hold the 3 allowed and 2 rejected checks", PATIENCE);
     assert!(browser.eval(&rates("busySeconds")).as_u64().unwrap() >= 1);
+    // Issue 36.6: the "last second" readout sits above the plot, where no bar can reach.
+    let readout = "(() => { const svg = document.querySelector('#rate-chart svg'); \
+                   const label = svg.querySelector('.readout').getBBox(); \
+                   const plot = svg.querySelector('rect.plot').getBBox(); \
+                   return [label.y + label.height, plot.y, svg.querySelector('.readout').textContent]; })()";
+    let readout = browser.eval(readout);
+    let (label_bottom, plot_top) = (readout[0].as_f64().unwrap(), readout[1].as_f64().unwrap());
+    assert!(label_bottom <= plot_top, "the readout ({label_bottom}) runs into the plot ({plot_top})");
+    assert!(readout[2].as_str().unwrap().starts_with("last second: "), "{readout}");
     let ticks = browser.eval("[...document.querySelectorAll('#rate-chart .xtick')].map(t => t.textContent)");
     assert_eq!(ticks, json!(["now", "1 min ago", "2 min ago", "3 min ago", "4 min ago", "5 min ago"]));
 
@@ -115,9 +124,13 @@ fn the_live_view_lists_the_policies_and_follows_the_checks() {
     }
     browser.wait_for(&format!("{} !== '–'", cell("three_per_hour", "rejected_rate")), "a rate", PATIENCE);
     assert_eq!(browser.eval("document.querySelector('#without-store [data-field=\"failed_open\"]').textContent"), "0");
+    assert_eq!(browser.eval(STATUS_SHOWN), true, "the live view says when it was updated");
     browser.screenshot(&artifact("live.png"));
     assert_no_errors(&browser);
 }
+
+/// Whether the header's "live · updated" status shows.
+const STATUS_SHOWN: &str = "getComputedStyle(document.getElementById('status')).display !== 'none'";
 
 /// Dots of the sliding log's lane: all of them, or the allowed or blocked ones.
 fn dots(kind: &str) -> String {
@@ -132,6 +145,8 @@ fn the_playground_shows_allowed_dots_then_a_blocked_one_from_the_real_algorithms
     // It opens with the example stream drawn, each lane with its quota line and scale.
     let example = format!("{} === 2 && {} === 11", count("#lanes .lane"), dots(""));
     browser.wait_for(&example, "the example stream in the sliding log and window lanes", PATIENCE);
+    // Issue 36.6: the live view's "live · updated" is not shown over the playground.
+    assert_eq!(browser.eval(STATUS_SHOWN), false);
     let scale = browser.eval("[...document.querySelectorAll('#lane-sliding_log .level-tick')].map(t => t.textContent)");
     assert_eq!(scale, json!(["0", "1", "2", "3"]));
     browser.screenshot(&artifact("playground-example.png"));
@@ -209,6 +224,18 @@ fn the_playground_shows_allowed_dots_then_a_blocked_one_from_the_real_algorithms
     assert_eq!(browser.eval(&dots(".blocked")), 1);
     assert_eq!(browser.eval(&count("#lane-sliding_window .dot.blocked")), 0);
     assert_eq!(browser.eval(&count("#lane-sliding_window rect.differ")), 1);
+    // Issue 36.6: the band is one colour inside the window box and out: opaque, and drawn
+    // over the translucent box (here it straddles the box's edge).
+    let band = "(() => { const lane = document.querySelector('#lane-sliding_window'); \
+                const band = lane.querySelector('rect.differ'), box = lane.querySelector('rect.window'); \
+                const b = band.getBBox(), w = box.getBBox(), style = getComputedStyle(band); \
+                return { overlaps: b.x < w.x + w.width && b.x + b.width > w.x, band: [b.x, b.width], box: [w.x, w.width], \
+                         after: !!(box.compareDocumentPosition(band) & Node.DOCUMENT_POSITION_FOLLOWING), \
+                         fill: style.fill, opacity: style.opacity + ' ' + style.fillOpacity }; })()";
+    let band = browser.eval(band);
+    let drawn = (&band["overlaps"], &band["after"], &band["opacity"]);
+    assert_eq!(drawn, (&json!(true), &json!(true), &json!("1 1")), "{band}");
+    assert!(band["fill"].as_str().unwrap().starts_with("rgb("), "an opaque fill: {band}");
     let summary = browser.eval("document.getElementById('playground-summary').textContent");
     assert!(summary.as_str().unwrap().ends_with("differ on 1"), "{summary}");
     browser.screenshot(&artifact("playground-differ.png"));
@@ -333,5 +360,105 @@ fn the_replay_report_charts_requests_per_second_at_the_logs_offset() {
     // The limited key's timeline under each policy.
     assert!(browser.eval(&count("#policies svg")).as_u64().unwrap() >= 4);
     browser.screenshot(&artifact("report.png"));
+    assert_no_errors(&browser);
+}
+
+/// A combined-format line of `client` at `second` past 13:30:00 -0700.
+fn log_line(client: u8, second: u32, request: &str) -> String {
+    let (minute, second) = (30 + second / 60, second % 60);
+    let time = format!("10/Oct/2000:{:02}:{:02}:{second:02} -0700", 13 + minute / 60, minute % 60);
+    format!("10.0.0.{client} - - [{time}] \"{request} HTTP/1.1\" 200 5 \"-\" \"curl\"\n")
+}
+
+/// Issue 36.6: a filtered report says it is filtered and explains late lines; the key
+/// timelines use the main chart's time scale and have a time axis; the peak's label does
+/// not crowd the round one under it; one green everywhere.
+#[test]
+fn a_filtered_report_says_so_and_its_charts_line_up() {
+    let dir = fresh_dir("filtered-report");
+    let (log, report) = (dir.join("access.log"), dir.join("report.html"));
+    // 1500 s, so 2 s buckets. 10.0.0.1 sends one GET /a a second; 10.0.0.3 eleven more at
+    // 100 s: that bucket holds 13, a peak of 6.5/s, just above the round 6. One line is
+    // late (150 s after 200 s), five are POST /b, which `--path /a` leaves out; 10.0.0.4
+    // sends four at 400 s, so that two keys are limited.
+    let mut lines = String::new();
+    for second in 0..1500 {
+        lines += &log_line(1, second, "GET /a");
+        if second == 100 {
+            lines += &log_line(3, second, "GET /a").repeat(11);
+        }
+        if second == 200 {
+            lines += &log_line(4, 150, "GET /a");
+        }
+        if second == 300 {
+            lines += &log_line(5, second, "POST /b").repeat(5);
+        }
+        if second == 400 {
+            lines += &log_line(4, second, "GET /a").repeat(4);
+        }
+    }
+    std::fs::write(&log, lines).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(["replay", "--config", "tests/fixtures/replay.yaml", "--policy", "two_per_second", "--path", "/a"])
+        .arg("--report")
+        .args([&report, &log])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+
+    let mut browser = Browser::launch(1280, 900);
+    browser.navigate(&format!("file://{}", report.display()));
+    browser.wait_for(&format!("{} === 1", count("svg[data-chart]")), "the report's chart", PATIENCE);
+    let filter = browser.eval("document.getElementById('filter').textContent");
+    assert_eq!(
+        filter,
+        "Filtered (path starts with /a): only the 1516 requests selected were replayed; 5 others were not."
+    );
+    let late = browser.eval("document.getElementById('late').textContent");
+    assert!(late.as_str().unwrap().starts_with("Late lines: 1 line was older than a line before them"), "{late}");
+
+    let chart = "document.querySelector('svg[data-chart]')";
+    assert_eq!(browser.eval(&format!("Number({chart}.dataset.peak)")), 6.5);
+    // Rate labels, top to bottom: each clear of the next.
+    let labels = browser.eval(&format!(
+        "[...{chart}.querySelectorAll('.ytick')].map(t => {{ const b = t.getBBox(); return [t.textContent, b.y, b.y + b.height]; }})\
+         .sort((a, b) => a[1] - b[1])"
+    ));
+    let labels = labels.as_array().unwrap();
+    assert_eq!(labels[0][0], "6.5", "{labels:?}");
+    for pair in labels.windows(2) {
+        let gap = pair[1][1].as_f64().unwrap() - pair[0][2].as_f64().unwrap();
+        assert!(gap >= 3.0, "labels {} and {} are {gap:.1} px apart: {labels:?}", pair[0][0], pair[1][0]);
+    }
+
+    // Each key's timeline spans the main chart's plot, pixel for pixel; the last has the
+    // main chart's time ticks under it.
+    let plot = |svg: &str| {
+        format!(
+            "(() => {{ const r = {svg}.querySelector('rect.plot').getBoundingClientRect(); return [r.left, r.right]; }})()"
+        )
+    };
+    let main_plot = browser.eval(&plot(chart));
+    let timelines = browser.eval(&count("svg[data-key-rank]")).as_u64().unwrap();
+    assert!(timelines >= 2, "{timelines} key timelines");
+    for rank in 1..=timelines {
+        let key_plot = browser.eval(&plot(&format!("document.querySelector('svg[data-key-rank=\"{rank}\"]')")));
+        assert_eq!(key_plot, main_plot, "key #{rank}'s timeline against the main chart");
+    }
+    let ticks = |svg: &str| {
+        format!("[...{svg}.querySelectorAll('.xtick')].map(t => [t.textContent, t.getBoundingClientRect().left])")
+    };
+    let last = format!("document.querySelector('svg[data-key-rank=\"{timelines}\"]')");
+    assert_eq!(browser.eval(&ticks(&last)), browser.eval(&ticks(chart)));
+    assert_eq!(browser.eval(&count("svg[data-key-rank=\"1\"] .xtick")), 0, "one axis, under the last");
+
+    // One green: every allowed outline and the legend's swatch.
+    let greens = browser.eval(
+        "[...new Set([...document.querySelectorAll('path.allowed')].map(p => getComputedStyle(p).fill)\
+          .concat(getComputedStyle(document.querySelector('.legend .allowed')).backgroundColor))]",
+    );
+    assert_eq!(greens, json!(["rgb(22, 163, 74)"]), "the dashboard's green");
+    browser.screenshot(&artifact("report-filtered.png"));
     assert_no_errors(&browser);
 }

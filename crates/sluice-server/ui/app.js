@@ -11,6 +11,8 @@ function show(name) {
     panel.hidden = panel.dataset.panel !== name;
   }
   document.body.dataset.view = name;
+  // "live · updated …" is the live view's: the playground polls nothing.
+  document.getElementById('status').hidden = name !== 'live';
 }
 
 for (const tab of document.querySelectorAll('.tab')) {

@@ -4,10 +4,11 @@
 import { niceStep, svg } from '/ui/timeline.js';
 
 const WIDTH = 960;
-const HEIGHT = 170;
+const HEIGHT = 184;
 const LEFT = 56;
 const RIGHT = 10;
-const TOP = 10;
+// Room above the plot for the last second's readout, so that no bar can run under it.
+const TOP = 24;
 const BOTTOM = 28;
 
 /** Draws `counts` ({last, allowed, rejected}, one entry per second) into `container`. */
@@ -49,7 +50,7 @@ export function drawRates(container, counts) {
     label.textContent = ago === 0 ? 'now' : `${ago / 60} min ago`;
   }
   const last = seconds - 1;
-  const readout = svg('text', { class: 'tick readout', x: LEFT + plotW - 4, y: TOP + 12, 'text-anchor': 'end' }, root);
+  const readout = svg('text', { class: 'tick readout', x: LEFT + plotW, y: TOP - 8, 'text-anchor': 'end' }, root);
   readout.textContent = seconds ? `last second: ${counts.allowed[last]} allowed, ${counts.rejected[last]} rejected` : '';
   container.replaceChildren(root);
 }

@@ -51,8 +51,9 @@ export function drawLane({ run, title, spanMs, windowMs, selected, differ, onAdd
     const at = ((event.clientX - box.left) / box.width) * WIDTH;
     onAdd(Math.max(0, ((at - LEFT) / (WIDTH - LEFT - RIGHT)) * spanMs));
   });
-  drawDiffers(root, run, differ, x);
   drawWindows(root, run, windowMs, selected, spanMs, x);
+  // Over the translucent window box, and opaque: one colour inside the box and out.
+  drawDiffers(root, run, differ, x);
   drawLevel(root, run, spanMs, x);
   drawAxis(root, spanMs, x);
   drawDots(root, run, selected, x, onSelect);

@@ -48,6 +48,9 @@ pub(crate) fn run(args: &ReplayArgs) -> anyhow::Result<ExitCode> {
     let summary = summarize(args, &input, &parser, &filter, &limits, &replayed);
     if let Some(path) = &args.report {
         write_report(path, &input, args, &filter, &limits, &replayed, &summary)?;
+        // On standard error: standard output is the summary (JSON with `--json`).
+        let shown = std::path::absolute(path).unwrap_or_else(|_| path.clone());
+        eprintln!("report written to {} (open it in a browser)", shown.display());
     }
     print(&summary, args.json)?;
     Ok(ExitCode::SUCCESS)
