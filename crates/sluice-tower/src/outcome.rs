@@ -59,13 +59,17 @@ impl Refusal {
             Refusal::Limited(verdict) => refuse(shared, &verdict, parts),
             Refusal::StoreDown(retry_after) => store_unavailable(parts, STORE_DOWN, retry_after),
             Refusal::StoreFailed(error @ StoreError::Unavailable(_)) => {
-                store_unavailable(parts, &error.to_string(), Some(RetryAfter::After(Duration::from_secs(1))))
+                store_unavailable(parts, &error.to_string(), Some(RetryAfter::After(UNREACHABLE_RETRY)))
             }
             Refusal::StoreFailed(error) => unchecked(parts, StatusCode::SERVICE_UNAVAILABLE, &error.to_string()),
             Refusal::NoKey => missing_key(shared, parts),
         }
     }
 }
+
+/// How long a client is told to wait when the store cannot be reached and says no more:
+/// the least a `Retry-After` can say.
+const UNREACHABLE_RETRY: Duration = Duration::from_secs(1);
 
 /// Why a request of a store down in the `closed` failure mode is refused.
 const STORE_DOWN: &str = "the rate limiter's store cannot answer, and the limiter refuses requests meanwhile \

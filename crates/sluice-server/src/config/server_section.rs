@@ -85,7 +85,7 @@ mod tests {
         let top: Mapping = serde_yaml_ng::from_str(&format!("server: {server}")).unwrap();
         let mut problems = ConfigError::default();
         parse_server(&top, &mut problems);
-        if problems.len() == 0 { String::new() } else { problems.to_string() }
+        if problems.is_empty() { String::new() } else { problems.to_string() }
     }
 
     /// Issue 36.7: a `stor` typo hid `workers: 0`.
