@@ -121,7 +121,8 @@ impl<S: Store + Clone, C: Clock + Clone> RateLimitLayer<S, C> {
     }
 
     /// Answers rejections with `respond` instead of [`default_rejection`]; the layer still
-    /// adds the rate-limit fields and `Retry-After`.
+    /// adds the rate-limit fields and `Retry-After`. Only a policy's rejections come here:
+    /// an outage (503) and a request without a key keep the layer's own answers.
     pub fn on_rejection(
         self,
         respond: impl Fn(&Rejection<'_>) -> http::Response<RejectionBody> + Send + Sync + 'static,
