@@ -123,3 +123,37 @@ async fn a_store_that_does_not_is_awaited_and_decides_the_same() {
         assert_eq!(calls.awaited.load(Ordering::SeqCst), 3);
     }
 }
+
+/// Two layers (two instances) share one store through leases: together they admit exactly
+/// the limit, and most of their requests are answered from leased units, in `call`.
+#[tokio::test]
+async fn two_instances_behind_leases_admit_exactly_the_limit() {
+    use sluice_core::lease::LeasedStore;
+    use sluice_core::{Alignment, FixedWindow};
+    let shared = Arc::new(MemoryStore::new());
+    let clock = ManualClock::at(Timestamp::from_micros(60_000_000));
+    let window = FixedWindow::new(100, Duration::from_secs(60), Alignment::Aligned, Duration::ZERO).unwrap();
+    let instance = |shared: &Arc<MemoryStore>| {
+        let store = LeasedStore::new(Arc::clone(shared), Duration::from_millis(100));
+        let limiter = RateLimiter::builder()
+            .limit(Limit::new("hundred", window.clone()))
+            .store(store.clone())
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let layer = RateLimitLayer::from_limiter(limiter, HeaderKey::new(http::HeaderName::from_static("x-user")));
+        let ok = service_fn(|_: Request<Body>| async { Ok::<_, Infallible>(Response::new(Full::from("ok"))) });
+        (layer.layer(ok), store)
+    };
+    let (mut one, one_store) = instance(&shared);
+    let (mut two, _) = instance(&shared);
+    let mut admitted = 0;
+    for i in 0..300 {
+        clock.advance(Duration::from_millis(1));
+        let service = if i % 2 == 0 { &mut one } else { &mut two };
+        let status = service.ready().await.unwrap().call(request()).await.unwrap().status();
+        admitted += u32::from(status == 200);
+    }
+    assert_eq!(admitted, 100);
+    assert!(one_store.figures().leased_checks > 25, "{:?}", one_store.figures());
+}
