@@ -356,11 +356,11 @@ async fn read_until_closed(stream: &mut tokio::net::TcpStream, limit: std::time:
 }
 
 #[tokio::test]
-async fn slow_or_silent_clients_are_cut_off_after_the_request_timeout() {
+async fn slow_or_silent_clients_are_cut_off_after_the_idle_and_request_timeouts() {
     use tokio::io::AsyncWriteExt;
     // 1 s, so that the busy client below (a request every 150 ms) keeps 850 ms of margin
     // for a stall of the test process on a loaded machine.
-    let server = Server::start(CONFIG, &["--request-timeout", "1s"]);
+    let server = Server::start(CONFIG, &["--request-timeout", "1s", "--idle-timeout", "1s"]);
     let address = server.url("").trim_start_matches("http://").trim_end_matches('/').to_owned();
     let limit = std::time::Duration::from_secs(5);
 

@@ -120,40 +120,49 @@ async fn served_connection(address: SocketAddr) -> TcpStream {
     }
 }
 
+/// A check whose body never comes: in flight until the request timeout. The server asks
+/// for its body (100 Continue) once it reads it.
+const STALLED_CHECK: &[u8] = b"POST /v1/check HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+    expect: 100-continue\r\ncontent-length: 100\r\n\r\n";
+
 #[tokio::test]
-async fn connections_past_the_cap_are_closed_while_the_others_are_served() {
+async fn connections_past_the_cap_are_closed_while_every_connection_has_a_request_in_flight() {
     const CAP: usize = 3;
-    let server = Server::start(CONFIG, &["--max-connections", "3"]);
+    let server = Server::start(CONFIG, &["--max-connections", "3", "--grpc-message-timeout", "1h"]);
     let mut held = Vec::new();
     for _ in 0..CAP {
         let mut stream = TcpStream::connect(server.http).await.unwrap();
         assert_eq!(status_line(&mut stream, HEALTH).await.as_deref(), Some("HTTP/1.1 200 OK"));
+        assert_eq!(status_line(&mut stream, STALLED_CHECK).await.as_deref(), Some("HTTP/1.1 100 Continue"));
         held.push(stream);
     }
     for _ in 0..2 {
         let mut extra = TcpStream::connect(server.http).await.unwrap();
         assert!(closed(&mut extra).await, "a connection past the cap is closed");
     }
-    for stream in &mut held {
-        assert_eq!(status_line(stream, HEALTH).await.as_deref(), Some("HTTP/1.1 200 OK"), "still served");
-    }
     drop(held.pop());
     let _replacement = served_connection(server.http).await;
     // The server logs as it refuses; its log reaches the test through a pipe, a moment later.
-    server.wait_for_log("the listener serves `max_connections` connections already", PATIENCE);
+    server.wait_for_log("the listener serves `max_connections` connections, each with a request in flight", PATIENCE);
 
-    // The gRPC listener has a cap of its own.
-    let mut clients = Vec::new();
+    // The gRPC listener has a cap of its own; a stream open is a request in flight.
+    let mut streams = Vec::new();
     for _ in 0..CAP {
-        let mut client = client(&server).await;
-        client.should_rate_limit(request(1, 1, "grpc")).await.unwrap();
-        clients.push(client);
+        let socket = TcpStream::connect(server.grpc).await.unwrap();
+        let (send, mut connection) = h2::client::handshake(socket).await.unwrap();
+        let mut ping_pong = connection.ping_pong().unwrap();
+        tokio::spawn(connection);
+        let call = axum::http::Request::post("/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit")
+            .header("content-type", "application/grpc")
+            .body(())
+            .unwrap();
+        let (response, request) = send.ready().await.unwrap().send_request(call, false).unwrap();
+        // Frames are read in order: once the ping is answered, the stream is open.
+        ping_pong.ping(h2::Ping::opaque()).await.unwrap();
+        streams.push((response, request));
     }
     let mut extra = TcpStream::connect(server.grpc).await.unwrap();
     assert!(closed(&mut extra).await, "a gRPC connection past the cap is closed");
-    for client in &mut clients {
-        client.should_rate_limit(request(1, 1, "grpc")).await.unwrap();
-    }
 }
 
 #[tokio::test]
@@ -169,8 +178,8 @@ async fn a_request_head_that_stops_halfway_is_closed_after_the_header_timeout() 
     assert!(closed(&mut slow).await, "the unfinished head was not closed");
     let waited = sent.elapsed();
     assert!(waited >= Duration::from_millis(300), "closed after {waited:?}, before the header timeout");
-    // Twice the header timeout later, the idle connections are still open (the request
-    // timeout, 75 s, applies to them) and are served.
+    // Twice the header timeout later, the idle connections are still open (the idle
+    // timeout, 60 s, applies to them) and are served.
     tokio::time::sleep(Duration::from_millis(600)).await;
     for stream in [&mut kept_alive, &mut silent] {
         assert_eq!(status_line(stream, HEALTH).await.as_deref(), Some("HTTP/1.1 200 OK"));

@@ -32,6 +32,11 @@ pub(crate) const DEFAULT_MAX_DESCRIPTOR_ENTRIES: usize = 32;
 /// as its 5-byte prefix arrives, so this is also what one stream may make the server hold.
 pub(crate) const DEFAULT_MAX_GRPC_MESSAGE: usize = 64 * 1024;
 
+/// Streams a gRPC connection may have open at once by default, as Apache httpd allows: an
+/// Envoy worker's calls take a millisecond or so, so 100 at once is 100 000 calls a second
+/// on one connection; past it, Envoy opens another connection.
+pub(crate) const DEFAULT_GRPC_MAX_STREAMS: usize = 100;
+
 /// The bounds, resolved ([`crate::config::settings::Settings::bounds`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Bounds {

@@ -6,8 +6,8 @@
 
 use crate::config::admin_token::AdminToken;
 use crate::config::bounds::{
-    Bounds, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_DESCRIPTOR_ENTRIES, DEFAULT_MAX_DESCRIPTORS, DEFAULT_MAX_GRPC_MESSAGE,
-    DEFAULT_MAX_REQUEST_HEAD, MIN_REQUEST_HEAD,
+    Bounds, DEFAULT_GRPC_MAX_STREAMS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_DESCRIPTOR_ENTRIES, DEFAULT_MAX_DESCRIPTORS,
+    DEFAULT_MAX_GRPC_MESSAGE, DEFAULT_MAX_REQUEST_HEAD, MIN_REQUEST_HEAD,
 };
 use crate::config::byte_size::RawSize;
 use crate::config::declare::declare_settings;
@@ -86,9 +86,8 @@ declare_settings! {
      one that can be leased exactly (fixed_window, sliding_window with variant accepted)."
     lease_period: Duration, from String, env "SLUICE_LEASE_PERIOD", default("0"),
         parse |text: String| lease_period(&text), #[arg(value_name = "DURATION")];
-    "How long an HTTP connection may go without a request in flight or a new one (a slow \
-     head, or an idle keep-alive connection) before it is closed, and a request's body may \
-     take (408 after it), such as `30s`."
+    "How long an HTTP request may take once its head came: its body (408 after it) and \
+     its answer, such as `30s`."
     request_timeout: Duration, from String, env "SLUICE_REQUEST_TIMEOUT", default("75s"),
         parse |text: String| positive(&text), #[arg(value_name = "DURATION")];
     "How long an HTTP/1 request head may take to come in full once it has begun; the \
@@ -136,6 +135,20 @@ declare_settings! {
     "The largest gRPC message a client may send, in bytes; a larger one answers OUT_OF_RANGE."
     max_grpc_message: usize, from usize, env "SLUICE_MAX_GRPC_MESSAGE", default(DEFAULT_MAX_GRPC_MESSAGE, "65536"),
         parse |bytes| within(bytes, 1024, 64 * 1024 * 1024), #[arg(value_name = "BYTES")];
+    "How long a connection may stay idle before it is closed: an HTTP connection with no \
+     request in flight (keep-alive, or a head that never began), a gRPC connection with no \
+     stream open, such as `60s`."
+    idle_timeout: Duration, from String, env "SLUICE_IDLE_TIMEOUT", default("60s"),
+        parse |text: String| positive(&text), #[arg(value_name = "DURATION")];
+    "Streams a gRPC connection may have open at once (its HTTP/2 SETTINGS say so); more \
+     are refused."
+    grpc_max_streams: usize, from usize, env "SLUICE_GRPC_MAX_STREAMS", default(DEFAULT_GRPC_MAX_STREAMS, "100"),
+        parse |count| within(count, 1, 1_000_000), #[arg(value_name = "COUNT")];
+    "How long a gRPC request message may take to come in full (the first from its \
+     stream's opening); past it the stream is answered DEADLINE_EXCEEDED and reset, such as \
+     `10s`. The time between two messages of a stream is not bounded."
+    grpc_message_timeout: Duration, from String, env "SLUICE_GRPC_MESSAGE_TIMEOUT", default("10s"),
+        parse |text: String| positive(&text), #[arg(value_name = "DURATION")];
     "Add RateLimit-Policy, RateLimit and Retry-After to Envoy's responses."
     envoy_headers: bool, from bool, env "SLUICE_ENVOY_HEADERS", default(false), parse Ok,
         #[arg(num_args = 0..=1, default_missing_value = "true")];
@@ -347,6 +360,7 @@ mod tests {
             ("max_descriptors", settings.max_descriptors),
             ("max_descriptor_entries", settings.max_descriptor_entries),
             ("max_grpc_message", settings.max_grpc_message),
+            ("grpc_max_streams", settings.grpc_max_streams),
         ] {
             assert_eq!(shown(name), value.to_string(), "{name}");
         }

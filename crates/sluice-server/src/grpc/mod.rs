@@ -1,6 +1,9 @@
 //! The gRPC front end: Envoy's rate limit service.
 
+pub(crate) mod connection;
 mod descriptor_status;
+mod framing;
+pub(crate) mod message_deadline;
 mod response_headers;
 pub(crate) mod rls;
 mod unknown_service;

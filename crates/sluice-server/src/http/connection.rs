@@ -14,7 +14,7 @@ use crate::engine::front::Front;
 use crate::http::check;
 use crate::http::deadline::within;
 use crate::http::error::ApiError;
-use crate::http::idle::Activity;
+use crate::runtime::activity::Activity;
 use crate::runtime::handoff::Client;
 use axum::Router;
 use axum::body::Body;

@@ -20,7 +20,6 @@ mod cost;
 mod deadline;
 mod error;
 pub(crate) mod headers;
-mod idle;
 mod live;
 mod no_route;
 mod ops;
@@ -30,7 +29,6 @@ mod ui;
 mod watched;
 
 pub(crate) use connection::MakeApi;
-pub(crate) use idle::Timeouts;
 pub(crate) use server::serve;
 
 use crate::engine::front::Front;

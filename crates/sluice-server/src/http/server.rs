@@ -4,9 +4,9 @@
 
 use crate::config::bounds::Bounds;
 use crate::http::MakeApi;
-use crate::http::idle::{Activity, Ending, Timeouts, close_when_idle};
 use crate::http::watched::Watched;
 use crate::runtime::handoff::{Client, Connection, Queue};
+use crate::runtime::idle::{Ending, Timeouts, close_when_idle, task_end};
 use crate::runtime::shutdown::Shutdown;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
@@ -27,7 +27,7 @@ pub(crate) async fn serve(mut queue: Queue, api: MakeApi, timeouts: Timeouts, bo
             next = queue.next() => next,
         };
         let Some(Connection { stream, peer, slot }) = next else { break };
-        let activity = Arc::new(Activity::default());
+        let activity = Arc::clone(slot.activity());
         let api = api.for_client(Client(peer), Arc::clone(&activity));
         let stream = Watched::new(stream, Arc::clone(&activity));
         let connection = builder.serve_connection(TokioIo::new(stream), api).into_owned();
@@ -39,7 +39,10 @@ pub(crate) async fn serve(mut queue: Queue, api: MakeApi, timeouts: Timeouts, bo
         });
         let shutdown = shutdown.clone().wait();
         tokio::spawn(async move {
-            let ending = close_when_idle(&activity, timeouts, &mut connection, shutdown).await;
+            let ending = close_when_idle(&activity, timeouts, task_end(&mut connection), shutdown).await;
+            if ending.closes() {
+                connection.abort();
+            }
             drop(slot);
             log_closed(ending, peer, timeouts);
         });
@@ -60,8 +63,11 @@ fn log_closed(ending: Ending, peer: SocketAddr, timeouts: Timeouts) {
     match ending {
         Ending::ByItself => {}
         Ending::Idle => {
-            let request_timeout = timeouts.idle;
-            tracing::debug!(%peer, ?request_timeout, "closed an HTTP connection idle for the request timeout")
+            let idle_timeout = timeouts.idle;
+            tracing::debug!(%peer, ?idle_timeout, "closed an HTTP connection idle for the idle timeout")
+        }
+        Ending::MadeRoom => {
+            tracing::debug!(%peer, "closed the HTTP connection idle the longest: the listener was full")
         }
         Ending::SlowHead => {
             let header_timeout = timeouts.head;

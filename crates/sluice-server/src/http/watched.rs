@@ -1,4 +1,4 @@
-//! An HTTP connection's socket, telling the idle watchdog ([`crate::http::idle`]) when a
+//! An HTTP connection's socket, telling the idle watchdog ([`crate::runtime::idle`]) when a
 //! request head begins: bytes read while no request is in flight.
 //!
 //! Only HTTP/1 heads are timed this way. An HTTP/2 client (one that opens with the
@@ -6,7 +6,7 @@
 //! updates, pings), which are no head; its connection is held to the idle timeout alone,
 //! and hyper bounds its header lists.
 
-use crate::http::idle::Activity;
+use crate::runtime::activity::Activity;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;

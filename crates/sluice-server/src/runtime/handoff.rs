@@ -3,16 +3,17 @@
 //! The main runtime accepts; each worker serves what it is handed. Connections are spread
 //! in turn rather than by the kernel (`SO_REUSEPORT` hashes), so that two connections, as an
 //! Envoy with two workers opens, land on two cores. Each connection holds one of its
-//! listener's slots ([`Slots`]) until it closes.
+//! listener's slots ([`Slots`]) until it closes; a full listener makes room by closing
+//! its connection idle the longest.
 
 mod refusals;
+mod room;
 mod slots;
 
-pub(crate) use slots::{Slot, Slots, SlottedStream};
+pub(crate) use slots::{Slot, Slots, Taken};
 
 use refusals::{AcceptErrors, Rarely};
 use std::future::Future;
-use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -47,7 +48,8 @@ impl Handoff {
     }
 
     /// Accepts connections on `listener` and hands them out until `stop` completes; the
-    /// workers' queues then end. A connection that finds no free slot is closed at once.
+    /// workers' queues then end. When the listener is full, a connection is closed to make
+    /// room ([`room`]); when none may be, the new one is closed at once.
     pub(crate) async fn accept(self, listener: TcpListener, stop: impl Future<Output = ()>) {
         let mut stop = std::pin::pin!(stop);
         let mut errors = AcceptErrors::new(self.listener);
@@ -68,9 +70,13 @@ impl Handoff {
                 }
             };
             errors.succeeded();
-            match self.slots.take() {
-                Some(slot) => self.hand_out(stream, peer, slot),
-                None => self.refuse(stream, peer, &mut refusals),
+            match self.slots.take(peer.ip()) {
+                Taken::Free(slot) => self.hand_out(stream, peer, slot),
+                Taken::MadeRoom(slot) => {
+                    tracing::debug!(%peer, listener = self.listener, "full: closed a connection to make room");
+                    self.hand_out(stream, peer, slot);
+                }
+                Taken::Full => self.refuse(stream, peer, &mut refusals),
             }
         }
     }
@@ -83,7 +89,7 @@ impl Handoff {
                 %peer,
                 listener = self.listener,
                 refused,
-                "connection closed: the listener serves `max_connections` connections already"
+                "connection closed: the listener serves `max_connections` connections, each with a request in flight or of a client within its share"
             );
         }
     }
@@ -134,14 +140,6 @@ impl Queue {
             }
         }
         None
-    }
-
-    /// The connections as a stream, as tonic takes them, each holding its slot.
-    pub(crate) fn into_stream(self) -> impl futures_util::Stream<Item = io::Result<SlottedStream>> {
-        futures_util::stream::unfold(self, |mut queue| async move {
-            let connection = queue.next().await?;
-            Some((Ok(SlottedStream::new(connection.stream, connection.slot)), queue))
-        })
     }
 }
 
@@ -213,7 +211,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_connection_past_the_cap_is_closed_until_a_slot_is_free() {
+    async fn a_connection_past_the_cap_is_closed_while_every_connection_is_busy() {
         use tokio::io::AsyncReadExt;
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let address = listener.local_addr().unwrap();
@@ -221,7 +219,8 @@ mod tests {
         tokio::spawn(handoff.accept(listener, std::future::pending()));
         let _clients = [TcpStream::connect(address).await.unwrap(), TcpStream::connect(address).await.unwrap()];
         let first = tokio::time::timeout(Duration::from_secs(5), queues[0].next()).await.unwrap().unwrap();
-        let _second = tokio::time::timeout(Duration::from_secs(5), queues[0].next()).await.unwrap().unwrap();
+        let second = tokio::time::timeout(Duration::from_secs(5), queues[0].next()).await.unwrap().unwrap();
+        let _requests = (first.slot.activity().begin(), second.slot.activity().begin());
         let mut extra = TcpStream::connect(address).await.unwrap();
         let read = tokio::time::timeout(Duration::from_secs(5), extra.read(&mut [0; 16])).await;
         assert!(matches!(read, Ok(Ok(0) | Err(_))), "the third connection is closed: {read:?}");

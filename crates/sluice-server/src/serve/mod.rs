@@ -10,11 +10,14 @@ use crate::engine::Engine;
 use crate::engine::backend::Backend;
 use crate::engine::front::Front;
 use crate::engine::service_state::ServiceState;
+use crate::grpc::connection;
+use crate::grpc::message_deadline::{MessageDeadlineLayer, MessageLimits};
 use crate::grpc::rls::{RateLimitGrpc, RateLimitServiceServer};
 use crate::http;
 use crate::http::MakeApi;
 use crate::metrics::Metrics;
 use crate::runtime::handoff::{Handoff, Queue};
+use crate::runtime::idle::Timeouts;
 use crate::runtime::shutdown::{self, Shutdown};
 use crate::runtime::workers::{Job, Workers};
 use crate::serve::start::{InitialConfig, Listeners};
@@ -185,17 +188,20 @@ async fn serve_front(front: Arc<Front>, http: Queue, grpc: Queue, shutdown: Shut
     let settings = &front.service.settings;
     let bounds = &settings.bounds();
     let api = MakeApi::new(Arc::clone(&front), http::router(Arc::clone(&front)));
-    let timeouts = http::Timeouts { idle: settings.request_timeout, head: bounds.header_timeout };
+    let timeouts = Timeouts { idle: settings.idle_timeout, head: bounds.header_timeout };
     let served_http = http::serve(http, api, timeouts, bounds, shutdown.clone());
     let rls = RateLimitServiceServer::new(RateLimitGrpc::new(Arc::clone(&front)))
         .max_decoding_message_size(bounds.max_grpc_message);
+    let limits = MessageLimits { timeout: settings.grpc_message_timeout, max_message: bounds.max_grpc_message };
     let served_grpc = tonic::transport::Server::builder()
         .layer(crate::grpc::LogUnknownCalls::default())
+        .layer(MessageDeadlineLayer::new(limits))
+        .max_concurrent_streams(u32::try_from(settings.grpc_max_streams).unwrap_or(u32::MAX))
         .http2_keepalive_interval(settings.grpc_keepalive)
         .http2_keepalive_timeout(settings.grpc_keepalive_timeout())
         .http2_max_header_list_size(u32::try_from(bounds.max_request_head).unwrap_or(u32::MAX))
         .add_service(rls)
-        .serve_with_incoming_shutdown(grpc.into_stream(), shutdown.wait());
+        .serve_with_incoming_shutdown(connection::connections(grpc, timeouts), shutdown.wait());
     let ((), served_grpc) = tokio::join!(served_http, served_grpc);
     served_grpc.context("gRPC server")
 }

@@ -1,85 +1,33 @@
-//! Closing HTTP connections that stop sending requests.
+//! Closing connections that stop sending requests: HTTP connections, and gRPC connections
+//! with no stream open.
 //!
 //! `axum::serve` sets no timeout at all: a client that opens connections and sends its
 //! request heads slowly, or never, holds them open for good (slowloris). hyper's own
 //! `header_read_timeout` arms and cancels a timer on every request: about 1 700 more
 //! instructions per check (callgrind), 7 % of a check's. Here a connection counts the
-//! requests it sends and those in flight (a few atomic adds on the connection's own cache
-//! line), and a watchdog task per connection, waking every quarter of the timeout, aborts
-//! the connection's task (closing its socket) once it has had no request in flight and no
-//! new one for a whole timeout. A request is in flight from its complete head until its
-//! response is produced, so a request's own deadlines (the body's, 408) always answer
-//! first. Being a task of its own, the watchdog adds nothing to the connection's polls.
+//! requests it sends and those in flight ([`crate::runtime::activity`]), and a watchdog
+//! task per connection, waking every quarter of the timeout, closes the connection once it
+//! has had no request in flight and no new one for a whole timeout (`idle_timeout`). An
+//! HTTP request is in flight from its complete head until its response is produced, so a
+//! request's own deadlines (the body's, 408) always answer first; a gRPC stream is in
+//! flight while its request is open. Being a task of its own, the watchdog adds nothing to
+//! the connection's polls. It also closes its connection at once when the listener, full,
+//! asks it to make room.
 //!
 //! A request head that has begun and not come in full is held to a shorter timeout, the
 //! header timeout: the connection's socket ([`crate::http::watched`]) notes bytes read while
 //! no request is in flight, and a request's head completing clears the note. So a slow or
 //! unfinished head is closed after seconds, while an idle keep-alive connection is kept for
-//! the whole request timeout. The watchdog then looks four times per header timeout.
+//! the whole idle timeout. The watchdog then looks four times per header timeout.
 
+use crate::runtime::activity::Activity;
 use std::future::Future;
 use std::pin::pin;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
-use tokio::task::JoinHandle;
 
 /// Once shutdown has begun, how long a connection with no request in flight may stay (to
 /// finish writing a response) before it is closed.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
-
-/// The requests of one connection.
-#[derive(Debug, Default)]
-pub(crate) struct Activity {
-    /// Requests whose head came in full, so far.
-    requests: AtomicU64,
-    /// Requests whose response is not produced yet.
-    in_flight: AtomicU64,
-    /// Bytes came while no request was in flight, and no request head has completed since:
-    /// a head has begun.
-    head_begun: AtomicBool,
-}
-
-impl Activity {
-    /// Counts a request whose head came in full; it is in flight until the returned guard
-    /// is dropped (with its response future).
-    pub(crate) fn begin(self: &Arc<Self>) -> InFlight {
-        self.requests.fetch_add(1, Ordering::Relaxed);
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
-        self.head_begun.store(false, Ordering::Relaxed);
-        InFlight(Arc::clone(self))
-    }
-
-    /// Notes that bytes came from the client: a request head has begun, unless a request
-    /// is in flight (then they are its body).
-    pub(crate) fn bytes_came(&self) {
-        if self.in_flight() == 0 {
-            self.head_begun.store(true, Ordering::Relaxed);
-        }
-    }
-
-    fn head_begun(&self) -> bool {
-        self.head_begun.load(Ordering::Relaxed)
-    }
-
-    fn requests(&self) -> u64 {
-        self.requests.load(Ordering::Relaxed)
-    }
-
-    fn in_flight(&self) -> u64 {
-        self.in_flight.load(Ordering::Relaxed)
-    }
-}
-
-/// A request in flight; counted out when dropped.
-#[derive(Debug)]
-pub(crate) struct InFlight(Arc<Activity>);
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
-    }
-}
 
 /// How a watched connection ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -92,35 +40,47 @@ pub(crate) enum Ending {
     SlowHead,
     /// Shutdown began, it had no request in flight for the grace period, and was closed.
     AtShutdown,
+    /// Its listener was full and it was the connection idle the longest: closed to make
+    /// room for a new one ([`crate::runtime::handoff::Slots`]).
+    MadeRoom,
+}
+
+impl Ending {
+    /// Whether the watchdog is to close the connection (it did not end by itself).
+    pub(crate) fn closes(self) -> bool {
+        self != Ending::ByItself
+    }
 }
 
 /// The time limits of a watched connection.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Timeouts {
-    /// With no request in flight and no new one (the request timeout).
+    /// With no request in flight and no new one (the idle timeout).
     pub(crate) idle: Duration,
     /// From a request head's first bytes to its end (the header timeout); a begun head is
     /// also held to the idle timeout, if shorter.
     pub(crate) head: Duration,
 }
 
-/// Watches `connection`, the task serving a connection, until it ends; aborts it once it
-/// has had no request in flight and no new request for `timeouts.idle`, or a begun head
-/// for `timeouts.head` (noticed within a quarter of the shorter timeout after that), or for
-/// [`SHUTDOWN_GRACE`] once `shutdown` has completed.
+/// Watches a connection until `ended` completes (it closed); returns how it is to end
+/// once it has had no request in flight and no new request for `timeouts.idle`, or a begun
+/// head for `timeouts.head` (noticed within a quarter of the shorter timeout after that),
+/// or for [`SHUTDOWN_GRACE`] once `shutdown` has completed, or at once when its listener
+/// asks it to make room. The caller then closes it, unless it ended [`Ending::ByItself`].
 pub(crate) async fn close_when_idle(
     activity: &Activity,
     timeouts: Timeouts,
-    connection: &mut JoinHandle<()>,
+    ended: impl Future<Output = ()>,
     shutdown: impl Future<Output = ()>,
 ) -> Ending {
-    let mut shutdown = pin!(shutdown);
+    let (mut ended, mut shutdown) = (pin!(ended), pin!(shutdown));
     let (mut limits, mut stopping) = (timeouts, false);
     let mut looks = Looks::new(activity);
     loop {
         let period = (limits.idle.min(limits.head) / 4).max(Duration::from_millis(1));
         tokio::select! {
-            _ = &mut *connection => return Ending::ByItself,
+            () = &mut ended => return Ending::ByItself,
+            () = activity.closed() => return Ending::MadeRoom,
             () = &mut shutdown, if !stopping => {
                 (limits.idle, stopping) = (limits.idle.min(SHUTDOWN_GRACE), true);
                 continue;
@@ -128,10 +88,14 @@ pub(crate) async fn close_when_idle(
             () = tokio::time::sleep(period) => {}
         }
         if let Some(ending) = looks.look(activity, period, limits) {
-            connection.abort();
             return if stopping { Ending::AtShutdown } else { ending };
         }
     }
+}
+
+/// A connection's task, as a future that completes when it ends, whichever way.
+pub(crate) async fn task_end(task: &mut tokio::task::JoinHandle<()>) {
+    let _ = task.await;
 }
 
 /// What the watchdog saw at its past looks.
@@ -170,6 +134,7 @@ impl Looks {
 mod tests {
     use super::*;
     use std::future::pending;
+    use std::sync::Arc;
     use tokio::time::Instant;
 
     const TIMEOUT: Duration = Duration::from_millis(200);
@@ -194,14 +159,14 @@ mod tests {
         };
         tokio::select! {
             () = busy => {}
-            _ = close_when_idle(&activity, IDLE_ONLY, &mut connection, pending()) => panic!("closed while requests kept coming"),
+            _ = close_when_idle(&activity, IDLE_ONLY, task_end(&mut connection), pending()) => panic!("closed while requests kept coming"),
         }
         assert!(!connection.is_finished());
         let quiet_from = Instant::now();
-        assert_eq!(close_when_idle(&activity, IDLE_ONLY, &mut connection, pending()).await, Ending::Idle);
+        assert_eq!(close_when_idle(&activity, IDLE_ONLY, task_end(&mut connection), pending()).await, Ending::Idle);
         let waited = quiet_from.elapsed();
         assert!(waited >= TIMEOUT && waited < TIMEOUT * 3, "closed after {waited:?}");
-        assert!(connection.await.unwrap_err().is_cancelled());
+        assert!(!connection.is_finished(), "the caller closes it");
     }
 
     #[tokio::test(start_paused = true)]
@@ -209,11 +174,11 @@ mod tests {
         let activity = Arc::new(Activity::default());
         let mut connection = tokio::spawn(pending());
         let slow_request = activity.begin();
-        let watched = close_when_idle(&activity, IDLE_ONLY, &mut connection, pending());
+        let watched = close_when_idle(&activity, IDLE_ONLY, task_end(&mut connection), pending());
         let outcome = tokio::time::timeout(TIMEOUT * 4, watched).await;
         assert!(outcome.is_err(), "closed with a request in flight");
         drop(slow_request);
-        assert_eq!(close_when_idle(&activity, IDLE_ONLY, &mut connection, pending()).await, Ending::Idle);
+        assert_eq!(close_when_idle(&activity, IDLE_ONLY, task_end(&mut connection), pending()).await, Ending::Idle);
     }
 
     #[tokio::test(start_paused = true)]
@@ -221,17 +186,27 @@ mod tests {
         let activity = Arc::new(Activity::default());
         let mut connection = tokio::spawn(pending());
         let started = Instant::now();
-        let ending = close_when_idle(&activity, HOURS, &mut connection, async {}).await;
+        let ending = close_when_idle(&activity, HOURS, task_end(&mut connection), async {}).await;
         assert_eq!(ending, Ending::AtShutdown);
         let waited = started.elapsed();
         assert!(waited >= SHUTDOWN_GRACE && waited < SHUTDOWN_GRACE * 2, "closed after {waited:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_asked_to_make_room_ends_at_once() {
+        let activity = Arc::new(Activity::default());
+        let mut connection = tokio::spawn(pending());
+        activity.close();
+        let started = Instant::now();
+        let ending = close_when_idle(&activity, HOURS, task_end(&mut connection), pending()).await;
+        assert_eq!((ending, started.elapsed()), (Ending::MadeRoom, Duration::ZERO));
     }
 
     #[tokio::test]
     async fn the_watchdog_ends_with_its_connection() {
         let mut connection = tokio::spawn(async {});
         let activity = Activity::default();
-        let ending = close_when_idle(&activity, HOURS, &mut connection, pending()).await;
+        let ending = close_when_idle(&activity, HOURS, task_end(&mut connection), pending()).await;
         assert_eq!(ending, Ending::ByItself);
     }
 
@@ -240,11 +215,14 @@ mod tests {
         let timeouts = Timeouts { idle: Duration::from_secs(60), head: TIMEOUT };
         let activity = Arc::new(Activity::default());
         let mut connection = tokio::spawn(pending());
-        let idle = tokio::time::timeout(TIMEOUT * 10, close_when_idle(&activity, timeouts, &mut connection, pending()));
+        let idle = tokio::time::timeout(
+            TIMEOUT * 10,
+            close_when_idle(&activity, timeouts, task_end(&mut connection), pending()),
+        );
         assert!(idle.await.is_err(), "an idle connection is held to the idle timeout only");
         activity.bytes_came();
         let head_from = Instant::now();
-        assert_eq!(close_when_idle(&activity, timeouts, &mut connection, pending()).await, Ending::SlowHead);
+        assert_eq!(close_when_idle(&activity, timeouts, task_end(&mut connection), pending()).await, Ending::SlowHead);
         let waited = head_from.elapsed();
         assert!(waited >= TIMEOUT && waited < TIMEOUT * 3, "closed after {waited:?}");
     }
@@ -258,7 +236,7 @@ mod tests {
         let request = activity.begin();
         activity.bytes_came(); // the body, while the request is in flight
         drop(request);
-        let watched = close_when_idle(&activity, timeouts, &mut connection, pending());
+        let watched = close_when_idle(&activity, timeouts, task_end(&mut connection), pending());
         assert!(tokio::time::timeout(TIMEOUT * 10, watched).await.is_err(), "closed as a slow head");
     }
 }
