@@ -210,6 +210,9 @@ fn key_too_long(len: usize) -> Status {
 /// The hits a descriptor adds: its own `hits_addend` when set, where 0 only looks (checks
 /// without counting); else the request's, where 0 (the field left unset) means 1. As
 /// envoyproxy/ratelimit reads them.
+/// The hits to charge `descriptor`: its own `hits_addend` when set (0 only checks), else the
+/// request's, where 0 (unset) means 1. `is_negative_hits` is not read: the hits are charged,
+/// as envoyproxy/ratelimit charges them (`docs/envoy.md`, "Hits").
 fn hits_of(descriptor: &RateLimitDescriptor, request_hits: u32) -> u64 {
     match &descriptor.hits_addend {
         Some(own) => own.value,
@@ -231,6 +234,21 @@ fn grpc_error(error: CheckError) -> Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hits_are_the_descriptors_own_else_the_requests_and_a_negative_flag_still_charges() {
+        let own = |hits: Option<u64>, negative: bool| RateLimitDescriptor {
+            hits_addend: hits.map(|value| envoy_types::pb::google::protobuf::UInt64Value { value }),
+            is_negative_hits: negative,
+            ..RateLimitDescriptor::default()
+        };
+        assert_eq!(hits_of(&own(Some(5), false), 3), 5);
+        assert_eq!(hits_of(&own(Some(0), false), 3), 0, "0 only checks");
+        assert_eq!(hits_of(&own(None, false), 3), 3);
+        assert_eq!(hits_of(&own(None, false), 0), 1, "an unset request addend means 1");
+        assert_eq!(hits_of(&own(Some(5), true), 3), 5, "is_negative_hits is charged, as envoyproxy/ratelimit does");
+        assert_eq!(hits_of(&own(None, true), 0), 1);
+    }
 
     /// As for a store that is down: Envoy's `failure_mode_deny` decides.
     #[test]

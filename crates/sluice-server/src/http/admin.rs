@@ -24,9 +24,11 @@ use std::sync::Arc;
     request_body = ResetRequest,
     responses(
         (status = 204, description = "The key starts fresh"),
-        (status = 400, description = "Malformed body or invalid key", body = ErrorResponse),
+        (status = 400, description = "Malformed body, invalid key, or a policy listed twice", body = ErrorResponse),
         (status = 401, description = "Missing or wrong admin token, or a non-loopback client without a token configured", body = ErrorResponse),
         (status = 404, description = "Unknown policy", body = ErrorResponse),
+        (status = 413, description = "Body over 64 KiB", body = ErrorResponse),
+        (status = 415, description = "Body not sent as application/json", body = ErrorResponse),
         (status = 503, description = "The store cannot answer", body = ErrorResponse),
     ),
     security(("admin_token" = [])),

@@ -19,11 +19,11 @@ pub(crate) type PolicyNames<'a> = SmallVec<[Cow<'a, str>; 4]>;
 pub(crate) struct CheckRequest<'a> {
     /// The caller's key (user, API key, IP): 1 to 1024 bytes of UTF-8.
     #[serde(borrow)]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, min_length = 1, max_length = 1024)]
     pub(crate) key: Cow<'a, str>,
     /// The policies to check together; the request passes only if every one allows it.
     #[serde(borrow)]
-    #[schema(value_type = Vec<String>)]
+    #[schema(value_type = Vec<String>, min_items = 1)]
     pub(crate) policies: PolicyNames<'a>,
     /// What the request costs (default 1). 0 peeks without consuming.
     #[serde(default = "one", deserialize_with = "crate::http::cost::deserialize")]
@@ -41,11 +41,11 @@ fn one() -> u64 {
 pub(crate) struct PeekRequest<'a> {
     /// The caller's key.
     #[serde(borrow)]
-    #[schema(value_type = String)]
+    #[schema(value_type = String, min_length = 1, max_length = 1024)]
     pub(crate) key: Cow<'a, str>,
     /// The policies to look at.
     #[serde(borrow)]
-    #[schema(value_type = Vec<String>)]
+    #[schema(value_type = Vec<String>, min_items = 1)]
     pub(crate) policies: PolicyNames<'a>,
 }
 
@@ -54,8 +54,9 @@ pub(crate) struct PeekRequest<'a> {
 #[serde(deny_unknown_fields)]
 pub(crate) struct ResetRequest {
     /// The caller's key.
+    #[schema(min_length = 1, max_length = 1024)]
     pub(crate) key: String,
-    /// The policies whose state to forget; every policy when absent.
+    /// The policies whose state to forget; every policy when absent or empty.
     #[serde(default)]
     pub(crate) policies: Vec<String>,
 }

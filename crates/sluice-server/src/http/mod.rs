@@ -22,6 +22,7 @@ mod error;
 pub(crate) mod headers;
 mod live;
 mod no_route;
+mod openapi;
 mod ops;
 mod playground;
 mod server;
@@ -29,6 +30,7 @@ mod ui;
 mod watched;
 
 pub(crate) use connection::MakeApi;
+pub(crate) use openapi::openapi_json;
 pub(crate) use server::serve;
 
 use crate::engine::front::Front;
@@ -36,34 +38,9 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 use std::sync::Arc;
-use utoipa::OpenApi;
 
 /// The largest request body accepted.
 pub(crate) const MAX_BODY_BYTES: usize = 64 * 1024;
-
-/// The OpenAPI document, generated from the handlers and types above.
-#[derive(OpenApi)]
-#[openapi(
-    info(title = "Sluice", description = "Exact, fast rate limiting: the HTTP JSON API of `sluice serve`."),
-    paths(check::check, check::peek, admin::reset, admin::reload, ops::policies, live::live, playground::playground, ops::healthz, ops::readyz, ops::metrics),
-    modifiers(&AdminToken),
-)]
-struct ApiDoc;
-
-struct AdminToken;
-
-impl utoipa::Modify for AdminToken {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
-        let components = openapi.components.get_or_insert_with(Default::default);
-        components.add_security_scheme("admin_token", SecurityScheme::Http(Http::new(HttpAuthScheme::Bearer)));
-    }
-}
-
-/// The OpenAPI document as JSON.
-pub(crate) fn openapi_json() -> String {
-    ApiDoc::openapi().to_pretty_json().unwrap_or_default()
-}
 
 /// The API's routes, as one worker serves them.
 pub(crate) fn router(front: Arc<Front>) -> Router {

@@ -43,15 +43,22 @@ pub(crate) async fn readyz(State(front): State<Arc<Front>>) -> Response {
     }
 }
 
-/// Prometheus metrics, text format.
-#[utoipa::path(get, path = "/metrics", responses((status = 200, description = "Prometheus text exposition", body = String)))]
+/// What `/metrics` is served as: OpenMetrics text, which Prometheus reads (and prefers).
+const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Prometheus metrics, OpenMetrics text format.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    responses((status = 200, description = "OpenMetrics text exposition (Prometheus reads it)", body = String, content_type = METRICS_CONTENT_TYPE)),
+)]
 pub(crate) async fn metrics(State(front): State<Arc<Front>>) -> Response {
     let service = &front.service;
     let backend = service.engine.backend();
     let keys = backend.memory().map(sluice_core::MemoryStore::len);
     let age = service.last_snapshot.lock().map(|at| at.elapsed());
     let text = service.engine.metrics().render(keys, (backend.redis_health(), backend.lease_figures()), age);
-    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], text).into_response()
+    ([(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)], text).into_response()
 }
 
 /// The policies in force.

@@ -65,6 +65,7 @@ pub(crate) struct TracedRequest {
     /// The caller's key (default `playground`): requests with other keys have states of
     /// their own.
     #[serde(default)]
+    #[schema(min_length = 1, max_length = 1024)]
     pub(crate) key: Option<String>,
 }
 

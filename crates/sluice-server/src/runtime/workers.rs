@@ -57,9 +57,11 @@ fn run(job: Job) -> anyhow::Result<()> {
 }
 
 /// The most workers a service may start. A worker beyond the cores serves nothing faster
-/// (each connection stays on one worker) but costs a thread, a runtime, about 3 MiB and, on
-/// Redis, a connection: 5 000 workers took 16.7 GB. A fixed bound, rather than one from the
-/// cores, lets one configuration file be valid on every machine (`check-config` too).
+/// (each connection stays on one worker) but costs a thread, a runtime, 2 to 5 MiB (mostly
+/// mimalloc's heap on transparent huge pages; about 1 MiB with `MIMALLOC_ALLOW_THP=0`,
+/// `scripts/worker_memory.sh`) and, on Redis, a connection: 5 000 workers took 16.7 GB. A
+/// fixed bound, rather than one from the cores, lets one configuration file be valid on
+/// every machine (`check-config` too).
 pub(crate) const MAX_COUNT: usize = 256;
 
 /// The number of workers to start when none is configured: the cores this process may use,

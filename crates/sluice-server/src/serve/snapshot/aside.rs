@@ -1,7 +1,8 @@
 //! Refused snapshots (`--discard-bad-snapshot`), kept aside for a post-mortem.
 //!
 //! Each goes to a name of its own, `<path>.bad-<unix seconds>` (`-2`, `-3`, … added when two
-//! are refused within one second), so that a second refusal does not overwrite the first.
+//! are refused within one second), so that a second refusal does not overwrite the first;
+//! the name always orders after those kept, so the newest is never the one pruned.
 //! Only the [`KEPT`] newest are kept: a service restarted in a loop on a bad file must not
 //! fill the disk with copies of a large store.
 
@@ -18,17 +19,26 @@ pub(super) const KEPT: usize = 3;
 ///
 /// When the file cannot be renamed; it is then left where it is.
 pub(super) fn set_aside(path: &Path, now: SystemTime) -> std::io::Result<PathBuf> {
-    let seconds = now.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs());
-    let mut n = 1;
-    while name_for(path, seconds, n).exists() {
-        n += 1;
-    }
-    let aside = name_for(path, seconds, n);
+    let aside = newest_name(path, now);
     std::fs::rename(path, &aside)?;
     for old in remove_beyond_kept(path) {
         tracing::info!(file = %old.display(), "removed an older refused snapshot (the {KEPT} newest are kept)");
     }
     Ok(aside)
+}
+
+/// A name for a refused snapshot of `path` at `now` that orders after every refused
+/// snapshot kept: `(seconds, n)` past the newest's. Never a name pruning freed: a freed
+/// `<seconds>` (the oldest of a second) taken again would be the first pruned.
+fn newest_name(path: &Path, now: SystemTime) -> PathBuf {
+    let seconds = now.duration_since(UNIX_EPOCH).map_or(0, |since| since.as_secs());
+    let newest = refused(path).into_iter().map(|(order, _)| order).max();
+    let (seconds, n) = match newest {
+        // A clock set back still orders the new one last.
+        Some((newest, n)) if newest >= seconds => (newest, n + 1),
+        _ => (seconds, 1),
+    };
+    name_for(path, seconds, n)
 }
 
 /// `<path>.bad-<seconds>` for the first refusal in that second, `<path>.bad-<seconds>-<n>` after.
@@ -101,13 +111,35 @@ mod tests {
             [
                 "sluice.snapshot.bad-100",
                 "sluice.snapshot.bad-100-2",
-                "sluice.snapshot.bad-99",
+                "sluice.snapshot.bad-100-3", // refused at 99: a clock set back orders it last still
                 "sluice.snapshot.bad-200"
             ]
         );
-        assert!(!kept[2].exists(), "the oldest (by the time in its name) is removed");
+        assert!(!kept[0].exists(), "the oldest is removed");
         assert!(kept.iter().filter(|file| file.exists()).count() == KEPT);
         assert!(unrelated.exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    // Regression test for issue 35.7: the fifth refusal within one second took the name the
+    // first one freed when pruned, and was pruned at once as the oldest.
+    #[test]
+    fn many_refusals_within_one_second_keep_the_newest() {
+        let dir = std::env::temp_dir().join(format!("sluice-snapshot-aside-burst-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("sluice.snapshot");
+        for round in 0..7 {
+            std::fs::write(&path, format!("refusal {round}")).unwrap();
+            let aside = set_aside(&path, at(100)).unwrap();
+            assert_eq!(std::fs::read_to_string(&aside).unwrap(), format!("refusal {round}"), "the newest is kept");
+        }
+        let mut kept: Vec<String> =
+            refused(&path).into_iter().map(|(_, file)| std::fs::read_to_string(file).unwrap()).collect();
+        kept.sort();
+        assert_eq!(kept, ["refusal 4", "refusal 5", "refusal 6"]);
+        std::fs::write(&path, "clock set back").unwrap();
+        let aside = set_aside(&path, at(50)).unwrap();
+        assert!(aside.exists(), "a refusal at an earlier time is still the newest");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
