@@ -5,8 +5,9 @@
 //!
 //! tonic serves the connection in a task of its own, out of reach: the watchdog closes it
 //! through its socket, whose next read ends it (end of file), and hyper drops the
-//! connection. Only a connection with no stream open is closed so; Envoy opens a new one
-//! for its next call.
+//! connection, with no GOAWAY. A connection is closed so when it has no stream open, or,
+//! when the listener is full, when its client holds more than its share
+//! ([`crate::runtime::handoff`]); Envoy opens a new one for its next call.
 
 use crate::runtime::activity::Activity;
 use crate::runtime::handoff::{Queue, Slot};
@@ -97,6 +98,6 @@ async fn watch(connection: GrpcConnection, timeouts: Timeouts, ended: oneshot::R
     if ending.closes() {
         activity.close();
         let peer = connection.peer;
-        tracing::debug!(%peer, ?ending, "closed a gRPC connection with no stream open");
+        tracing::debug!(%peer, ?ending, "closed a gRPC connection: idle, or to make room");
     }
 }
