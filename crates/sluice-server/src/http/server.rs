@@ -67,7 +67,7 @@ fn log_closed(ending: Ending, peer: SocketAddr, timeouts: Timeouts) {
             tracing::debug!(%peer, ?idle_timeout, "closed an HTTP connection idle for the idle timeout")
         }
         Ending::MadeRoom => {
-            tracing::debug!(%peer, "closed the HTTP connection idle the longest: the listener was full")
+            tracing::debug!(%peer, "closed an HTTP connection to make room: the listener was full")
         }
         Ending::SlowHead => {
             let header_timeout = timeouts.head;

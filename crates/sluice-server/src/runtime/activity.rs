@@ -3,7 +3,7 @@
 //!
 //! A connection counts the requests (HTTP) or streams (gRPC) it begins and those in flight,
 //! a few atomic adds on its own cache line, and notes when the last one ended; the slots
-//! read that to find the connection idle the longest when the listener is full, and ask it
+//! read that to choose the connection to close when the listener is full, and ask it
 //! to close ([`Activity::close`]).
 
 use futures_util::task::AtomicWaker;

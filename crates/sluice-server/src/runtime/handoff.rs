@@ -4,7 +4,7 @@
 //! in turn rather than by the kernel (`SO_REUSEPORT` hashes), so that two connections, as an
 //! Envoy with two workers opens, land on two cores. Each connection holds one of its
 //! listener's slots ([`Slots`]) until it closes; a full listener makes room by closing
-//! its connection idle the longest.
+//! one of its connections, an idle one first (see `handoff/room.rs`).
 
 mod refusals;
 mod room;

@@ -40,8 +40,9 @@ pub(crate) enum Ending {
     SlowHead,
     /// Shutdown began, it had no request in flight for the grace period, and was closed.
     AtShutdown,
-    /// Its listener was full and it was the connection idle the longest: closed to make
-    /// room for a new one ([`crate::runtime::handoff::Slots`]).
+    /// Its listener was full and it was the connection to go (idle the longest, or of a
+    /// client over its share): closed to make room for a new one
+    /// ([`crate::runtime::handoff::Slots`]).
     MadeRoom,
 }
 
