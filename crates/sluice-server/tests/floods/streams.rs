@@ -28,7 +28,9 @@ fn stall(
     let (response, mut body) = send.send_request(call, false).unwrap();
     let mut prefix = vec![0];
     prefix.extend_from_slice(&declared.to_be_bytes());
-    body.send_data(prefix.into(), false).unwrap();
+    // A stream past the bound may be answered and reset before its prefix is sent (the
+    // connection is driven on another thread): then it is no longer there to send on.
+    let _ = body.send_data(prefix.into(), false);
     (response, body)
 }
 
@@ -60,25 +62,35 @@ async fn stalled_grpc_streams_are_bounded_reset_after_the_message_timeout_and_ho
         }
         connections.push(send);
     }
+    let all_sent = Instant::now();
     let mut peak = resident(&server);
     while calls.iter().any(|call| !call.is_finished()) && started.elapsed() < TIMEOUT {
         peak = peak.max(resident(&server));
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let (mut timed_out, mut refused) = (0, 0);
+    let (mut timed_out, mut refused, mut first_timed_out) = (0, 0, None::<Instant>);
     for call in calls {
         let (answer, at) = tokio::time::timeout(PATIENCE, call).await.expect("every stalled call is answered").unwrap();
         match answer.unwrap().headers().get("grpc-status").map(|status| status.as_bytes().to_vec()).as_deref() {
             Some(b"4") => {
                 assert!(at - started >= TIMEOUT, "DEADLINE_EXCEEDED before the message timeout");
                 timed_out += 1;
+                first_timed_out = Some(first_timed_out.map_or(at, |first| first.min(at)));
             }
             Some(b"8") => refused += 1,
             other => panic!("a stalled call answered {other:?}"),
         }
     }
-    assert_eq!(timed_out, WAITING, "as many stalled streams wait as the bound lets");
-    assert_eq!(refused, CONNECTIONS * STREAMS - WAITING, "the others are answered RESOURCE_EXHAUSTED at once");
+    assert_eq!(timed_out + refused, CONNECTIONS * STREAMS);
+    // Exact when every stream was sent before the first place came free (a timeout);
+    // on a machine so loaded that it was not, more streams waited, in turn.
+    let exact = first_timed_out.is_some_and(|first| first > all_sent);
+    eprintln!("{timed_out} streams waited, {refused} refused; all sent before a place came free: {exact}");
+    if exact {
+        assert_eq!(timed_out, WAITING, "as many stalled streams wait as the bound lets");
+    } else {
+        assert!(timed_out >= WAITING, "{timed_out} streams waited");
+    }
     let per_stream = peak.saturating_sub(before) / WAITING;
     eprintln!("resident: {before} B before, {peak} B at the peak: {per_stream} B per waiting stream");
     assert!(per_stream < 24 * 1024, "{per_stream} bytes per waiting stream (92 KB before the fix)");

@@ -11,10 +11,9 @@
 //! the client learns at once (a closed connection, so Envoy applies its failure mode),
 //! and the backlog never fills up.
 
-use super::room::{Held, to_close};
+use super::room::{Connections, Held};
 use crate::runtime::activity::Activity;
 use parking_lot::Mutex;
-use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::Arc;
 
@@ -26,7 +25,7 @@ pub(crate) struct Slots(Arc<Mutex<Table>>);
 #[derive(Debug)]
 struct Table {
     capacity: usize,
-    open: HashMap<u64, Held>,
+    open: Connections,
     /// The next slot's number: numbers grow with accept order.
     next: u64,
 }
@@ -48,7 +47,7 @@ impl Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
-        self.slots.0.lock().open.remove(&self.id);
+        self.slots.0.lock().open.remove(self.id);
     }
 }
 
@@ -66,7 +65,7 @@ pub(crate) enum Taken {
 impl Slots {
     /// `count` slots.
     pub(crate) fn new(count: usize) -> Slots {
-        Slots(Arc::new(Mutex::new(Table { capacity: count.max(1), open: HashMap::new(), next: 0 })))
+        Slots(Arc::new(Mutex::new(Table { capacity: count.max(1), open: Connections::default(), next: 0 })))
     }
 
     /// A slot for a connection from `client` accepted now: a free one, or the slot of a
@@ -76,8 +75,8 @@ impl Slots {
         let mut table = self.0.lock();
         let made_room = table.open.len() >= table.capacity;
         if made_room {
-            let Some(closed) = to_close(&table.open, client) else { return Taken::Full };
-            if let Some(held) = table.open.remove(&closed) {
+            let Some(closed) = table.open.to_close(client) else { return Taken::Full };
+            if let Some(held) = table.open.remove(closed) {
                 held.activity.close();
             }
         }
