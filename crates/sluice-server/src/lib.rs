@@ -10,6 +10,7 @@ mod grpc;
 mod http;
 mod metrics;
 mod micros;
+mod rlqs;
 mod offline;
 mod runtime;
 mod serve;

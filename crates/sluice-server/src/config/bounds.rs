@@ -32,6 +32,11 @@ pub(crate) const DEFAULT_MAX_DESCRIPTOR_ENTRIES: usize = 32;
 /// as its 5-byte prefix arrives, so this is also what one stream may make the server hold.
 pub(crate) const DEFAULT_MAX_GRPC_MESSAGE: usize = 64 * 1024;
 
+/// RLQS buckets held at once by default, over every stream: an Envoy holds one per
+/// distinct bucket id its matchers build (a few per route, or one per client when the id
+/// names the client); each costs the hub a few hundred bytes.
+pub(crate) const DEFAULT_MAX_RLQS_BUCKETS: usize = 100_000;
+
 /// The bounds, resolved ([`crate::config::settings::Settings::bounds`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Bounds {

@@ -7,7 +7,7 @@
 
 use crate::engine::{Answer, Engine, Loaded, RequestError};
 use crate::envoy::{Rule, Unit};
-use sluice_core::{Clock, Key, Limit};
+use sluice_core::{Clock, Decision, Key, Limit, Source, StoreError};
 use std::time::Duration;
 
 impl Engine {
@@ -63,6 +63,18 @@ impl Engine {
             counters.count(false, shadow);
         }
         shadow
+    }
+
+    /// Takes `cost` of `limit` at `key` as one check of that cost would, without counting
+    /// it among the rule's checks (RLQS counts shares in its own metrics). Only the store's
+    /// own decision is returned: when a failure mode decided instead, nothing was recorded,
+    /// so the result is `StoreError::Unavailable` (an RLQS share must be paid from the state).
+    pub(crate) async fn take_quota(&self, key: Key<'_>, limit: &Limit, cost: u64) -> Result<Decision, RequestError> {
+        let verdict = self.decide(key, std::slice::from_ref(limit), cost).await?;
+        match verdict.source {
+            Source::Store | Source::Cache => Ok(verdict.decision),
+            _ => Err(StoreError::Unavailable("the store did not decide: a failure mode did".into()).into()),
+        }
     }
 
     /// How long until the current window of `unit` ends: windows are aligned to the Unix

@@ -1,7 +1,8 @@
-//! The gRPC front end: Envoy's rate limit service.
+//! The gRPC front end: Envoy's rate limit service (RLS) and rate limit quota service (RLQS).
 
 mod descriptor_status;
 mod response_headers;
+pub(crate) mod rlqs;
 pub(crate) mod rls;
 mod unknown_service;
 

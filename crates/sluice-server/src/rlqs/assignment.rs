@@ -1,0 +1,61 @@
+//! Assignments as Envoy's `RateLimitQuotaResponse` carries them.
+//!
+//! A share is a token bucket of `tokens` that Envoy creates full. Its fill adds 1 or 2
+//! tokens per fill interval (two windows and a second, see
+//! [`super::timing::Windows::fill_interval`]), less than one token over a window, so a
+//! grant lets through at most its `tokens`. The 1 or 2 alternates between grants: Envoy
+//! 1.40 keeps a bucket's tokens when an assignment repeats (same size, fill and interval)
+//! and creates a full bucket when it differs, so a renewal repeats its grant exactly,
+//! and a new grant, paid afresh, always differs from the one before.
+
+use super::shares::Assignment;
+use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::{BlanketRule, Strategy};
+use envoy_types::pb::envoy::r#type::v3::{RateLimitStrategy, TokenBucket};
+use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_response::BucketAction;
+use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_response::bucket_action::{
+    AbandonAction, BucketAction as Action, QuotaAssignmentAction,
+};
+use envoy_types::pb::envoy::service::rate_limit_quota::v3::{BucketId, RateLimitQuotaResponse};
+use envoy_types::pb::google::protobuf::{Duration as ProtoDuration, UInt32Value};
+use std::time::Duration;
+
+/// Assigns `assignment` to the bucket `id`.
+pub(crate) fn token_bucket(id: &BucketId, assignment: &Assignment) -> BucketAction {
+    let bucket = TokenBucket {
+        max_tokens: u32::try_from(assignment.tokens).unwrap_or(u32::MAX),
+        tokens_per_fill: Some(UInt32Value { value: 1 + u32::from(assignment.generation) }),
+        fill_interval: Some(seconds(assignment.fill_interval)),
+    };
+    assign(id, Strategy::TokenBucket(bucket), assignment.ttl)
+}
+
+/// Lets every request of bucket `id` through (`allow`), or none, for `ttl`: a rule that is
+/// unlimited or in shadow mode, or one whose limit is 0.
+pub(crate) fn blanket(id: &BucketId, allow: bool, ttl: Duration) -> BucketAction {
+    let rule = if allow { BlanketRule::AllowAll } else { BlanketRule::DenyAll };
+    assign(id, Strategy::BlanketRule(rule as i32), ttl)
+}
+
+/// Tells Envoy to drop bucket `id` and what it was assigned; its next request for it
+/// reports it afresh.
+pub(crate) fn abandon(id: &BucketId) -> BucketAction {
+    BucketAction { bucket_id: Some(id.clone()), bucket_action: Some(Action::AbandonAction(AbandonAction {})) }
+}
+
+/// One response carrying `actions`; `None` when there are none (a response must carry one).
+pub(crate) fn response(actions: Vec<BucketAction>) -> Option<RateLimitQuotaResponse> {
+    (!actions.is_empty()).then_some(RateLimitQuotaResponse { bucket_action: actions })
+}
+
+fn assign(id: &BucketId, strategy: Strategy, ttl: Duration) -> BucketAction {
+    let assignment = QuotaAssignmentAction {
+        assignment_time_to_live: Some(seconds(ttl)),
+        rate_limit_strategy: Some(RateLimitStrategy { strategy: Some(strategy) }),
+    };
+    BucketAction { bucket_id: Some(id.clone()), bucket_action: Some(Action::QuotaAssignmentAction(assignment)) }
+}
+
+/// Whole seconds: Envoy reads only the seconds of a time to live and of a fill interval.
+fn seconds(duration: Duration) -> ProtoDuration {
+    ProtoDuration { seconds: i64::try_from(duration.as_secs()).unwrap_or(i64::MAX), nanos: 0 }
+}

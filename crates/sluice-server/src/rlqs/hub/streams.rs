@@ -1,0 +1,179 @@
+//! The hub's streams: the buckets each one holds, resolved once to what applies to them,
+//! and the responses sent to it.
+
+use super::buckets::SharedBucket;
+use super::{Hub, Outbox};
+use crate::envoy::Resolution;
+use crate::rlqs::assignment::{abandon, blanket, response};
+use crate::rlqs::report::{BucketReport, Entries};
+use crate::rlqs::shares::StreamId;
+use crate::rlqs::timing::Windows;
+use envoy_types::pb::envoy::service::rate_limit_quota::v3::BucketId;
+use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_response::BucketAction;
+use std::collections::HashMap;
+use tokio::sync::mpsc::error::TrySendError;
+use tonic::Status;
+
+/// What applies to a bucket a stream holds.
+#[derive(Clone, Debug)]
+pub(super) enum Tracked {
+    /// No rule (or one whose window is under 2 s): no assignment, Envoy keeps its
+    /// `no_assignment_behavior`.
+    NoRule,
+    /// Every request allowed (an unlimited rule, or one in shadow mode), or none (a limit of 0).
+    Blanket { id: BucketId, allow: bool },
+    /// A limit, shared at its state key.
+    Shared { id: BucketId, key: String },
+}
+
+/// One stream: its domain, its buckets by their sorted entries, and its outbox.
+#[derive(Debug)]
+pub(super) struct StreamState {
+    domain: String,
+    outbox: Outbox,
+    buckets: HashMap<Entries, Tracked>,
+}
+
+impl StreamState {
+    pub(super) fn new(domain: String, outbox: Outbox) -> StreamState {
+        StreamState { domain, outbox, buckets: HashMap::new() }
+    }
+
+    /// The buckets it holds.
+    pub(super) fn len(&self) -> usize {
+        self.buckets.len()
+    }
+
+    /// Forgets the bucket `id` (abandoned).
+    pub(super) fn forget(&mut self, id: &BucketId) {
+        self.buckets.remove(&entries_of(id));
+    }
+}
+
+/// A bucket id's entries sorted by key.
+pub(super) fn entries_of(id: &BucketId) -> Entries {
+    let mut entries: Entries = id.bucket.iter().map(|(key, value)| (key.clone(), value.clone())).collect();
+    entries.sort();
+    entries
+}
+
+/// Sends `actions` to `stream`, if it is still open and there are any. A stream whose
+/// Envoy reads nothing fills its outbox; what does not fit is dropped (and logged): the
+/// hub never waits for one Envoy.
+pub(super) fn deliver(streams: &HashMap<StreamId, StreamState>, stream: StreamId, actions: Vec<BucketAction>) {
+    let (Some(state), Some(response)) = (streams.get(&stream), response(actions)) else { return };
+    if let Err(TrySendError::Full(_)) = state.outbox.try_send(Ok(response)) {
+        tracing::warn!(stream, "an RLQS stream reads no responses: an assignment was dropped");
+    }
+}
+
+impl Hub {
+    /// Takes in `stream`'s report: each bucket is resolved the first time it is seen, its
+    /// usage counted, and its quota re-divided at once.
+    pub(super) async fn report(&mut self, stream: StreamId, buckets: Vec<BucketReport>) {
+        let now = self.service.engine.now();
+        self.service.engine.metrics().rlqs().count_reports(buckets.len());
+        let mut actions = Vec::new();
+        let mut changed = Vec::new();
+        for bucket in buckets {
+            match self.track(stream, &bucket) {
+                Err(status) => return self.fail(stream, status),
+                Ok(Tracked::NoRule) => {}
+                Ok(Tracked::Blanket { id, allow }) => actions.push(blanket(&id, allow, self.timing.ttl())),
+                Ok(Tracked::Shared { key, .. }) => {
+                    self.charge(&key, stream, now, bucket.usage).await;
+                    changed.push(key);
+                }
+            }
+        }
+        self.service.engine.metrics().rlqs().count_assignments(actions.len());
+        deliver(&self.streams, stream, actions);
+        changed.dedup();
+        for key in changed {
+            self.divide(&key, now, true).await;
+        }
+    }
+
+    /// What applies to `bucket` of `stream`, resolved when first seen;
+    /// `RESOURCE_EXHAUSTED` when the service holds as many buckets as it may.
+    fn track(&mut self, stream: StreamId, bucket: &BucketReport) -> Result<Tracked, Status> {
+        let held: usize = self.streams.values().map(StreamState::len).sum();
+        let Some(state) = self.streams.get_mut(&stream) else { return Ok(Tracked::NoRule) };
+        if let Some(tracked) = state.buckets.get(&bucket.entries) {
+            return Ok(tracked.clone());
+        }
+        if held >= self.bounds.max_buckets {
+            return Err(Status::resource_exhausted(format!(
+                "the service holds {held} RLQS buckets, the most allowed (setting `max_rlqs_buckets`)"
+            )));
+        }
+        let shadow_all = self.service.settings.shadow_mode;
+        let entries = bucket.entries.iter().map(|(key, value)| (key.as_str(), value.as_str()));
+        let Some(rules) = self.loaded.config.envoy() else { return Ok(Tracked::NoRule) };
+        let id = bucket.id.clone();
+        let tracked = match rules.resolve(&state.domain, entries) {
+            Resolution::Unlimited(_) => Tracked::Blanket { id, allow: true },
+            Resolution::Blocked(rule) => Tracked::Blanket { id, allow: shadow_all || rule.shadow_mode() },
+            Resolution::Limited { rule, .. } if shadow_all || rule.shadow_mode() => Tracked::Blanket { id, allow: true },
+            Resolution::Limited { limit, key, .. } => match Windows::new(limit.policy().quota_window()) {
+                Some(windows) => {
+                    let key = key.as_str().to_owned();
+                    let shared = self.shared.entry(key.clone());
+                    shared.or_insert_with(|| SharedBucket::new(limit.clone(), windows, self.timing)).hold(stream, &id);
+                    Tracked::Shared { id, key }
+                }
+                None => Tracked::NoRule,
+            },
+            Resolution::KeyTooLong { len, .. } => {
+                return Err(Status::invalid_argument(format!(
+                    "bucket id too long: its state key would be {len} bytes, over the {} allowed",
+                    sluice_core::Key::MAX_LEN
+                )));
+            }
+            Resolution::NoRule | Resolution::Overridden { .. } => Tracked::NoRule,
+        };
+        state.buckets.insert(bucket.entries.clone(), tracked.clone());
+        Ok(tracked)
+    }
+
+    /// Ends `stream` with `status`, forgetting what it held.
+    pub(super) fn fail(&mut self, stream: StreamId, status: Status) {
+        if let Some(state) = self.streams.get(&stream) {
+            let _ = state.outbox.try_send(Err(status));
+        }
+        self.close(stream);
+    }
+
+    /// Forgets `stream` and what it held (its stream ended: nobody to tell).
+    pub(super) fn close(&mut self, stream: StreamId) {
+        let Some(state) = self.streams.remove(&stream) else { return };
+        for tracked in state.buckets.values() {
+            if let Tracked::Shared { key, .. } = tracked
+                && let Some(shared) = self.shared.get_mut(key)
+            {
+                shared.release(stream);
+            }
+        }
+    }
+
+    /// Tells every stream to abandon every bucket it was assigned, and forgets them all.
+    pub(super) fn abandon_all(&mut self, reason: &'static str) {
+        let mut count = 0;
+        for state in self.streams.values_mut() {
+            let actions: Vec<BucketAction> = state
+                .buckets
+                .drain()
+                .filter_map(|(_, tracked)| match tracked {
+                    Tracked::NoRule => None,
+                    Tracked::Blanket { id, .. } | Tracked::Shared { id, .. } => Some(abandon(&id)),
+                })
+                .collect();
+            count += actions.len();
+            if let Some(response) = response(actions) {
+                let _ = state.outbox.try_send(Ok(response));
+            }
+        }
+        self.shared.clear();
+        self.service.engine.metrics().rlqs().count_abandons(reason, count);
+    }
+}

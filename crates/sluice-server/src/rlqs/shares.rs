@@ -1,0 +1,142 @@
+//! The shares of one bucket among the Envoys holding it: pure and clock-driven (every
+//! method takes `now`), so the bound on their sum is tested against random reports and
+//! times (tests/rlqs_shares.rs).
+//!
+//! A share is a grant of tokens, paid from the limit's state before it is assigned (the
+//! caller pre-debits them, see [`super::payer`]), usable until its time to live ends,
+//! and never past the end of the window it was paid in. Each round divides what the
+//! limit has left by reported demand, keeping one average holder's part back for an Envoy
+//! yet to come, so that neither the first Envoy to report nor an idle one takes what a
+//! busy one needs. A grant is renewed (the same tokens: Envoy keeps its token bucket)
+//! while its holder reports, and given up when it stops.
+
+use super::holder::{Holder, Usage};
+use super::timing::{Timing, Windows};
+use sluice_core::Timestamp;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// One gRPC stream (one Envoy), as the hub numbers them.
+pub(crate) type StreamId = u64;
+
+/// What to tell an Envoy about a bucket it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Assignment {
+    /// Requests it may let through until the assignment ends.
+    pub(crate) tokens: u64,
+    /// The assignment's time to live, in whole seconds.
+    pub(crate) ttl: Duration,
+    /// Alternates between grants (see [`super::assignment`]).
+    pub(crate) generation: bool,
+    /// The token bucket's fill interval ([`Windows::fill_interval`]).
+    pub(crate) fill_interval: Duration,
+}
+
+/// The holders of one bucket, and how their grants are timed.
+#[derive(Clone, Debug)]
+pub(crate) struct BucketShares {
+    windows: Windows,
+    timing: Timing,
+    holders: BTreeMap<StreamId, Holder>,
+}
+
+impl BucketShares {
+    /// A bucket no Envoy holds yet, of a limit counted in `windows`.
+    pub(crate) fn new(windows: Windows, timing: Timing) -> BucketShares {
+        BucketShares { windows, timing, holders: BTreeMap::new() }
+    }
+
+    /// Takes in `stream`'s report at `now`; the requests it allowed that no grant paid
+    /// for, to be counted in the limit's state.
+    pub(crate) fn report(&mut self, stream: StreamId, now: Timestamp, usage: Usage) -> u64 {
+        self.holders.entry(stream).or_insert_with(|| Holder::new(now)).observe(now, usage)
+    }
+
+    /// How many tokens each holder in need should get at `now`, of `remaining` the limit
+    /// has left: a part proportional to its demand, at least 1, the most demanding first.
+    pub(crate) fn plan(&self, now: Timestamp, remaining: u64) -> Vec<(StreamId, u64)> {
+        if self.windows.ttl_at(now, self.timing.ttl()).is_none() {
+            return Vec::new();
+        }
+        let active: Vec<(&StreamId, &Holder)> = self.holders.iter().filter(|(_, h)| !self.is_stale(h, now)).collect();
+        let total: f64 = active.iter().map(|(_, holder)| holder.demand).sum();
+        // One average holder's part stays back for an Envoy that has not reported yet.
+        let divisor = total + total / active.len().max(1) as f64;
+        let mut needy: Vec<(StreamId, f64)> = active
+            .iter()
+            .filter(|(_, holder)| holder.needs_tokens(now, self.windows))
+            .map(|(id, holder)| (**id, holder.demand))
+            .collect();
+        needy.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut left = remaining.min(u64::from(u32::MAX));
+        let mut plan = Vec::new();
+        for (stream, demand) in needy {
+            let part = (remaining as f64 * demand / divisor).floor() as u64;
+            let tokens = part.max(1).min(left);
+            if tokens == 0 {
+                break;
+            }
+            left -= tokens;
+            plan.push((stream, tokens));
+        }
+        plan
+    }
+
+    /// Records that `tokens` were paid at `now` for `stream`; what to assign it.
+    /// `None` when the window has no whole second left (the tokens are then wasted, so
+    /// callers [`plan`](Self::plan) at the same `now`, which gives nothing then).
+    pub(crate) fn grant(&mut self, stream: StreamId, tokens: u64, now: Timestamp) -> Option<Assignment> {
+        let ttl = self.windows.ttl_at(now, self.timing.ttl())?;
+        let holder = self.holders.get_mut(&stream)?;
+        holder.take_grant(now, tokens, ttl, self.windows, self.timing.stale_after());
+        Some(assignment_in(self.windows, tokens, ttl, holder.generation))
+    }
+
+    /// The grants that end within the renewal margin at `now`, extended as far as their
+    /// window allows, for holders still reporting.
+    pub(crate) fn renew(&mut self, now: Timestamp) -> Vec<(StreamId, Assignment)> {
+        let (windows, timing) = (self.windows, self.timing);
+        let mut renewed = Vec::new();
+        for (&stream, holder) in &mut self.holders {
+            let Some(grant) = holder.grant else { continue };
+            let live = grant.expires > now && grant.window == windows.index(now);
+            let due = grant.expires.saturating_since(now) <= timing.renew_within();
+            let reporting = now.saturating_since(holder.last_report) <= timing.stale_after();
+            let Some(ttl) = windows.ttl_at(now, timing.ttl()).filter(|_| live && due && reporting) else { continue };
+            let expires = now.saturating_add(ttl);
+            if expires > grant.expires {
+                holder.extend(expires, timing.stale_after());
+                renewed.push((stream, assignment_in(windows, grant.tokens, ttl, holder.generation)));
+            }
+        }
+        renewed
+    }
+
+    /// Removes the holders that stopped reporting at `now`; their streams.
+    pub(crate) fn drop_stale(&mut self, now: Timestamp) -> Vec<StreamId> {
+        let stale: Vec<StreamId> =
+            self.holders.iter().filter(|(_, holder)| self.is_stale(holder, now)).map(|(&id, _)| id).collect();
+        for stream in &stale {
+            self.holders.remove(stream);
+        }
+        stale
+    }
+
+    /// Forgets `stream` (its stream ended).
+    pub(crate) fn remove(&mut self, stream: StreamId) {
+        self.holders.remove(&stream);
+    }
+
+    /// Whether some holder needs tokens at `now`.
+    pub(crate) fn wants_round(&self, now: Timestamp) -> bool {
+        self.holders.values().any(|holder| !self.is_stale(holder, now) && holder.needs_tokens(now, self.windows))
+    }
+
+    fn is_stale(&self, holder: &Holder, now: Timestamp) -> bool {
+        now.saturating_since(holder.last_report) > self.timing.stale_after()
+    }
+}
+
+fn assignment_in(windows: Windows, tokens: u64, ttl: Duration, generation: bool) -> Assignment {
+    Assignment { tokens, ttl, generation, fill_interval: windows.fill_interval() }
+}
