@@ -140,7 +140,7 @@ impl Hub {
         for key in keys {
             self.drop_stale(&key, now);
             self.renew(&key, now);
-            self.divide(&key, now, false).await;
+            self.divide_when_due(&key, now).await;
             if self.shared.get(&key).is_some_and(SharedBucket::is_empty) {
                 self.shared.remove(&key);
             }

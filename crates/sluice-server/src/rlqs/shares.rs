@@ -16,6 +16,11 @@ use sluice_core::Timestamp;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+/// The fewest tokens a grant holds: Envoy 1.40 lets no request through a token bucket of
+/// `max_tokens: 1` (seen with tests/envoy_rlqs.rs; 2 and more behave), so a single token
+/// would be paid for nothing. The last token of a window is left to RLS checks.
+pub(crate) const MIN_GRANT: u64 = 2;
+
 /// One gRPC stream (one Envoy), as the hub numbers them.
 pub(crate) type StreamId = u64;
 
@@ -53,7 +58,8 @@ impl BucketShares {
     }
 
     /// How many tokens each holder in need should get at `now`, of `remaining` the limit
-    /// has left: a part proportional to its demand, at least 1, the most demanding first.
+    /// has left: a part proportional to its demand, at least [`MIN_GRANT`], the most
+    /// demanding first.
     pub(crate) fn plan(&self, now: Timestamp, remaining: u64) -> Vec<(StreamId, u64)> {
         if self.windows.ttl_at(now, self.timing.ttl()).is_none() {
             return Vec::new();
@@ -72,8 +78,8 @@ impl BucketShares {
         let mut plan = Vec::new();
         for (stream, demand) in needy {
             let part = (remaining as f64 * demand / divisor).floor() as u64;
-            let tokens = part.max(1).min(left);
-            if tokens == 0 {
+            let tokens = part.max(MIN_GRANT).min(left);
+            if tokens < MIN_GRANT {
                 break;
             }
             left -= tokens;
@@ -93,7 +99,8 @@ impl BucketShares {
     }
 
     /// The grants that end within the renewal margin at `now`, extended as far as their
-    /// window allows, for holders still reporting.
+    /// window allows (by a whole second at least: Envoy counts in seconds), for holders
+    /// still reporting.
     pub(crate) fn renew(&mut self, now: Timestamp) -> Vec<(StreamId, Assignment)> {
         let (windows, timing) = (self.windows, self.timing);
         let mut renewed = Vec::new();
@@ -104,7 +111,7 @@ impl BucketShares {
             let reporting = now.saturating_since(holder.last_report) <= timing.stale_after();
             let Some(ttl) = windows.ttl_at(now, timing.ttl()).filter(|_| live && due && reporting) else { continue };
             let expires = now.saturating_add(ttl);
-            if expires > grant.expires {
+            if expires >= grant.expires.saturating_add(Duration::from_secs(1)) {
                 holder.extend(expires, timing.stale_after());
                 renewed.push((stream, assignment_in(windows, grant.tokens, ttl, holder.generation)));
             }
@@ -130,6 +137,11 @@ impl BucketShares {
     /// Whether some holder needs tokens at `now`.
     pub(crate) fn wants_round(&self, now: Timestamp) -> bool {
         self.holders.values().any(|holder| !self.is_stale(holder, now) && holder.needs_tokens(now, self.windows))
+    }
+
+    /// When the window `now` falls in ends.
+    pub(crate) fn window_end(&self, now: Timestamp) -> Timestamp {
+        self.windows.end(now)
     }
 
     fn is_stale(&self, holder: &Holder, now: Timestamp) -> bool {

@@ -91,14 +91,17 @@ impl Hub {
         }
     }
 
-    /// Divides the bucket at `key` among the holders that need tokens, paying for each
-    /// part first; at once when `now_or_later` is true (a report came), else when its retry
-    /// time has come.
-    pub(super) async fn divide(&mut self, key: &str, now: Timestamp, now_or_later: bool) {
-        let Some(bucket) = self.shared.get_mut(key) else { return };
-        if !now_or_later && now < bucket.next_round {
-            return;
+    /// Divides the bucket at `key` when its retry time has come (on a tick).
+    pub(super) async fn divide_when_due(&mut self, key: &str, now: Timestamp) {
+        if self.shared.get(key).is_some_and(|bucket| now >= bucket.next_round) {
+            self.divide(key, now).await;
         }
+    }
+
+    /// Divides the bucket at `key` among the holders that need tokens, paying for each
+    /// part first.
+    pub(super) async fn divide(&mut self, key: &str, now: Timestamp) {
+        let Some(bucket) = self.shared.get_mut(key) else { return };
         let Ok(state_key) = Key::new(key.as_bytes()) else { return };
         let engine = &self.service.engine;
         let (assigned, error) = round::divide(&mut bucket.shares, engine, state_key, &bucket.limit, now).await;
@@ -106,7 +109,8 @@ impl Hub {
             tracing::warn!(key, "RLQS shares not divided, the store did not answer: {error}");
         }
         if assigned.is_empty() {
-            bucket.next_round = now.saturating_add(RETRY_ROUND_AFTER);
+            // A new window has quota again: its first tick tries at once.
+            bucket.next_round = now.saturating_add(RETRY_ROUND_AFTER).min(bucket.shares.window_end(now));
         }
         let metrics = engine.metrics().rlqs();
         metrics.count_assignments(assigned.len());

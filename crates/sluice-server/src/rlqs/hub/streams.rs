@@ -90,7 +90,7 @@ impl Hub {
         deliver(&self.streams, stream, actions);
         changed.dedup();
         for key in changed {
-            self.divide(&key, now, true).await;
+            self.divide(&key, now).await;
         }
     }
 
