@@ -10,8 +10,8 @@ mod grpc;
 mod http;
 mod metrics;
 mod micros;
-mod rlqs;
 mod offline;
+mod rlqs;
 mod runtime;
 mod serve;
 

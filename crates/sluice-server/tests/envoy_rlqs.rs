@@ -163,8 +163,10 @@ async fn an_envoy_that_stops_reporting_has_its_bucket_abandoned_and_gets_a_new_s
 
 /// Exhausts `envoy`'s share of `tenant`: requests until one is refused (at most 10 s).
 async fn exhaust(envoy: &Envoy, tenant: &str) {
-    wait_until("a refusal", Duration::from_secs(10), async || get(envoy, tenant).await == StatusCode::TOO_MANY_REQUESTS)
-        .await;
+    wait_until("a refusal", Duration::from_secs(10), async || {
+        get(envoy, tenant).await == StatusCode::TOO_MANY_REQUESTS
+    })
+    .await;
 }
 
 #[tokio::test]

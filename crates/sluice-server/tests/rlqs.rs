@@ -6,7 +6,6 @@ mod support;
 
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
-use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::Strategy;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_response::bucket_action::BucketAction as Action;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_client::RateLimitQuotaServiceClient;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_usage_reports::BucketQuotaUsage;
@@ -15,6 +14,7 @@ use envoy_types::pb::envoy::service::rate_limit_quota::v3::{
 };
 use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::Strategy;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use support::server::Server;
 use tokio::sync::mpsc;
@@ -102,13 +102,15 @@ async fn a_share_is_paid_from_the_limit_so_rls_checks_see_the_same_quota() {
     // The RLS check of the same descriptor (the bucket's entries sorted by key) sees 1 + 2 taken.
     let mut rls = RateLimitServiceClient::connect(format!("http://{}", server.grpc)).await.unwrap();
     let entry = |key: &str, value: &str| Entry { key: key.to_owned(), value: value.to_owned() };
-    let descriptor = RateLimitDescriptor { entries: vec![entry("plan", "free"), entry("tenant", &tenant)], ..Default::default() };
+    let descriptor =
+        RateLimitDescriptor { entries: vec![entry("plan", "free"), entry("tenant", &tenant)], ..Default::default() };
     let request = RateLimitRequest { domain: "quota".into(), descriptors: vec![descriptor], ..Default::default() };
     let answer = rls.should_rate_limit(request).await.unwrap().into_inner();
     assert_eq!(answer.statuses[0].limit_remaining, 1, "5 − 1 reported − 2 assigned − this check");
     // The usage the share paid for is not counted again.
     stream.reports.send(report("", &[id.clone()], 2)).await.unwrap();
-    let request = RateLimitRequest { domain: "quota".into(), descriptors: answer_descriptor(&tenant), ..Default::default() };
+    let request =
+        RateLimitRequest { domain: "quota".into(), descriptors: answer_descriptor(&tenant), ..Default::default() };
     wait_metric(&server, "sluice_rlqs_reports_total", 3).await;
     let again = rls.should_rate_limit(request).await.unwrap().into_inner();
     assert_eq!(again.statuses[0].limit_remaining, 0, "the last one, by RLS: the reported 2 were paid");
@@ -160,7 +162,8 @@ async fn a_stream_without_a_domain_or_with_an_oversized_bucket_id_ends_with_inva
 #[tokio::test]
 async fn buckets_past_the_bound_end_the_stream_with_resource_exhausted() {
     let server = Server::start(RULES, &["--max-rlqs-buckets", "3"]);
-    let ids: Vec<BucketId> = (0..4).map(|index| bucket(&[("plan", "free"), ("tenant", &format!("t{index}"))])).collect();
+    let ids: Vec<BucketId> =
+        (0..4).map(|index| bucket(&[("plan", "free"), ("tenant", &format!("t{index}"))])).collect();
     let status = open(&server, report("quota", &ids, 1)).await.next().await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::InvalidArgument, "one report of 4 buckets: {}", status.message());
     let mut stream = open(&server, report("quota", &ids[..3], 0)).await;

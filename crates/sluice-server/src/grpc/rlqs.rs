@@ -77,12 +77,7 @@ impl RateLimitQuotaService for RateLimitQuotaGrpc {
 }
 
 /// Passes the stream's later reports to the hub until it ends (or breaks a rule).
-async fn forward(
-    hub: HubHandle,
-    stream: StreamId,
-    domain: String,
-    mut inbound: Streaming<RateLimitQuotaUsageReports>,
-) {
+async fn forward(hub: HubHandle, stream: StreamId, domain: String, mut inbound: Streaming<RateLimitQuotaUsageReports>) {
     loop {
         let event = match inbound.message().await {
             Ok(Some(reports)) => match check(reports, &domain, &hub) {

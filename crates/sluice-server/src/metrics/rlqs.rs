@@ -80,7 +80,8 @@ impl RlqsMetrics {
 
     /// The counts now.
     pub(crate) fn counts(&self) -> RlqsCounts {
-        let abandons = ABANDON_REASONS.iter().map(|&reason| self.abandons.get_or_create(&ReasonLabels { reason }).get());
+        let abandons =
+            ABANDON_REASONS.iter().map(|&reason| self.abandons.get_or_create(&ReasonLabels { reason }).get());
         RlqsCounts {
             streams: self.streams.get().unsigned_abs(),
             buckets: self.buckets.get().unsigned_abs(),

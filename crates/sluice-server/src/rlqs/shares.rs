@@ -152,3 +152,6 @@ impl BucketShares {
 fn assignment_in(windows: Windows, tokens: u64, ttl: Duration, generation: bool) -> Assignment {
     Assignment { tokens, ttl, generation, fill_interval: windows.fill_interval() }
 }
+
+#[cfg(test)]
+mod tests;

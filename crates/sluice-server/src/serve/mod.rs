@@ -193,7 +193,13 @@ fn worker(
 }
 
 /// Serves `front` on the HTTP and gRPC connections of `http` and `grpc` until shutdown.
-async fn serve_front(front: Arc<Front>, hub: HubHandle, http: Queue, grpc: Queue, shutdown: Shutdown) -> anyhow::Result<()> {
+async fn serve_front(
+    front: Arc<Front>,
+    hub: HubHandle,
+    http: Queue,
+    grpc: Queue,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
     let settings = &front.service.settings;
     let bounds = &settings.bounds();
     let api = MakeApi::new(Arc::clone(&front), http::router(Arc::clone(&front)));

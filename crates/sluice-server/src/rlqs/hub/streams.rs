@@ -114,7 +114,9 @@ impl Hub {
         let tracked = match rules.resolve(&state.domain, entries) {
             Resolution::Unlimited(_) => Tracked::Blanket { id, allow: true },
             Resolution::Blocked(rule) => Tracked::Blanket { id, allow: shadow_all || rule.shadow_mode() },
-            Resolution::Limited { rule, .. } if shadow_all || rule.shadow_mode() => Tracked::Blanket { id, allow: true },
+            Resolution::Limited { rule, .. } if shadow_all || rule.shadow_mode() => {
+                Tracked::Blanket { id, allow: true }
+            }
             Resolution::Limited { limit, key, .. } => match Windows::new(limit.policy().quota_window()) {
                 Some(windows) => {
                     let key = key.as_str().to_owned();
