@@ -13,6 +13,7 @@ use envoy_types::pb::envoy::service::rate_limit_quota::v3::{
     BucketId, RateLimitQuotaResponse, RateLimitQuotaUsageReports,
 };
 use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::Strategy;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -101,24 +102,22 @@ async fn a_share_is_paid_from_the_limit_so_rls_checks_see_the_same_quota() {
     assert!(response.bucket_action.iter().all(|action| action.bucket_id.as_ref() != Some(&no_rule)));
     // The RLS check of the same descriptor (the bucket's entries sorted by key) sees 1 + 2 taken.
     let mut rls = RateLimitServiceClient::connect(format!("http://{}", server.grpc)).await.unwrap();
-    let entry = |key: &str, value: &str| Entry { key: key.to_owned(), value: value.to_owned() };
-    let descriptor =
-        RateLimitDescriptor { entries: vec![entry("plan", "free"), entry("tenant", &tenant)], ..Default::default() };
-    let request = RateLimitRequest { domain: "quota".into(), descriptors: vec![descriptor], ..Default::default() };
-    let answer = rls.should_rate_limit(request).await.unwrap().into_inner();
+    let answer = rls.should_rate_limit(rls_request(&tenant)).await.unwrap().into_inner();
     assert_eq!(answer.statuses[0].limit_remaining, 1, "5 − 1 reported − 2 assigned − this check");
     // The usage the share paid for is not counted again.
-    stream.reports.send(report("", &[id.clone()], 2)).await.unwrap();
-    let request =
-        RateLimitRequest { domain: "quota".into(), descriptors: answer_descriptor(&tenant), ..Default::default() };
+    stream.reports.send(report("", std::slice::from_ref(&id), 2)).await.unwrap();
     wait_metric(&server, "sluice_rlqs_reports_total", 3).await;
-    let again = rls.should_rate_limit(request).await.unwrap().into_inner();
-    assert_eq!(again.statuses[0].limit_remaining, 0, "the last one, by RLS: the reported 2 were paid");
+    let again = rls.should_rate_limit(rls_request(&tenant)).await.unwrap().into_inner();
+    assert_eq!(again.overall_code, Code::Ok as i32, "the last one is RLS's: the reported 2 were paid already");
+    assert_eq!(again.statuses[0].limit_remaining, 0);
 }
 
-fn answer_descriptor(tenant: &str) -> Vec<RateLimitDescriptor> {
+/// The RLS request of the descriptor a bucket {plan: free, tenant} is matched as.
+fn rls_request(tenant: &str) -> RateLimitRequest {
     let entry = |key: &str, value: &str| Entry { key: key.to_owned(), value: value.to_owned() };
-    vec![RateLimitDescriptor { entries: vec![entry("plan", "free"), entry("tenant", tenant)], ..Default::default() }]
+    let descriptor =
+        RateLimitDescriptor { entries: vec![entry("plan", "free"), entry("tenant", tenant)], ..Default::default() };
+    RateLimitRequest { domain: "quota".into(), descriptors: vec![descriptor], ..Default::default() }
 }
 
 /// Waits (at most 10 s) until the metric `series` of `server` reaches `at_least`.
@@ -138,7 +137,7 @@ async fn wait_metric(server: &Server, series: &str, at_least: u64) {
 async fn a_stream_without_a_domain_or_with_an_oversized_bucket_id_ends_with_invalid_argument() {
     let server = Server::start(RULES, &["--max-descriptor-entries", "8"]);
     let id = bucket(&[("plan", "free")]);
-    let status = open(&server, report("", &[id.clone()], 1)).await.next().await.unwrap_err();
+    let status = open(&server, report("", std::slice::from_ref(&id), 1)).await.next().await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::InvalidArgument);
     assert!(status.message().contains("must name a domain"), "{}", status.message());
     let keys: Vec<String> = (0..2000).map(|index| format!("k{index}")).collect();
@@ -147,7 +146,7 @@ async fn a_stream_without_a_domain_or_with_an_oversized_bucket_id_ends_with_inva
     assert_eq!(status.code(), tonic::Code::InvalidArgument);
     assert!(status.message().contains("2000 entries, over the 8 allowed"), "{}", status.message());
     // Later reports are checked too, and may not change the stream's domain.
-    let mut stream = open(&server, report("quota", &[id.clone()], 0)).await;
+    let mut stream = open(&server, report("quota", std::slice::from_ref(&id), 0)).await;
     stream.reports.send(report("other", &[id], 0)).await.unwrap();
     let status = loop {
         match stream.next().await {

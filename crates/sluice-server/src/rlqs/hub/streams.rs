@@ -72,7 +72,7 @@ impl Hub {
     /// usage counted, and its quota re-divided at once.
     pub(super) async fn report(&mut self, stream: StreamId, buckets: Vec<BucketReport>) {
         let now = self.service.engine.now();
-        self.service.engine.metrics().rlqs().count_reports(buckets.len());
+        let count = buckets.len();
         let mut actions = Vec::new();
         let mut changed = Vec::new();
         for bucket in buckets {
@@ -92,26 +92,39 @@ impl Hub {
         for key in changed {
             self.divide(&key, now).await;
         }
+        // Counted once taken in, so whoever sees the count sees the usage counted.
+        self.service.engine.metrics().rlqs().count_reports(count);
     }
 
     /// What applies to `bucket` of `stream`, resolved when first seen;
     /// `RESOURCE_EXHAUSTED` when the service holds as many buckets as it may.
     fn track(&mut self, stream: StreamId, bucket: &BucketReport) -> Result<Tracked, Status> {
         let held: usize = self.streams.values().map(StreamState::len).sum();
-        let Some(state) = self.streams.get_mut(&stream) else { return Ok(Tracked::NoRule) };
+        let Some(state) = self.streams.get(&stream) else { return Ok(Tracked::NoRule) };
         if let Some(tracked) = state.buckets.get(&bucket.entries) {
             return Ok(tracked.clone());
         }
+        let domain = state.domain.clone();
         if held >= self.bounds.max_buckets {
             return Err(Status::resource_exhausted(format!(
                 "the service holds {held} RLQS buckets, the most allowed (setting `max_rlqs_buckets`)"
             )));
         }
+        let tracked = self.resolve(stream, &domain, bucket)?;
+        if let Some(state) = self.streams.get_mut(&stream) {
+            state.buckets.insert(bucket.entries.clone(), tracked.clone());
+        }
+        Ok(tracked)
+    }
+
+    /// What applies to `bucket` of `stream` in `domain` under the rules in force; a
+    /// limited one joins (or starts) the shares of its state key.
+    fn resolve(&mut self, stream: StreamId, domain: &str, bucket: &BucketReport) -> Result<Tracked, Status> {
         let shadow_all = self.service.settings.shadow_mode;
         let entries = bucket.entries.iter().map(|(key, value)| (key.as_str(), value.as_str()));
         let Some(rules) = self.loaded.config.envoy() else { return Ok(Tracked::NoRule) };
         let id = bucket.id.clone();
-        let tracked = match rules.resolve(&state.domain, entries) {
+        Ok(match rules.resolve(domain, entries) {
             Resolution::Unlimited(_) => Tracked::Blanket { id, allow: true },
             Resolution::Blocked(rule) => Tracked::Blanket { id, allow: shadow_all || rule.shadow_mode() },
             Resolution::Limited { rule, .. } if shadow_all || rule.shadow_mode() => {
@@ -133,9 +146,7 @@ impl Hub {
                 )));
             }
             Resolution::NoRule | Resolution::Overridden { .. } => Tracked::NoRule,
-        };
-        state.buckets.insert(bucket.entries.clone(), tracked.clone());
-        Ok(tracked)
+        })
     }
 
     /// Ends `stream` with `status`, forgetting what it held.
