@@ -202,3 +202,11 @@ async fn a_reload_and_a_shutdown_make_every_envoy_abandon_its_buckets_at_once() 
         .await;
     }
 }
+
+#[test]
+fn docs_envoy_md_shows_both_rlqs_files_as_they_are() {
+    let envoy_md = include_str!("../../../docs/envoy.md");
+    for (file, text) in [("docs/envoy-rlqs.yaml", ENVOY_YAML), ("docs/envoy-rlqs-sluice.yaml", SLUICE_YAML)] {
+        assert!(envoy_md.contains(&format!("```yaml\n{text}```")), "docs/envoy.md should show {file} as it is");
+    }
+}
