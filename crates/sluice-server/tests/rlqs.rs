@@ -188,3 +188,23 @@ async fn a_stream_that_sends_nothing_ends_with_deadline_exceeded() {
         .unwrap_err();
     assert_eq!(status.code(), tonic::Code::DeadlineExceeded);
 }
+
+#[tokio::test]
+async fn unlimited_and_blocked_rules_are_assigned_blanket_rules() {
+    use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::BlanketRule;
+    let rules = "domain: quota\ndescriptors:\n  - key: open\n    rate_limit: {unlimited: true}\n  \
+                 - key: shut\n    rate_limit: {unit: minute, requests_per_unit: 0}\n";
+    let server = Server::start(rules, &[]);
+    let (open_id, shut_id) = (bucket(&[("open", "x")]), bucket(&[("shut", "x")]));
+    let response = open(&server, report("quota", &[open_id.clone(), shut_id.clone()], 1)).await.next().await.unwrap();
+    let rule_for = |id: &BucketId| {
+        let action = response.bucket_action.iter().find(|action| action.bucket_id.as_ref() == Some(id)).unwrap();
+        let Some(Action::QuotaAssignmentAction(assignment)) = &action.bucket_action else { panic!("{action:?}") };
+        match assignment.rate_limit_strategy.as_ref().unwrap().strategy.as_ref().unwrap() {
+            Strategy::BlanketRule(rule) => *rule,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(rule_for(&open_id), BlanketRule::AllowAll as i32);
+    assert_eq!(rule_for(&shut_id), BlanketRule::DenyAll as i32);
+}

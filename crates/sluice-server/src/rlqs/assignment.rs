@@ -14,7 +14,8 @@ use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_resp
     AbandonAction, BucketAction as Action, QuotaAssignmentAction,
 };
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::{BucketId, RateLimitQuotaResponse};
-use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::{BlanketRule, Strategy};
+pub(crate) use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::BlanketRule;
+use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::Strategy;
 use envoy_types::pb::envoy::r#type::v3::{RateLimitStrategy, TokenBucket};
 use envoy_types::pb::google::protobuf::{Duration as ProtoDuration, UInt32Value};
 use std::time::Duration;
@@ -29,10 +30,9 @@ pub(crate) fn token_bucket(id: &BucketId, assignment: &Assignment) -> BucketActi
     assign(id, Strategy::TokenBucket(bucket), assignment.ttl)
 }
 
-/// Lets every request of bucket `id` through (`allow`), or none, for `ttl`: a rule that is
-/// unlimited or in shadow mode, or one whose limit is 0.
-pub(crate) fn blanket(id: &BucketId, allow: bool, ttl: Duration) -> BucketAction {
-    let rule = if allow { BlanketRule::AllowAll } else { BlanketRule::DenyAll };
+/// Lets every request of bucket `id` through (`AllowAll`), or none (`DenyAll`), for `ttl`:
+/// a rule that is unlimited or in shadow mode, or one whose limit is 0.
+pub(crate) fn blanket(id: &BucketId, rule: BlanketRule, ttl: Duration) -> BucketAction {
     assign(id, Strategy::BlanketRule(rule as i32), ttl)
 }
 

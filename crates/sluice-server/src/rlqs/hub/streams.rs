@@ -4,7 +4,7 @@
 use super::buckets::SharedBucket;
 use super::{Hub, Outbox};
 use crate::envoy::Resolution;
-use crate::rlqs::assignment::{abandon, blanket, response};
+use crate::rlqs::assignment::{BlanketRule, abandon, blanket, response};
 use crate::rlqs::report::{BucketReport, Entries};
 use crate::rlqs::shares::StreamId;
 use crate::rlqs::timing::Windows;
@@ -21,7 +21,7 @@ pub(super) enum Tracked {
     /// `no_assignment_behavior`.
     NoRule,
     /// Every request allowed (an unlimited rule, or one in shadow mode), or none (a limit of 0).
-    Blanket { id: BucketId, allow: bool },
+    Blanket { id: BucketId, rule: BlanketRule },
     /// A limit, shared at its state key.
     Shared { id: BucketId, key: String },
 }
@@ -79,7 +79,7 @@ impl Hub {
             match self.track(stream, &bucket) {
                 Err(status) => return self.fail(stream, status),
                 Ok(Tracked::NoRule) => {}
-                Ok(Tracked::Blanket { id, allow }) => actions.push(blanket(&id, allow, self.timing.ttl())),
+                Ok(Tracked::Blanket { id, rule }) => actions.push(blanket(&id, rule, self.timing.ttl())),
                 Ok(Tracked::Shared { key, .. }) => {
                     self.charge(&key, stream, now, bucket.usage).await;
                     changed.push(key);
@@ -125,11 +125,11 @@ impl Hub {
         let Some(rules) = self.loaded.config.envoy() else { return Ok(Tracked::NoRule) };
         let id = bucket.id.clone();
         Ok(match rules.resolve(domain, entries) {
-            Resolution::Unlimited(_) => Tracked::Blanket { id, allow: true },
-            Resolution::Blocked(rule) => Tracked::Blanket { id, allow: shadow_all || rule.shadow_mode() },
-            Resolution::Limited { rule, .. } if shadow_all || rule.shadow_mode() => {
-                Tracked::Blanket { id, allow: true }
+            Resolution::Unlimited(_) => Tracked::Blanket { id, rule: BlanketRule::AllowAll },
+            Resolution::Blocked(rule) | Resolution::Limited { rule, .. } if shadow_all || rule.shadow_mode() => {
+                Tracked::Blanket { id, rule: BlanketRule::AllowAll }
             }
+            Resolution::Blocked(_) => Tracked::Blanket { id, rule: BlanketRule::DenyAll },
             Resolution::Limited { limit, key, .. } => match Windows::new(limit.policy().quota_window()) {
                 Some(windows) => {
                     let key = key.as_str().to_owned();
