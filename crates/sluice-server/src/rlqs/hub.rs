@@ -9,6 +9,7 @@
 //! is told to abandon every bucket before its stream ends.
 
 mod buckets;
+mod stream_state;
 mod streams;
 
 use super::report::{BucketReport, ReportBounds};
@@ -23,7 +24,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use streams::StreamState;
+use stream_state::StreamState;
 use tokio::sync::mpsc;
 use tonic::Status;
 

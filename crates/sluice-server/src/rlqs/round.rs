@@ -39,3 +39,6 @@ pub(crate) async fn divide<P: QuotaPayer>(
     }
     (assigned, None)
 }
+
+#[cfg(test)]
+mod tests;

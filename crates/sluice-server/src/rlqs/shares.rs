@@ -1,6 +1,6 @@
 //! The shares of one bucket among the Envoys holding it: pure and clock-driven (every
 //! method takes `now`), so the bound on their sum is tested against random reports and
-//! times (`shares/tests.rs`).
+//! times (`round/tests.rs`).
 //!
 //! A share is a grant of tokens, paid from the limit's state before it is assigned (the
 //! caller pre-debits them, see [`super::payer`]), usable until its time to live ends,
@@ -152,6 +152,3 @@ impl BucketShares {
 fn assignment_in(windows: Windows, tokens: u64, ttl: Duration, generation: bool) -> Assignment {
     Assignment { tokens, ttl, generation, fill_interval: windows.fill_interval() }
 }
-
-#[cfg(test)]
-mod tests;

@@ -2,7 +2,7 @@
 //! reports and ticks (charge usage, renew, abandon the stale, re-divide).
 
 use super::Hub;
-use super::streams::deliver;
+use super::stream_state::deliver;
 use crate::rlqs::assignment::{abandon, token_bucket};
 use crate::rlqs::holder::Usage;
 use crate::rlqs::payer::QuotaPayer;

@@ -1,71 +1,16 @@
-//! The hub's streams: the buckets each one holds, resolved once to what applies to them,
-//! and the responses sent to it.
+//! What the hub does with streams: takes in their reports (resolving each new bucket),
+//! ends them, and abandons every bucket at a reload or shutdown.
 
+use super::Hub;
 use super::buckets::SharedBucket;
-use super::{Hub, Outbox};
+use super::stream_state::{StreamState, Tracked, deliver};
 use crate::envoy::Resolution;
 use crate::rlqs::assignment::{BlanketRule, abandon, blanket, response};
-use crate::rlqs::report::{BucketReport, Entries};
+use crate::rlqs::report::BucketReport;
 use crate::rlqs::shares::StreamId;
 use crate::rlqs::timing::Windows;
-use envoy_types::pb::envoy::service::rate_limit_quota::v3::BucketId;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_response::BucketAction;
-use std::collections::HashMap;
-use tokio::sync::mpsc::error::TrySendError;
 use tonic::Status;
-
-/// What applies to a bucket a stream holds.
-#[derive(Clone, Debug)]
-pub(super) enum Tracked {
-    /// No rule (or one whose window is under 2 s): no assignment, Envoy keeps its
-    /// `no_assignment_behavior`.
-    NoRule,
-    /// Every request allowed (an unlimited rule, or one in shadow mode), or none (a limit of 0).
-    Blanket { id: BucketId, rule: BlanketRule },
-    /// A limit, shared at its state key.
-    Shared { id: BucketId, key: String },
-}
-
-/// One stream: its domain, its buckets by their sorted entries, and its outbox.
-#[derive(Debug)]
-pub(super) struct StreamState {
-    domain: String,
-    outbox: Outbox,
-    buckets: HashMap<Entries, Tracked>,
-}
-
-impl StreamState {
-    pub(super) fn new(domain: String, outbox: Outbox) -> StreamState {
-        StreamState { domain, outbox, buckets: HashMap::new() }
-    }
-
-    /// The buckets it holds.
-    pub(super) fn len(&self) -> usize {
-        self.buckets.len()
-    }
-
-    /// Forgets the bucket `id` (abandoned).
-    pub(super) fn forget(&mut self, id: &BucketId) {
-        self.buckets.remove(&entries_of(id));
-    }
-}
-
-/// A bucket id's entries sorted by key.
-pub(super) fn entries_of(id: &BucketId) -> Entries {
-    let mut entries: Entries = id.bucket.iter().map(|(key, value)| (key.clone(), value.clone())).collect();
-    entries.sort();
-    entries
-}
-
-/// Sends `actions` to `stream`, if it is still open and there are any. A stream whose
-/// Envoy reads nothing fills its outbox; what does not fit is dropped (and logged): the
-/// hub never waits for one Envoy.
-pub(super) fn deliver(streams: &HashMap<StreamId, StreamState>, stream: StreamId, actions: Vec<BucketAction>) {
-    let (Some(state), Some(response)) = (streams.get(&stream), response(actions)) else { return };
-    if let Err(TrySendError::Full(_)) = state.outbox.try_send(Ok(response)) {
-        tracing::warn!(stream, "an RLQS stream reads no responses: an assignment was dropped");
-    }
-}
 
 impl Hub {
     /// Takes in `stream`'s report: each bucket is resolved the first time it is seen, its

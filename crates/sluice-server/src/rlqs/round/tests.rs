@@ -7,10 +7,10 @@
 //! requests let through in `w` by every Envoy + RLS checks admitted in `w` ≤ limit, and
 //! Σ tokens of the grants whose lifetime meets `w` + RLS admitted in `w` ≤ limit.
 
-use super::{Assignment, BucketShares, StreamId};
+use super::divide;
 use crate::rlqs::holder::Usage;
 use crate::rlqs::payer::QuotaPayer;
-use crate::rlqs::round::divide;
+use crate::rlqs::shares::{Assignment, BucketShares, StreamId};
 use crate::rlqs::timing::{EDGE_MARGIN, Timing, Windows};
 use futures_util::FutureExt;
 use parking_lot::Mutex;
