@@ -34,6 +34,9 @@ pub(crate) struct Grant {
 pub(crate) struct Holder {
     /// Requests per second, reported (allowed and denied), smoothed over reports.
     pub(crate) demand: f64,
+    /// Its last report counted requests: an Envoy whose last report counted none is idle,
+    /// and is given no new share until it reports some.
+    active: bool,
     pub(crate) last_report: Timestamp,
     pub(crate) grant: Option<Grant>,
     /// It reported denials, or as many requests as its grant held, since the grant.
@@ -50,6 +53,7 @@ impl Holder {
     pub(crate) fn new(now: Timestamp) -> Holder {
         Holder {
             demand: 0.0,
+            active: false,
             last_report: now,
             grant: None,
             wants_more: false,
@@ -67,6 +71,7 @@ impl Holder {
         let sample = usage.allowed.saturating_add(usage.denied) as f64 / seconds;
         let first = self.grant.is_none() && self.demand == 0.0;
         self.demand = if first { sample } else { (self.demand + sample) / 2.0 };
+        self.active = sample > 0.0;
         self.last_report = now;
         if self.credit_until < now {
             self.credit = 0;
@@ -80,12 +85,12 @@ impl Holder {
         usage.allowed - paid
     }
 
-    /// Whether this holder should get tokens at `now`: it asks for some, and holds no
-    /// grant in force in the current window, or has used up (or been refused beyond) the
-    /// one it holds.
+    /// Whether this holder should get tokens at `now`: its last report counted requests,
+    /// and it holds no grant in force in the current window, or has used up (or been
+    /// refused beyond) the one it holds.
     pub(crate) fn needs_tokens(&self, now: Timestamp, windows: Windows) -> bool {
         let in_force = self.grant.is_some_and(|grant| grant.expires > now && grant.window == windows.index(now));
-        self.demand > 0.0 && (!in_force || self.wants_more)
+        self.active && (!in_force || self.wants_more)
     }
 
     /// Records a grant of `tokens` paid at `now`, in force for `ttl`.

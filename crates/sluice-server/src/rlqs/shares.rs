@@ -152,3 +152,76 @@ impl BucketShares {
 fn assignment_in(windows: Windows, tokens: u64, ttl: Duration, generation: bool) -> Assignment {
     Assignment { tokens, ttl, generation, fill_interval: windows.fill_interval() }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINUTE_US: u64 = 60_000_000;
+
+    fn at(seconds: f64) -> Timestamp {
+        // A minute's start, well after the epoch, plus `seconds`.
+        Timestamp::from_micros(29_000_000 * MINUTE_US + (seconds * 1e6) as u64)
+    }
+
+    fn shares() -> BucketShares {
+        let windows = Windows::new(Duration::from_secs(60)).unwrap();
+        BucketShares::new(windows, Timing { report_interval: Duration::from_secs(5) })
+    }
+
+    fn one_request() -> Usage {
+        Usage { allowed: 1, ..Usage::default() }
+    }
+
+    #[test]
+    fn the_first_envoy_gets_half_of_what_is_left_and_the_next_is_served_from_the_rest() {
+        let mut shares = shares();
+        assert_eq!(shares.report(1, at(1.0), one_request()), 1, "let through before any share: unpaid");
+        assert_eq!(shares.plan(at(1.0), 4), vec![(1, 2)]);
+        let assignment = shares.grant(1, 2, at(1.0)).unwrap();
+        assert_eq!((assignment.tokens, assignment.ttl, assignment.generation), (2, Duration::from_secs(15), true));
+        assert_eq!(assignment.fill_interval, Duration::from_secs(121));
+        shares.report(2, at(1.5), one_request());
+        assert_eq!(shares.plan(at(1.5), 1), vec![], "one token left: less than a grant");
+        assert_eq!(shares.plan(at(1.5), 2), vec![(2, 2)]);
+    }
+
+    #[test]
+    fn usage_a_grant_paid_for_is_not_unpaid() {
+        let mut shares = shares();
+        shares.report(1, at(1.0), one_request());
+        shares.grant(1, 3, at(1.0)).unwrap();
+        let usage = Usage { allowed: 4, denied: 2, elapsed: Duration::from_secs(5) };
+        assert_eq!(shares.report(1, at(6.0), usage), 1, "3 paid by the grant, 1 not");
+        assert_eq!(shares.plan(at(6.0), 10), vec![(1, 5)], "refused, it asks for more: alone, half of what is left");
+    }
+
+    #[test]
+    fn a_renewal_repeats_the_grant_and_ends_before_the_window_does() {
+        let mut shares = shares();
+        shares.report(1, at(40.0), one_request());
+        shares.grant(1, 2, at(40.0)).unwrap();
+        assert_eq!(shares.renew(at(44.0)), vec![], "11 s left: not due");
+        shares.report(1, at(45.0), one_request());
+        let renewed = shares.renew(at(46.0));
+        assert_eq!(renewed.len(), 1);
+        let (stream, assignment) = renewed[0];
+        assert_eq!((stream, assignment.tokens, assignment.generation), (1, 2, true), "the very same assignment");
+        assert_eq!(assignment.ttl, Duration::from_secs(13), "up to 59.75 s, in whole seconds");
+        assert_eq!(shares.renew(at(47.0)), vec![], "less than a second more: not sent");
+    }
+
+    #[test]
+    fn an_idle_envoy_gets_nothing_when_the_window_turns_and_a_silent_one_is_dropped() {
+        let mut shares = shares();
+        for stream in [1, 2] {
+            shares.report(stream, at(1.0), one_request());
+            shares.grant(stream, 2, at(1.0)).unwrap();
+        }
+        shares.report(1, at(56.0), Usage { elapsed: Duration::from_secs(5), ..Usage::default() });
+        shares.report(2, at(56.0), Usage { allowed: 2, elapsed: Duration::from_secs(5), ..Usage::default() });
+        assert_eq!(shares.plan(at(60.2), 5), vec![(2, 2)], "a new window: only the one that sent requests");
+        assert!(shares.drop_stale(at(70.0)).is_empty(), "reported 14 s ago: not stale");
+        assert_eq!(shares.drop_stale(at(71.5)), vec![1, 2]);
+    }
+}
