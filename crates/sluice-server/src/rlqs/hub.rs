@@ -20,6 +20,7 @@ use crate::engine::service_state::ServiceState;
 use crate::runtime::shutdown::Shutdown;
 use buckets::SharedBucket;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::RateLimitQuotaResponse;
+use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_response::BucketAction;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -78,7 +79,7 @@ pub(crate) fn spawn(service: Arc<ServiceState>, shutdown: Shutdown) -> HubHandle
     let bounds = ReportBounds { max_entries: settings.max_descriptor_entries, max_buckets: settings.max_rlqs_buckets };
     let timing = Timing { report_interval: settings.rlqs_report_interval };
     let loaded = Arc::clone(&service.engine.loaded());
-    let hub = Hub { service, timing, bounds, loaded, streams: HashMap::new(), shared: HashMap::new() };
+    let hub = Hub { service, timing, bounds, loaded, streams: HashMap::new(), shared: HashMap::new(), outgoing: HashMap::new() };
     tokio::spawn(hub.run(inbox, shutdown));
     HubHandle { events, next_stream: Arc::new(AtomicU64::new(1)), bounds }
 }
@@ -93,6 +94,9 @@ struct Hub {
     streams: HashMap<StreamId, StreamState>,
     /// The buckets with a limit, by state key.
     shared: HashMap<String, SharedBucket>,
+    /// Actions for each stream since the last [`Hub::flush`]: one response per stream per
+    /// event or tick, however many buckets changed.
+    outgoing: HashMap<StreamId, Vec<BucketAction>>,
 }
 
 impl Hub {
@@ -110,6 +114,7 @@ impl Hub {
                 },
                 _ = ticks.tick() => self.tick().await,
             }
+            self.flush();
             self.publish();
         }
         self.abandon_all("shutdown");
@@ -137,14 +142,26 @@ impl Hub {
             self.loaded = current;
         }
         let now = self.service.engine.now();
-        let keys: Vec<String> = self.shared.keys().cloned().collect();
-        for key in keys {
+        let due: Vec<String> =
+            self.shared.iter().filter(|(_, bucket)| bucket.is_due(now)).map(|(key, _)| key.clone()).collect();
+        for key in due {
             self.drop_stale(&key, now);
             self.renew(&key, now);
             self.divide_when_due(&key, now).await;
-            if self.shared.get(&key).is_some_and(SharedBucket::is_empty) {
-                self.shared.remove(&key);
+            match self.shared.get_mut(&key) {
+                Some(bucket) if bucket.is_empty() => {
+                    self.shared.remove(&key);
+                }
+                Some(bucket) => bucket.reschedule(now),
+                None => {}
             }
+        }
+    }
+
+    /// Sends each stream the actions gathered for it, as one response.
+    fn flush(&mut self) {
+        for (stream, actions) in self.outgoing.drain() {
+            stream_state::deliver(&self.streams, stream, actions);
         }
     }
 

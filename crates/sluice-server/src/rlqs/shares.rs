@@ -144,9 +144,32 @@ impl BucketShares {
         self.windows.end(now)
     }
 
+    /// The next time after `now` something may be due for this bucket without a report: a
+    /// holder going stale, a grant to renew, the window's end, or (while a holder needs
+    /// tokens) `retry`. A time already reached (a renewal its window stops) counts as a
+    /// second later: a renewal must gain a whole second anyway.
+    pub(crate) fn next_due(&self, now: Timestamp, retry: Timestamp) -> Timestamp {
+        let (stale_after, renew_within) = (self.timing.stale_after(), self.timing.renew_within());
+        let holders = self.holders.values().flat_map(|holder| {
+            let stale = holder.last_report.saturating_add(stale_after + Duration::from_micros(1));
+            let renewal = holder
+                .grant
+                .filter(|grant| grant.expires > now)
+                .map(|grant| Timestamp::from_micros(grant.expires.as_micros().saturating_sub(micros(renew_within))));
+            [Some(stale), renewal].into_iter().flatten()
+        });
+        let due = holders.chain(self.wants_round(now).then_some(retry)).min();
+        let due = due.map_or(self.windows.end(now), |due| due.min(self.windows.end(now)));
+        if due <= now { now.saturating_add(Duration::from_secs(1)) } else { due }
+    }
+
     fn is_stale(&self, holder: &Holder, now: Timestamp) -> bool {
         now.saturating_since(holder.last_report) > self.timing.stale_after()
     }
+}
+
+fn micros(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
 }
 
 fn assignment_in(windows: Windows, tokens: u64, ttl: Duration, generation: bool) -> Assignment {
@@ -201,6 +224,7 @@ mod tests {
         let mut shares = shares();
         shares.report(1, at(40.0), one_request());
         shares.grant(1, 2, at(40.0)).unwrap();
+        assert_eq!(shares.next_due(at(40.0), at(99.0)), at(45.0), "the tick looks again when renewal is due");
         assert_eq!(shares.renew(at(44.0)), vec![], "11 s left: not due");
         shares.report(1, at(45.0), one_request());
         let renewed = shares.renew(at(46.0));

@@ -2,7 +2,6 @@
 //! reports and ticks (charge usage, renew, abandon the stale, re-divide).
 
 use super::Hub;
-use super::stream_state::deliver;
 use crate::rlqs::assignment::{abandon, token_bucket};
 use crate::rlqs::holder::Usage;
 use crate::rlqs::payer::QuotaPayer;
@@ -26,12 +25,14 @@ pub(super) struct SharedBucket {
     /// Each holder's bucket id, as its Envoy sent it.
     ids: HashMap<StreamId, BucketId>,
     next_round: Timestamp,
+    /// When the tick has something to do for it ([`BucketShares::next_due`]).
+    due_at: Timestamp,
 }
 
 impl SharedBucket {
     pub(super) fn new(limit: Limit, windows: Windows, timing: Timing) -> SharedBucket {
         let shares = BucketShares::new(windows, timing);
-        SharedBucket { shares, limit, ids: HashMap::new(), next_round: Timestamp::EPOCH }
+        SharedBucket { shares, limit, ids: HashMap::new(), next_round: Timestamp::EPOCH, due_at: Timestamp::EPOCH }
     }
 
     /// Records that `stream` holds this bucket as `id`.
@@ -43,6 +44,16 @@ impl SharedBucket {
     pub(super) fn release(&mut self, stream: StreamId) {
         self.ids.remove(&stream);
         self.shares.remove(stream);
+    }
+
+    /// Whether the tick at `now` has something to do for it.
+    pub(super) fn is_due(&self, now: Timestamp) -> bool {
+        self.due_at <= now
+    }
+
+    /// Sets when the tick next has something to do for it, after what happened at `now`.
+    pub(super) fn reschedule(&mut self, now: Timestamp) {
+        self.due_at = self.shares.next_due(now, self.next_round);
     }
 
     /// Whether no stream holds it.
@@ -57,6 +68,7 @@ impl Hub {
     pub(super) async fn charge(&mut self, key: &str, stream: StreamId, now: Timestamp, usage: Usage) {
         let Some(bucket) = self.shared.get_mut(key) else { return };
         let unpaid = bucket.shares.report(stream, now, usage);
+        bucket.reschedule(now);
         let Ok(state_key) = Key::new(key.as_bytes()) else { return };
         if unpaid > 0
             && let Err(error) = self.service.engine.take(state_key, &bucket.limit, unpaid).await
@@ -74,7 +86,7 @@ impl Hub {
             if let Some(state) = self.streams.get_mut(stream) {
                 state.forget(&id);
             }
-            deliver(&self.streams, *stream, vec![abandon(&id)]);
+            self.outgoing.entry(*stream).or_default().push(abandon(&id));
         }
         self.service.engine.metrics().rlqs().count_abandons("stale", stale.len());
     }
@@ -86,7 +98,7 @@ impl Hub {
         self.service.engine.metrics().rlqs().count_assignments(renewed.len());
         for (stream, assignment) in renewed {
             if let Some(id) = bucket.ids.get(&stream) {
-                deliver(&self.streams, stream, vec![token_bucket(id, &assignment)]);
+                self.outgoing.entry(stream).or_default().push(token_bucket(id, &assignment));
             }
         }
     }
@@ -112,12 +124,13 @@ impl Hub {
             // A new window has quota again: its first tick tries at once.
             bucket.next_round = now.saturating_add(RETRY_ROUND_AFTER).min(bucket.shares.window_end(now));
         }
+        bucket.reschedule(now);
         let metrics = engine.metrics().rlqs();
         metrics.count_assignments(assigned.len());
         for (stream, assignment) in assigned {
             metrics.count_tokens(assignment.tokens);
             if let Some(id) = bucket.ids.get(&stream) {
-                deliver(&self.streams, stream, vec![token_bucket(id, &assignment)]);
+                self.outgoing.entry(stream).or_default().push(token_bucket(id, &assignment));
             }
         }
     }

@@ -53,12 +53,13 @@ pub(super) fn entries_of(id: &BucketId) -> Entries {
     entries
 }
 
-/// Sends `actions` to `stream`, if it is still open and there are any. A stream whose
-/// Envoy reads nothing fills its outbox; what does not fit is dropped (and logged): the
-/// hub never waits for one Envoy.
+/// Sends `actions` to `stream` as one response, if it is still open and there are any. A
+/// stream whose Envoy reads nothing fills its outbox; what does not fit is dropped (and
+/// logged): the hub never waits for one Envoy.
 pub(super) fn deliver(streams: &HashMap<StreamId, StreamState>, stream: StreamId, actions: Vec<BucketAction>) {
     let (Some(state), Some(response)) = (streams.get(&stream), response(actions)) else { return };
-    if let Err(TrySendError::Full(_)) = state.outbox.try_send(Ok(response)) {
-        tracing::warn!(stream, "an RLQS stream reads no responses: an assignment was dropped");
+    if let Err(TrySendError::Full(response)) = state.outbox.try_send(Ok(response)) {
+        let actions = response.map_or(0, |response| response.bucket_action.len());
+        tracing::warn!(stream, actions, "an RLQS stream reads no responses: assignments were dropped");
     }
 }

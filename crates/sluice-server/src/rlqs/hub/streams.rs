@@ -3,7 +3,7 @@
 
 use super::Hub;
 use super::buckets::SharedBucket;
-use super::stream_state::{StreamState, Tracked, deliver};
+use super::stream_state::{StreamState, Tracked};
 use crate::envoy::Resolution;
 use crate::rlqs::assignment::{BlanketRule, abandon, blanket, response};
 use crate::rlqs::report::BucketReport;
@@ -32,7 +32,7 @@ impl Hub {
             }
         }
         self.service.engine.metrics().rlqs().count_assignments(actions.len());
-        deliver(&self.streams, stream, actions);
+        self.outgoing.entry(stream).or_default().extend(actions);
         changed.dedup();
         for key in changed {
             self.divide(&key, now).await;
@@ -116,6 +116,7 @@ impl Hub {
 
     /// Tells every stream to abandon every bucket it was assigned, and forgets them all.
     pub(super) fn abandon_all(&mut self, reason: &'static str) {
+        self.outgoing.clear();
         let mut count = 0;
         for state in self.streams.values_mut() {
             let actions: Vec<BucketAction> = state
