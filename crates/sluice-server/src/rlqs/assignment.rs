@@ -42,9 +42,21 @@ pub(crate) fn abandon(id: &BucketId) -> BucketAction {
     BucketAction { bucket_id: Some(id.clone()), bucket_action: Some(Action::AbandonAction(AbandonAction {})) }
 }
 
-/// One response carrying `actions`; `None` when there are none (a response must carry one).
-pub(crate) fn response(actions: Vec<BucketAction>) -> Option<RateLimitQuotaResponse> {
-    (!actions.is_empty()).then_some(RateLimitQuotaResponse { bucket_action: actions })
+/// The most actions one response carries: 4096 take about 250 KB, and the 100 000
+/// buckets `max_rlqs_buckets` allows by default fit in 25 responses, well within a
+/// stream's queue.
+const ACTIONS_PER_RESPONSE: usize = 4096;
+
+/// The responses carrying `actions`, at most [`ACTIONS_PER_RESPONSE`] each; none when there
+/// are none (a response must carry one).
+pub(crate) fn responses(mut actions: Vec<BucketAction>) -> impl Iterator<Item = RateLimitQuotaResponse> {
+    std::iter::from_fn(move || {
+        if actions.is_empty() {
+            return None;
+        }
+        let rest = actions.split_off(actions.len().min(ACTIONS_PER_RESPONSE));
+        Some(RateLimitQuotaResponse { bucket_action: std::mem::replace(&mut actions, rest) })
+    })
 }
 
 fn assign(id: &BucketId, strategy: Strategy, ttl: Duration) -> BucketAction {
@@ -58,4 +70,20 @@ fn assign(id: &BucketId, strategy: Strategy, ttl: Duration) -> BucketAction {
 /// Whole seconds: Envoy reads only the seconds of a time to live and of a fill interval.
 fn seconds(duration: Duration) -> ProtoDuration {
     ProtoDuration { seconds: i64::try_from(duration.as_secs()).unwrap_or(i64::MAX), nanos: 0 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn actions_go_out_in_responses_of_at_most_4096_and_none_go_out_empty() {
+        let id = BucketId { bucket: [("k".to_owned(), "v".to_owned())].into() };
+        let sizes = |count: usize| -> Vec<usize> {
+            responses(vec![abandon(&id); count]).map(|response| response.bucket_action.len()).collect()
+        };
+        assert_eq!(sizes(0), Vec::<usize>::new());
+        assert_eq!(sizes(3), vec![3]);
+        assert_eq!(sizes(10_000), vec![4096, 4096, 1808]);
+    }
 }

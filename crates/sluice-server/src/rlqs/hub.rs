@@ -79,7 +79,15 @@ pub(crate) fn spawn(service: Arc<ServiceState>, shutdown: Shutdown) -> HubHandle
     let bounds = ReportBounds { max_entries: settings.max_descriptor_entries, max_buckets: settings.max_rlqs_buckets };
     let timing = Timing { report_interval: settings.rlqs_report_interval };
     let loaded = Arc::clone(&service.engine.loaded());
-    let hub = Hub { service, timing, bounds, loaded, streams: HashMap::new(), shared: HashMap::new(), outgoing: HashMap::new() };
+    let hub = Hub {
+        service,
+        timing,
+        bounds,
+        loaded,
+        streams: HashMap::new(),
+        shared: HashMap::new(),
+        outgoing: HashMap::new(),
+    };
     tokio::spawn(hub.run(inbox, shutdown));
     HubHandle { events, next_stream: Arc::new(AtomicU64::new(1)), bounds }
 }

@@ -2,7 +2,7 @@
 //! to it, and the outbox its responses go to.
 
 use super::Outbox;
-use crate::rlqs::assignment::{BlanketRule, response};
+use crate::rlqs::assignment::{BlanketRule, responses};
 use crate::rlqs::report::Entries;
 use crate::rlqs::shares::StreamId;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::BucketId;
@@ -53,13 +53,15 @@ pub(super) fn entries_of(id: &BucketId) -> Entries {
     entries
 }
 
-/// Sends `actions` to `stream` as one response, if it is still open and there are any. A
+/// Sends `actions` to `stream` (in as few responses as they fit), if it is still open. A
 /// stream whose Envoy reads nothing fills its outbox; what does not fit is dropped (and
 /// logged): the hub never waits for one Envoy.
 pub(super) fn deliver(streams: &HashMap<StreamId, StreamState>, stream: StreamId, actions: Vec<BucketAction>) {
-    let (Some(state), Some(response)) = (streams.get(&stream), response(actions)) else { return };
-    if let Err(TrySendError::Full(response)) = state.outbox.try_send(Ok(response)) {
-        let actions = response.map_or(0, |response| response.bucket_action.len());
-        tracing::warn!(stream, actions, "an RLQS stream reads no responses: assignments were dropped");
+    let Some(state) = streams.get(&stream) else { return };
+    for response in responses(actions) {
+        if let Err(TrySendError::Full(response)) = state.outbox.try_send(Ok(response)) {
+            let actions = response.map_or(0, |response| response.bucket_action.len());
+            tracing::warn!(stream, actions, "an RLQS stream reads no responses: assignments were dropped");
+        }
     }
 }

@@ -3,9 +3,9 @@
 
 use super::Hub;
 use super::buckets::SharedBucket;
-use super::stream_state::{StreamState, Tracked};
+use super::stream_state::{StreamState, Tracked, deliver};
 use crate::envoy::Resolution;
-use crate::rlqs::assignment::{BlanketRule, abandon, blanket, response};
+use crate::rlqs::assignment::{BlanketRule, abandon, blanket};
 use crate::rlqs::report::BucketReport;
 use crate::rlqs::shares::StreamId;
 use crate::rlqs::timing::Windows;
@@ -118,7 +118,7 @@ impl Hub {
     pub(super) fn abandon_all(&mut self, reason: &'static str) {
         self.outgoing.clear();
         let mut count = 0;
-        for state in self.streams.values_mut() {
+        for (&stream, state) in &mut self.streams {
             let actions: Vec<BucketAction> = state
                 .buckets
                 .drain()
@@ -128,9 +128,11 @@ impl Hub {
                 })
                 .collect();
             count += actions.len();
-            if let Some(response) = response(actions) {
-                let _ = state.outbox.try_send(Ok(response));
-            }
+            self.outgoing.insert(stream, actions);
+        }
+        let outgoing = std::mem::take(&mut self.outgoing);
+        for (stream, actions) in outgoing {
+            deliver(&self.streams, stream, actions);
         }
         self.shared.clear();
         self.service.engine.metrics().rlqs().count_abandons(reason, count);
