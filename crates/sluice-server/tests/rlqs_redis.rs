@@ -39,8 +39,23 @@ async fn tokens_assigned(stream: &mut Stream, id: &BucketId) -> u64 {
 
 #[tokio::test]
 async fn shares_on_two_servers_sharing_redis_never_sum_above_the_limit() {
+    two_servers_share_one_quota(&[]).await;
+}
+
+/// With quota leases on, the RLS checks may lease units (debited in Redis when leased),
+/// and a share could be paid from them: shares and RLS checks still sum to the limit.
+#[tokio::test]
+async fn shares_paid_through_quota_leases_never_sum_above_the_limit() {
+    two_servers_share_one_quota(&["--lease-period", "100ms"]).await;
+}
+
+/// Six streams on two servers sharing one Redis (`extra` arguments for both) ask for a
+/// bucket of 5 per minute: at most 5 tokens are assigned, and RLS checks get the rest.
+async fn two_servers_share_one_quota(extra: &[&str]) {
     let redis = RedisServer::start();
-    let servers = [Server::start(RULES, &["--store", &redis.url()]), Server::start(RULES, &["--store", &redis.url()])];
+    let url = redis.url();
+    let args: Vec<&str> = ["--store", url.as_str()].into_iter().chain(extra.iter().copied()).collect();
+    let servers = [Server::start(RULES, &args), Server::start(RULES, &args)];
     while SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() % 60 > 45 {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

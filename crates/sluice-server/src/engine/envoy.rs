@@ -7,7 +7,7 @@
 
 use crate::engine::{Answer, Engine, Loaded, RequestError};
 use crate::envoy::{Rule, Unit};
-use sluice_core::{Clock, Decision, Key, Limit, Source, StoreError};
+use sluice_core::{Clock, Decision, Key, Limit, StoreError};
 use std::time::Duration;
 
 impl Engine {
@@ -67,14 +67,16 @@ impl Engine {
 
     /// Takes `cost` of `limit` at `key` as one check of that cost would, without counting
     /// it among the rule's checks (RLQS counts shares in its own metrics). Only the store's
-    /// own decision is returned: when a failure mode decided instead, nothing was recorded,
-    /// so the result is `StoreError::Unavailable` (an RLQS share must be paid from the state).
+    /// own decision is returned (a lease's too: its units were debited in the store): when a
+    /// failure mode decided instead, nothing was recorded, so the result is
+    /// `StoreError::Unavailable` (an RLQS share must be paid from the state).
     pub(crate) async fn take_quota(&self, key: Key<'_>, limit: &Limit, cost: u64) -> Result<Decision, RequestError> {
         let verdict = self.decide(key, std::slice::from_ref(limit), cost).await?;
-        match verdict.source {
-            Source::Store | Source::Cache => Ok(verdict.decision),
-            _ => Err(StoreError::Unavailable("the store did not decide: a failure mode did".into()).into()),
+        if verdict.source.is_without_store() {
+            return Err(StoreError::Unavailable("the store did not decide: a failure mode did".into()).into());
         }
+        // The store, its blocked-key cache, or units leased from it (debited there already).
+        Ok(verdict.decision)
     }
 
     /// How long until the current window of `unit` ends: windows are aligned to the Unix
