@@ -93,12 +93,7 @@ async fn a_stream_without_a_domain_or_with_an_oversized_bucket_id_ends_with_inva
     // Later reports are checked too, and may not change the stream's domain.
     let mut stream = open(&server, report("quota", std::slice::from_ref(&id), 0)).await;
     stream.reports.send(report("other", &[id], 0)).await.unwrap();
-    let status = loop {
-        match stream.next().await {
-            Ok(_) => continue,
-            Err(status) => break status,
-        }
-    };
+    let status = stream.ended().await;
     assert_eq!(status.code(), tonic::Code::InvalidArgument);
     assert!(status.message().contains("domain cannot change"), "{}", status.message());
 }
@@ -112,12 +107,7 @@ async fn buckets_past_the_bound_end_the_stream_with_resource_exhausted() {
     assert_eq!(status.code(), tonic::Code::InvalidArgument, "one report of 4 buckets: {}", status.message());
     let mut stream = open(&server, report("quota", &ids[..3], 0)).await;
     stream.reports.send(report("quota", &ids[3..], 0)).await.unwrap();
-    let status = loop {
-        match stream.next().await {
-            Ok(_) => continue,
-            Err(status) => break status,
-        }
-    };
+    let status = stream.ended().await;
     assert_eq!(status.code(), tonic::Code::ResourceExhausted);
     assert!(status.message().contains("setting `max_rlqs_buckets`"), "{}", status.message());
 }

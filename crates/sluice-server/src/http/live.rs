@@ -20,7 +20,7 @@ pub(crate) struct LiveResponse {
     /// Decisions made while the store could not answer, by failure mode.
     pub(crate) without_store: WithoutStore,
     /// Envoy's rate limit quota service: what it holds now and what it did since the start.
-    pub(crate) rlqs: LiveRlqs,
+    pub(crate) rlqs: RlqsCounts,
     /// The hottest keys, hottest first (estimates: one check in `hot_keys_sample` is counted).
     pub(crate) hot_keys: Vec<LiveKey>,
     /// The sampling rate of the hot keys: one check in this many is counted.
@@ -75,23 +75,6 @@ pub(crate) struct WithoutStore {
     pub(crate) fallback: u64,
 }
 
-/// The RLQS counts (the `sluice_rlqs_*` metrics).
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct LiveRlqs {
-    /// Streams open (one per Envoy and filter).
-    pub(crate) streams: u64,
-    /// Buckets held, over every stream.
-    pub(crate) buckets: u64,
-    /// Bucket usages reported.
-    pub(crate) reports: u64,
-    /// Assignments sent, renewals included.
-    pub(crate) assignments: u64,
-    /// Tokens paid from limits' states for shares.
-    pub(crate) tokens: u64,
-    /// Buckets abandoned (stale, reload, shutdown).
-    pub(crate) abandons: u64,
-}
-
 /// A hot key, with estimated counts.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct LiveKey {
@@ -138,12 +121,11 @@ pub(crate) async fn live(
     });
     let [failed_open, failed_closed, fallback] = metrics.without_store();
     let hot_keys = metrics.hot_keys().top().into_iter().map(estimate);
-    let RlqsCounts { streams, buckets, reports, assignments, tokens, abandons } = metrics.rlqs().counts();
     let Seconds { last, allowed, rejected } = metrics.per_second().before(front.engine.now());
     Ok(Json(LiveResponse {
         policies: policies.collect(),
         without_store: WithoutStore { failed_open, failed_closed, fallback },
-        rlqs: LiveRlqs { streams, buckets, reports, assignments, tokens, abandons },
+        rlqs: metrics.rlqs().counts(),
         hot_keys: hot_keys.collect(),
         hot_keys_sample: SAMPLE_EVERY,
         per_second: PerSecondCounts { last, allowed, rejected },

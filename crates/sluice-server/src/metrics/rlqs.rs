@@ -26,14 +26,20 @@ pub(crate) struct RlqsMetrics {
     abandons: Family<ReasonLabels, Counter>,
 }
 
-/// The RLQS counts now, as the dashboard shows them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// The RLQS counts now (the `sluice_rlqs_*` metrics), as the dashboard shows them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub(crate) struct RlqsCounts {
+    /// Streams open (one per Envoy and filter).
     pub(crate) streams: u64,
+    /// Buckets held, over every stream.
     pub(crate) buckets: u64,
+    /// Bucket usages reported.
     pub(crate) reports: u64,
+    /// Assignments sent, renewals included.
     pub(crate) assignments: u64,
+    /// Tokens paid from limits' states for shares.
     pub(crate) tokens: u64,
+    /// Buckets abandoned (stale, reload, shutdown).
     pub(crate) abandons: u64,
 }
 

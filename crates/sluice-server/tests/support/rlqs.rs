@@ -33,6 +33,15 @@ pub async fn open(server: &Server, first: RateLimitQuotaUsageReports) -> Stream 
 }
 
 impl Stream {
+    /// The status the stream ends with, past the responses before it.
+    pub async fn ended(&mut self) -> tonic::Status {
+        loop {
+            if let Err(status) = self.next().await {
+                return status;
+            }
+        }
+    }
+
     /// The next response, or the status the stream ended with (at most 10 s).
     pub async fn next(&mut self) -> Result<RateLimitQuotaResponse, tonic::Status> {
         let responses = self.responses.as_mut().map_err(|status| status.clone())?;
