@@ -11,6 +11,7 @@ mod http;
 mod metrics;
 mod micros;
 mod offline;
+mod rlqs;
 mod runtime;
 mod serve;
 

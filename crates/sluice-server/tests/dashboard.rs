@@ -62,6 +62,8 @@ async fn live_counts_checks_per_policy_and_the_hot_keys() {
         (&json!("three_per_hour"), &json!(3), &json!(1))
     );
     assert_eq!(live["without_store"], json!({"failed_open": 0, "failed_closed": 0, "fallback": 0}));
+    let rlqs = json!({"streams": 0, "buckets": 0, "reports": 0, "assignments": 0, "tokens": 0, "abandons": 0});
+    assert_eq!(live["rlqs"], rlqs);
     // The first check of each worker thread is sampled: alice is there.
     assert_eq!(live["hot_keys"][0]["key"], "alice", "{live}");
     assert_eq!(policy["limit_text"], "3 / 1 h");

@@ -527,18 +527,13 @@ async fn a_descriptors_hits_addend_of_zero_checks_without_counting() {
 /// nothing; Sluice logs it, so an Envoy pointed at the wrong service shows (issue 34).
 #[tokio::test]
 async fn a_call_to_a_service_sluice_does_not_serve_is_logged() {
-    use envoy_types::pb::envoy::service::rate_limit_quota::v3::RateLimitQuotaUsageReports;
-    use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_client::RateLimitQuotaServiceClient;
+    use envoy_types::pb::envoy::service::auth::v3::CheckRequest;
+    use envoy_types::pb::envoy::service::auth::v3::authorization_client::AuthorizationClient;
     let server = Server::start(RATELIMIT_FILE, &[]);
-    let mut rlqs = RateLimitQuotaServiceClient::connect(format!("http://{}", server.grpc)).await.unwrap();
-    let reports =
-        futures_util::stream::iter([RateLimitQuotaUsageReports { domain: "edge".into(), ..Default::default() }]);
-    let status = rlqs.stream_rate_limit_quotas(reports).await.unwrap_err();
+    let mut authz = AuthorizationClient::connect(format!("http://{}", server.grpc)).await.unwrap();
+    let status = authz.check(CheckRequest::default()).await.unwrap_err();
     assert_eq!(status.code(), tonic::Code::Unimplemented);
-    server.wait_for_log(
-        "path=\"/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas\"",
-        Duration::from_secs(10),
-    );
+    server.wait_for_log("path=\"/envoy.service.auth.v3.Authorization/Check\"", Duration::from_secs(10));
     let mut client = client(&server).await;
     let served = ask(&mut client, "edge", vec![descriptor(&[("database", "users")])], 0).await;
     assert_eq!(served.overall_code, Code::Ok as i32);

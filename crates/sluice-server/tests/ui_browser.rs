@@ -124,6 +124,7 @@ fn the_live_view_lists_the_policies_and_follows_the_checks() {
     }
     browser.wait_for(&format!("{} !== '–'", cell("three_per_hour", "rejected_rate")), "a rate", PATIENCE);
     assert_eq!(browser.eval("document.querySelector('#without-store [data-field=\"failed_open\"]').textContent"), "0");
+    assert_eq!(browser.eval("document.querySelector('#rlqs [data-field=\"streams\"]').textContent"), "0");
     assert_eq!(browser.eval(STATUS_SHOWN), true, "the live view says when it was updated");
     browser.screenshot(&artifact("live.png"));
     assert_no_errors(&browser);

@@ -32,9 +32,11 @@ function render(live, now) {
   renderPolicies(live.policies, now);
   drawRates(document.getElementById('rate-chart'), live.per_second);
   renderHotKeys(live.hot_keys, live.hot_keys_sample);
-  for (const [field, count] of Object.entries(live.without_store)) {
-    const cell = document.querySelector(`#without-store [data-field="${field}"]`);
-    if (cell) cell.textContent = count.toLocaleString();
+  for (const [table, counts] of [['without-store', live.without_store], ['rlqs', live.rlqs]]) {
+    for (const [field, count] of Object.entries(counts)) {
+      const cell = document.querySelector(`#${table} [data-field="${field}"]`);
+      if (cell) cell.textContent = count.toLocaleString();
+    }
   }
   previous = { at: now, policies: new Map(live.policies.map((policy) => [policy.name, policy])) };
 }

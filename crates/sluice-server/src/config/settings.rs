@@ -7,7 +7,7 @@
 use crate::config::admin_token::AdminToken;
 use crate::config::bounds::{
     Bounds, DEFAULT_GRPC_MAX_STREAMS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_DESCRIPTOR_ENTRIES, DEFAULT_MAX_DESCRIPTORS,
-    DEFAULT_MAX_GRPC_MESSAGE, DEFAULT_MAX_REQUEST_HEAD, MIN_REQUEST_HEAD,
+    DEFAULT_MAX_GRPC_MESSAGE, DEFAULT_MAX_REQUEST_HEAD, DEFAULT_MAX_RLQS_BUCKETS, MIN_REQUEST_HEAD,
 };
 use crate::config::byte_size::RawSize;
 use crate::config::declare::declare_settings;
@@ -149,6 +149,14 @@ declare_settings! {
      `10s`. The time between two messages of a stream is not bounded."
     grpc_message_timeout: Duration, from String, env "SLUICE_GRPC_MESSAGE_TIMEOUT", default("10s"),
         parse |text: String| positive(&text), #[arg(value_name = "DURATION")];
+    "How often Envoys report RLQS usage, such as `5s` (Envoy 1.40 reports every 5 s): \
+     assignments live three intervals, and a bucket not reported for three is abandoned."
+    rlqs_report_interval: Duration, from String, env "SLUICE_RLQS_REPORT_INTERVAL", default("5s"),
+        parse |text: String| positive(&text), #[arg(value_name = "DURATION")];
+    "RLQS buckets the service holds at once, over every stream, and the most one report \
+     may carry; a stream that would add more ends with RESOURCE_EXHAUSTED."
+    max_rlqs_buckets: usize, from usize, env "SLUICE_MAX_RLQS_BUCKETS", default(DEFAULT_MAX_RLQS_BUCKETS, "100000"),
+        parse |count| within(count, 1, 10_000_000), #[arg(value_name = "COUNT")];
     "Add RateLimit-Policy, RateLimit and Retry-After to Envoy's responses."
     envoy_headers: bool, from bool, env "SLUICE_ENVOY_HEADERS", default(false), parse Ok,
         #[arg(num_args = 0..=1, default_missing_value = "true")];

@@ -7,7 +7,7 @@
 
 use crate::engine::{Answer, Engine, Loaded, RequestError};
 use crate::envoy::{Rule, Unit};
-use sluice_core::{Clock, Key, Limit};
+use sluice_core::{Clock, Decision, Key, Limit, StoreError};
 use std::time::Duration;
 
 impl Engine {
@@ -63,6 +63,20 @@ impl Engine {
             counters.count(false, shadow);
         }
         shadow
+    }
+
+    /// Takes `cost` of `limit` at `key` as one check of that cost would, without counting
+    /// it among the rule's checks (RLQS counts shares in its own metrics). Only the store's
+    /// own decision is returned (a lease's too: its units were debited in the store): when a
+    /// failure mode decided instead, nothing was recorded, so the result is
+    /// `StoreError::Unavailable` (an RLQS share must be paid from the state).
+    pub(crate) async fn take_quota(&self, key: Key<'_>, limit: &Limit, cost: u64) -> Result<Decision, RequestError> {
+        let verdict = self.decide(key, std::slice::from_ref(limit), cost).await?;
+        if verdict.source.is_without_store() {
+            return Err(StoreError::Unavailable("the store did not decide: a failure mode did".into()).into());
+        }
+        // The store, its blocked-key cache, or units leased from it (debited there already).
+        Ok(verdict.decision)
     }
 
     /// How long until the current window of `unit` ends: windows are aligned to the Unix

@@ -1,10 +1,11 @@
-//! The gRPC front end: Envoy's rate limit service.
+//! The gRPC front end: Envoy's rate limit service (RLS) and rate limit quota service (RLQS).
 
 pub(crate) mod connection;
 mod descriptor_status;
 mod framing;
 pub(crate) mod message_deadline;
 mod response_headers;
+pub(crate) mod rlqs;
 pub(crate) mod rls;
 mod unknown_service;
 

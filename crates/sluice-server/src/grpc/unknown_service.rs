@@ -1,10 +1,11 @@
 //! A log line for gRPC calls Sluice does not serve.
 //!
 //! tonic answers a call to an unknown service or method with `UNIMPLEMENTED` and logs
-//! nothing, so an Envoy pointed at the wrong service (the rate limit quota service, RLQS,
-//! or a typo in a proxy's route) fails on every request with no trace here. This layer
+//! nothing, so an Envoy pointed at the wrong service (an older API version, or a typo in a
+//! proxy's route) fails on every request with no trace here. This layer
 //! logs such calls: the first at once, then at most once a minute with their count.
 
+use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -17,9 +18,11 @@ use tower::{Layer, Service};
 /// How often calls to unknown services are logged again while they go on.
 const LOG_EVERY: Duration = Duration::from_secs(60);
 
-/// The one method Sluice serves over gRPC, as its path.
-fn served_path() -> String {
-    format!("/{}/ShouldRateLimit", <RateLimitServiceServer<()> as NamedService>::NAME)
+/// The methods Sluice serves over gRPC, as their paths, joined by `, `.
+fn served_paths() -> String {
+    let rls = <RateLimitServiceServer<()> as NamedService>::NAME;
+    let rlqs = <RateLimitQuotaServiceServer<()> as NamedService>::NAME;
+    format!("/{rls}/ShouldRateLimit, /{rlqs}/StreamRateLimitQuotas")
 }
 
 /// Wraps the gRPC router so that calls to what it does not serve are logged.
@@ -32,7 +35,7 @@ impl<S> Layer<S> for LogUnknownCalls {
     type Service = LoggedCalls<S>;
 
     fn layer(&self, inner: S) -> LoggedCalls<S> {
-        LoggedCalls { inner, log: Arc::clone(&self.log), served: served_path().into() }
+        LoggedCalls { inner, log: Arc::clone(&self.log), served: served_paths().into() }
     }
 }
 
@@ -58,7 +61,7 @@ where
 
     fn call(&mut self, request: Request<B>) -> S::Future {
         let path = request.uri().path();
-        if path != &*self.served
+        if !self.served.split(", ").any(|served| served == path)
             && let Some(calls) = self.log.lock().occurred(Instant::now())
         {
             tracing::warn!(
@@ -98,8 +101,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_served_path_is_the_rate_limit_services_method() {
-        assert_eq!(served_path(), "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit");
+    fn the_served_paths_are_the_rate_limit_and_quota_services_methods() {
+        assert_eq!(
+            served_paths(),
+            "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit, \
+             /envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas"
+        );
     }
 
     #[test]

@@ -4,7 +4,7 @@ use crate::engine::front::Front;
 use crate::http::api::ErrorResponse;
 use crate::http::error::ApiError;
 use crate::http::ui::admit;
-use crate::metrics::{HotKey, SAMPLE_EVERY, Seconds};
+use crate::metrics::{HotKey, RlqsCounts, SAMPLE_EVERY, Seconds};
 use crate::runtime::handoff::Client;
 use axum::Json;
 use axum::extract::{ConnectInfo, State};
@@ -19,6 +19,8 @@ pub(crate) struct LiveResponse {
     pub(crate) policies: Vec<LivePolicy>,
     /// Decisions made while the store could not answer, by failure mode.
     pub(crate) without_store: WithoutStore,
+    /// Envoy's rate limit quota service: what it holds now and what it did since the start.
+    pub(crate) rlqs: RlqsCounts,
     /// The hottest keys, hottest first (estimates: one check in `hot_keys_sample` is counted).
     pub(crate) hot_keys: Vec<LiveKey>,
     /// The sampling rate of the hot keys: one check in this many is counted.
@@ -123,6 +125,7 @@ pub(crate) async fn live(
     Ok(Json(LiveResponse {
         policies: policies.collect(),
         without_store: WithoutStore { failed_open, failed_closed, fallback },
+        rlqs: metrics.rlqs().counts(),
         hot_keys: hot_keys.collect(),
         hot_keys_sample: SAMPLE_EVERY,
         per_second: PerSecondCounts { last, allowed, rejected },

@@ -18,12 +18,14 @@ mod latency;
 mod leases;
 mod per_second;
 mod redis_health;
+mod rlqs;
 
 pub(crate) use hot_keys::{HotKey, HotKeys, SAMPLE_EVERY};
 use latency::LatencyHistogram;
 use leases::LeaseMetrics;
 pub(crate) use per_second::{PerSecond, Seconds};
 use redis_health::RedisHealthMetrics;
+pub(crate) use rlqs::{RlqsCounts, RlqsMetrics};
 use sluice_redis::RedisHealth;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -64,6 +66,7 @@ pub(crate) struct Metrics {
     per_second: PerSecond,
     redis: RedisHealthMetrics,
     leases: LeaseMetrics,
+    rlqs: RlqsMetrics,
 }
 
 /// The counters of one policy, resolved once per configuration.
@@ -110,6 +113,7 @@ impl Metrics {
             leases: LeaseMetrics::default(),
             hot_keys: HotKeys::default(),
             per_second: PerSecond::default(),
+            rlqs: RlqsMetrics::default(),
         };
         metrics.register()
     }
@@ -153,7 +157,13 @@ impl Metrics {
         }
         self.redis.register(registry);
         self.leases.register(registry);
+        self.rlqs.register(registry);
         self
+    }
+
+    /// The RLQS metrics.
+    pub(crate) fn rlqs(&self) -> &RlqsMetrics {
+        &self.rlqs
     }
 
     /// The counters of `policy`.

@@ -12,10 +12,12 @@ use crate::engine::front::Front;
 use crate::engine::service_state::ServiceState;
 use crate::grpc::connection;
 use crate::grpc::message_deadline::{MessageDeadlineLayer, MessageLimits};
+use crate::grpc::rlqs::{RateLimitQuotaGrpc, RateLimitQuotaServiceServer};
 use crate::grpc::rls::{RateLimitGrpc, RateLimitServiceServer};
 use crate::http;
 use crate::http::MakeApi;
 use crate::metrics::Metrics;
+use crate::rlqs::hub::{self, HubHandle};
 use crate::runtime::handoff::{Handoff, Queue};
 use crate::runtime::idle::Timeouts;
 use crate::runtime::shutdown::{self, Shutdown};
@@ -79,7 +81,8 @@ pub(crate) async fn run(
         .then(|| tokio::spawn(snapshot::run_periodically(Arc::clone(&service))));
     let sweeping = (!service.settings.lease_period.is_zero())
         .then(|| tokio::spawn(sweep_leases_periodically(Arc::clone(&service))));
-    let served = serve_connections(&service, listeners, &shutdown).await;
+    let hub = hub::spawn(Arc::clone(&service), shutdown.clone());
+    let served = serve_connections(&service, &hub, listeners, &shutdown).await;
     // The last snapshot, also when serving ended in an error: the store still holds every
     // decision made. It waits for a periodic one in progress, and is the last written.
     periodic.inspect(tokio::task::JoinHandle::abort);
@@ -107,6 +110,7 @@ async fn sweep_leases_periodically(service: Arc<ServiceState>) {
 /// flight within the shutdown grace period and drop what is left after it.
 async fn serve_connections(
     service: &Arc<ServiceState>,
+    hub: &HubHandle,
     Listeners { http, grpc }: Listeners,
     shutdown: &Shutdown,
 ) -> anyhow::Result<()> {
@@ -114,7 +118,7 @@ async fn serve_connections(
     let max_connections = service.settings.max_connections;
     let (http_handoff, http_queues) = Handoff::new(count, max_connections, "HTTP");
     let (grpc_handoff, grpc_queues) = Handoff::new(count, max_connections, "gRPC");
-    let (workers, ready) = start_workers(service, http_queues.into_iter().zip(grpc_queues), shutdown)?;
+    let (workers, ready) = start_workers(service, hub, http_queues.into_iter().zip(grpc_queues), shutdown)?;
     // Nothing is accepted, nor announced, before every worker can serve: a request must
     // never wait for a worker's store connection (`/readyz` and the "listening" lines
     // mean it).
@@ -137,6 +141,7 @@ async fn serve_connections(
 /// Starts one worker per pair of queues; each tells on its receiver when it can serve.
 fn start_workers(
     service: &Arc<ServiceState>,
+    hub: &HubHandle,
     queues: impl Iterator<Item = (Queue, Queue)>,
     shutdown: &Shutdown,
 ) -> anyhow::Result<(Workers, Vec<oneshot::Receiver<()>>)> {
@@ -145,7 +150,7 @@ fn start_workers(
     for (http, grpc) in queues {
         let (sender, receiver) = oneshot::channel();
         ready.push(receiver);
-        jobs.push(worker(Arc::clone(service), http, grpc, shutdown.clone(), sender));
+        jobs.push(worker(Arc::clone(service), hub.clone(), http, grpc, shutdown.clone(), sender));
     }
     Ok((Workers::start(jobs)?, ready))
 }
@@ -170,13 +175,20 @@ async fn wait_for(workers: Workers, shutdown: &Shutdown) -> anyhow::Result<()> {
 /// HTTP and gRPC connections it is handed until shutdown, letting requests in flight
 /// finish, and dropping whatever is still open once the grace period is over (the
 /// connections' tasks go with the worker's runtime).
-fn worker(service: Arc<ServiceState>, http: Queue, grpc: Queue, shutdown: Shutdown, ready: oneshot::Sender<()>) -> Job {
+fn worker(
+    service: Arc<ServiceState>,
+    hub: HubHandle,
+    http: Queue,
+    grpc: Queue,
+    shutdown: Shutdown,
+    ready: oneshot::Sender<()>,
+) -> Job {
     Box::new(move || {
         Box::pin(async move {
             let front = Arc::new(Front::for_this_worker(service).await);
             let _ = ready.send(());
             tokio::select! {
-                served = serve_front(front, http, grpc, shutdown.clone()) => served,
+                served = serve_front(front, hub, http, grpc, shutdown.clone()) => served,
                 () = shutdown.forced() => Ok(()),
             }
         })
@@ -184,7 +196,13 @@ fn worker(service: Arc<ServiceState>, http: Queue, grpc: Queue, shutdown: Shutdo
 }
 
 /// Serves `front` on the HTTP and gRPC connections of `http` and `grpc` until shutdown.
-async fn serve_front(front: Arc<Front>, http: Queue, grpc: Queue, shutdown: Shutdown) -> anyhow::Result<()> {
+async fn serve_front(
+    front: Arc<Front>,
+    hub: HubHandle,
+    http: Queue,
+    grpc: Queue,
+    shutdown: Shutdown,
+) -> anyhow::Result<()> {
     let settings = &front.service.settings;
     let bounds = &settings.bounds();
     let api = MakeApi::new(Arc::clone(&front), http::router(Arc::clone(&front)));
@@ -193,6 +211,8 @@ async fn serve_front(front: Arc<Front>, http: Queue, grpc: Queue, shutdown: Shut
     let rls = RateLimitServiceServer::new(RateLimitGrpc::new(Arc::clone(&front)))
         .max_decoding_message_size(bounds.max_grpc_message);
     let limits = MessageLimits { timeout: settings.grpc_message_timeout, max_message: bounds.max_grpc_message };
+    let rlqs = RateLimitQuotaServiceServer::new(RateLimitQuotaGrpc::new(hub))
+        .max_decoding_message_size(bounds.max_grpc_message);
     let served_grpc = tonic::transport::Server::builder()
         .layer(crate::grpc::LogUnknownCalls::default())
         .layer(MessageDeadlineLayer::new(limits))
@@ -201,6 +221,7 @@ async fn serve_front(front: Arc<Front>, http: Queue, grpc: Queue, shutdown: Shut
         .http2_keepalive_timeout(settings.grpc_keepalive_timeout())
         .http2_max_header_list_size(u32::try_from(bounds.max_request_head).unwrap_or(u32::MAX))
         .add_service(rls)
+        .add_service(rlqs)
         .serve_with_incoming_shutdown(connection::connections(grpc, timeouts), shutdown.wait());
     let ((), served_grpc) = tokio::join!(served_http, served_grpc);
     served_grpc.context("gRPC server")

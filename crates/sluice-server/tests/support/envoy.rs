@@ -76,6 +76,13 @@ impl Envoy {
         format!("http://{}{path}", self.admin)
     }
 
+    /// Sends `signal` (such as `STOP`, `CONT`) to Envoy.
+    pub fn signal(&self, signal: &str) {
+        let pid = self.child.id().to_string();
+        let status = Command::new("kill").arg(format!("-{signal}")).arg(pid).status().unwrap();
+        assert!(status.success());
+    }
+
     /// What Envoy logged so far.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("envoy.log")).unwrap_or_default()

@@ -2,5 +2,6 @@
 #![allow(unreachable_pub)]
 pub mod browser;
 pub mod envoy;
+pub mod rlqs;
 pub mod server;
 pub mod upstream;

@@ -1,0 +1,100 @@
+//! The RLQS metrics: streams and buckets held now, and counts of reports, assignments and
+//! abandons.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabels {
+    reason: &'static str,
+}
+
+/// Why buckets are abandoned, as the metrics name them.
+pub(crate) const ABANDON_REASONS: [&str; 3] = ["stale", "reload", "shutdown"];
+
+/// The RLQS metrics.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RlqsMetrics {
+    streams: Gauge,
+    buckets: Gauge,
+    reports: Counter,
+    assignments: Counter,
+    tokens: Counter,
+    abandons: Family<ReasonLabels, Counter>,
+}
+
+/// The RLQS counts now (the `sluice_rlqs_*` metrics), as the dashboard shows them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
+pub(crate) struct RlqsCounts {
+    /// Streams open (one per Envoy and filter).
+    pub(crate) streams: u64,
+    /// Buckets held, over every stream.
+    pub(crate) buckets: u64,
+    /// Bucket usages reported.
+    pub(crate) reports: u64,
+    /// Assignments sent, renewals included.
+    pub(crate) assignments: u64,
+    /// Tokens paid from limits' states for shares.
+    pub(crate) tokens: u64,
+    /// Buckets abandoned (stale, reload, shutdown).
+    pub(crate) abandons: u64,
+}
+
+impl RlqsMetrics {
+    /// Registers every RLQS metric under `rlqs_`.
+    pub(crate) fn register(&self, registry: &mut Registry) {
+        let registry = registry.sub_registry_with_prefix("rlqs");
+        registry.register("streams", "RLQS streams open (one per Envoy and filter domain)", self.streams.clone());
+        registry.register("buckets", "RLQS buckets held, over every stream", self.buckets.clone());
+        registry.register("reports", "Bucket usages reported by Envoys", self.reports.clone());
+        registry.register("assignments", "Quota assignments sent (renewals included)", self.assignments.clone());
+        registry.register("tokens", "Tokens paid from limits' states for RLQS shares", self.tokens.clone());
+        registry.register("abandons", "Buckets abandoned, by reason (stale, reload, shutdown)", self.abandons.clone());
+        for reason in ABANDON_REASONS {
+            let _ = self.abandons.get_or_create(&ReasonLabels { reason });
+        }
+    }
+
+    /// Sets the streams and buckets held now.
+    pub(crate) fn hold(&self, streams: usize, buckets: usize) {
+        self.streams.set(i64::try_from(streams).unwrap_or(i64::MAX));
+        self.buckets.set(i64::try_from(buckets).unwrap_or(i64::MAX));
+    }
+
+    /// Counts `count` bucket usages reported.
+    pub(crate) fn count_reports(&self, count: usize) {
+        self.reports.inc_by(count as u64);
+    }
+
+    /// Counts `count` assignments sent.
+    pub(crate) fn count_assignments(&self, count: usize) {
+        self.assignments.inc_by(count as u64);
+    }
+
+    /// Counts tokens paid for shares.
+    pub(crate) fn count_tokens(&self, tokens: u64) {
+        self.tokens.inc_by(tokens);
+    }
+
+    /// Counts `count` buckets abandoned for `reason` (one of [`ABANDON_REASONS`]).
+    pub(crate) fn count_abandons(&self, reason: &'static str, count: usize) {
+        self.abandons.get_or_create(&ReasonLabels { reason }).inc_by(count as u64);
+    }
+
+    /// The counts now.
+    pub(crate) fn counts(&self) -> RlqsCounts {
+        let abandons =
+            ABANDON_REASONS.iter().map(|&reason| self.abandons.get_or_create(&ReasonLabels { reason }).get());
+        RlqsCounts {
+            streams: self.streams.get().unsigned_abs(),
+            buckets: self.buckets.get().unsigned_abs(),
+            reports: self.reports.get(),
+            assignments: self.assignments.get(),
+            tokens: self.tokens.get(),
+            abandons: abandons.sum(),
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! When shares are granted, renewed and given up: the reporting interval Envoys are
+//! expected to keep, and the epoch-aligned windows no grant may cross.
+
+use sluice_core::Timestamp;
+use std::time::Duration;
+
+/// What an assignment's time to live leaves Envoy at the end of a window: Envoy counts the
+/// time to live from when the response reaches it, so this much later than it was sent
+/// the assignment must still be over before the window ends.
+pub(crate) const EDGE_MARGIN: Duration = Duration::from_millis(250);
+
+/// The timing every bucket's shares follow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Timing {
+    /// How often Envoys are expected to report usage (setting `rlqs_report_interval`).
+    pub(crate) report_interval: Duration,
+}
+
+impl Timing {
+    /// The longest time to live an assignment gets: three reporting intervals, so that
+    /// one lost report does not let it lapse.
+    pub(crate) fn ttl(self) -> Duration {
+        self.report_interval * 3
+    }
+
+    /// An assignment with less than this left is renewed (two reporting intervals).
+    pub(crate) fn renew_within(self) -> Duration {
+        self.report_interval * 2
+    }
+
+    /// A holder that has not reported for this long (three reporting intervals) has
+    /// stopped: its bucket is abandoned.
+    pub(crate) fn stale_after(self) -> Duration {
+        self.report_interval * 3
+    }
+}
+
+/// Epoch-aligned windows of one limit's length: no grant outlives the window it was paid in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Windows {
+    length_us: u64,
+}
+
+impl Windows {
+    /// Windows of `length`; `None` when shorter than 2 s, as Envoy counts an assignment's
+    /// time to live in whole seconds and at least one must fit before a window ends.
+    pub(crate) fn new(length: Duration) -> Option<Windows> {
+        let length_us = u64::try_from(length.as_micros()).ok()?;
+        (length >= Duration::from_secs(2)).then_some(Windows { length_us })
+    }
+
+    /// The window's length.
+    pub(crate) fn length(self) -> Duration {
+        Duration::from_micros(self.length_us)
+    }
+
+    /// The index of the window `now` falls in.
+    pub(crate) fn index(self, now: Timestamp) -> u64 {
+        now.as_micros() / self.length_us
+    }
+
+    /// When the window `now` falls in ends.
+    pub(crate) fn end(self, now: Timestamp) -> Timestamp {
+        Timestamp::from_micros((self.index(now) + 1).saturating_mul(self.length_us))
+    }
+
+    /// The time to live, in whole seconds and at most `longest`, of an assignment sent at
+    /// `now` that must be over, [`EDGE_MARGIN`] after it reached Envoy, before the window
+    /// ends; `None` when not even one second fits.
+    pub(crate) fn ttl_at(self, now: Timestamp, longest: Duration) -> Option<Duration> {
+        let left = self.end(now).saturating_since(now).saturating_sub(EDGE_MARGIN);
+        let seconds = left.as_secs().min(longest.as_secs());
+        (seconds > 0).then(|| Duration::from_secs(seconds))
+    }
+
+    /// The fill interval of every token bucket assigned in these windows: over two windows
+    /// and a second, so that the 1 or 2 tokens one fill adds (see
+    /// [`super::assignment`]) never make a whole token within one window.
+    pub(crate) fn fill_interval(self) -> Duration {
+        Duration::from_secs(self.length().as_secs() * 2 + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_assignment_ends_before_its_window_with_the_margin_to_spare() {
+        let minute = Windows::new(Duration::from_secs(60)).unwrap();
+        let ttl = Duration::from_secs(15);
+        let at = |seconds: f64| Timestamp::from_micros((seconds * 1e6) as u64);
+        assert_eq!(minute.ttl_at(at(600.0), ttl), Some(ttl));
+        assert_eq!(minute.ttl_at(at(650.5), ttl), Some(Duration::from_secs(9)));
+        assert_eq!(minute.ttl_at(at(658.8), ttl), None, "0.95 s left, less the margin, is no whole second");
+        assert_eq!(minute.ttl_at(at(658.7), ttl), Some(Duration::from_secs(1)));
+        assert_eq!(Windows::new(Duration::from_secs(1)), None);
+    }
+}

@@ -1,0 +1,145 @@
+//! The rate limit quota service (RLQS) over gRPC, spoken directly: what a stream is
+//! assigned, the one quota RLS and RLQS share, and the clear errors bad input ends with.
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
+
+mod support;
+
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
+use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
+use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_response::bucket_action::BucketAction as Action;
+use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_client::RateLimitQuotaServiceClient;
+use envoy_types::pb::envoy::service::rate_limit_quota::v3::{BucketId, RateLimitQuotaUsageReports};
+use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
+use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::Strategy;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use support::rlqs::{bucket, open, report, tokens_for};
+use support::server::Server;
+
+const RULES: &str = include_str!("../../../docs/envoy-rlqs-sluice.yaml");
+
+/// A tenant no other test or run uses.
+fn tenant() -> String {
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
+    format!("tenant-{}-{nanos}", std::process::id())
+}
+
+/// Whether at least `room` is left in the current minute (the rule's window).
+fn room_in_the_minute(room: Duration) -> bool {
+    let into = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() % 60;
+    Duration::from_secs(60 - into) >= room
+}
+
+#[tokio::test]
+async fn a_share_is_paid_from_the_limit_so_rls_checks_see_the_same_quota() {
+    let server = Server::start(RULES, &[]);
+    while !room_in_the_minute(Duration::from_secs(10)) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let tenant = tenant();
+    let id = bucket(&[("tenant", &tenant), ("plan", "free")]);
+    let no_rule = bucket(&[("tenant", &tenant), ("plan", "gold")]);
+    // One request let through before any assignment, then a share of what is left.
+    let mut stream = open(&server, report("quota", &[id.clone(), no_rule.clone()], 1)).await;
+    let response = stream.next().await.unwrap();
+    assert_eq!(tokens_for(&response, &id), Some(2), "of 4 left, half: the rest waits for other Envoys");
+    assert!(response.bucket_action.iter().all(|action| action.bucket_id.as_ref() != Some(&no_rule)));
+    // The RLS check of the same descriptor (the bucket's entries sorted by key) sees 1 + 2 taken.
+    let mut rls = RateLimitServiceClient::connect(format!("http://{}", server.grpc)).await.unwrap();
+    let answer = rls.should_rate_limit(rls_request(&tenant)).await.unwrap().into_inner();
+    assert_eq!(answer.statuses[0].limit_remaining, 1, "5 − 1 reported − 2 assigned − this check");
+    // The usage the share paid for is not counted again.
+    stream.reports.send(report("", std::slice::from_ref(&id), 2)).await.unwrap();
+    wait_metric(&server, "sluice_rlqs_reports_total", 3).await;
+    let again = rls.should_rate_limit(rls_request(&tenant)).await.unwrap().into_inner();
+    assert_eq!(again.overall_code, Code::Ok as i32, "the last one is RLS's: the reported 2 were paid already");
+    assert_eq!(again.statuses[0].limit_remaining, 0);
+}
+
+/// The RLS request of the descriptor a bucket {plan: free, tenant} is matched as.
+fn rls_request(tenant: &str) -> RateLimitRequest {
+    let entry = |key: &str, value: &str| Entry { key: key.to_owned(), value: value.to_owned() };
+    let descriptor =
+        RateLimitDescriptor { entries: vec![entry("plan", "free"), entry("tenant", tenant)], ..Default::default() };
+    RateLimitRequest { domain: "quota".into(), descriptors: vec![descriptor], ..Default::default() }
+}
+
+/// Waits (at most 10 s) until the metric `series` of `server` reaches `at_least`.
+async fn wait_metric(server: &Server, series: &str, at_least: u64) {
+    for _ in 0..200 {
+        let text = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+        let value = text.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' ')?.parse::<u64>().ok());
+        if value.is_some_and(|value| value >= at_least) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{series} did not reach {at_least} within 10 s");
+}
+
+#[tokio::test]
+async fn a_stream_without_a_domain_or_with_an_oversized_bucket_id_ends_with_invalid_argument() {
+    let server = Server::start(RULES, &["--max-descriptor-entries", "8"]);
+    let id = bucket(&[("plan", "free")]);
+    let status = open(&server, report("", std::slice::from_ref(&id), 1)).await.next().await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    assert!(status.message().contains("must name a domain"), "{}", status.message());
+    let keys: Vec<String> = (0..2000).map(|index| format!("k{index}")).collect();
+    let huge = bucket(&keys.iter().map(|key| (key.as_str(), "v")).collect::<Vec<_>>());
+    let status = open(&server, report("quota", &[huge], 1)).await.next().await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    assert!(status.message().contains("2000 entries, over the 8 allowed"), "{}", status.message());
+    // Later reports are checked too, and may not change the stream's domain.
+    let mut stream = open(&server, report("quota", std::slice::from_ref(&id), 0)).await;
+    stream.reports.send(report("other", &[id], 0)).await.unwrap();
+    let status = stream.ended().await;
+    assert_eq!(status.code(), tonic::Code::InvalidArgument);
+    assert!(status.message().contains("domain cannot change"), "{}", status.message());
+}
+
+#[tokio::test]
+async fn buckets_past_the_bound_end_the_stream_with_resource_exhausted() {
+    let server = Server::start(RULES, &["--max-rlqs-buckets", "3"]);
+    let ids: Vec<BucketId> =
+        (0..4).map(|index| bucket(&[("plan", "free"), ("tenant", &format!("t{index}"))])).collect();
+    let status = open(&server, report("quota", &ids, 1)).await.next().await.unwrap_err();
+    assert_eq!(status.code(), tonic::Code::InvalidArgument, "one report of 4 buckets: {}", status.message());
+    let mut stream = open(&server, report("quota", &ids[..3], 0)).await;
+    stream.reports.send(report("quota", &ids[3..], 0)).await.unwrap();
+    let status = stream.ended().await;
+    assert_eq!(status.code(), tonic::Code::ResourceExhausted);
+    assert!(status.message().contains("setting `max_rlqs_buckets`"), "{}", status.message());
+}
+
+#[tokio::test]
+async fn a_stream_that_sends_nothing_ends_with_deadline_exceeded() {
+    let server = Server::start(RULES, &[]);
+    let mut client = RateLimitQuotaServiceClient::connect(format!("http://{}", server.grpc)).await.unwrap();
+    let silent = futures_util::stream::pending::<RateLimitQuotaUsageReports>();
+    let status = tokio::time::timeout(Duration::from_secs(20), client.stream_rate_limit_quotas(silent))
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::DeadlineExceeded);
+}
+
+#[tokio::test]
+async fn unlimited_and_blocked_rules_are_assigned_blanket_rules() {
+    use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::BlanketRule;
+    let rules = "domain: quota\ndescriptors:\n  - key: open\n    rate_limit: {unlimited: true}\n  \
+                 - key: shut\n    rate_limit: {unit: minute, requests_per_unit: 0}\n";
+    let server = Server::start(rules, &[]);
+    let (open_id, shut_id) = (bucket(&[("open", "x")]), bucket(&[("shut", "x")]));
+    let response = open(&server, report("quota", &[open_id.clone(), shut_id.clone()], 1)).await.next().await.unwrap();
+    let rule_for = |id: &BucketId| {
+        let action = response.bucket_action.iter().find(|action| action.bucket_id.as_ref() == Some(id)).unwrap();
+        let Some(Action::QuotaAssignmentAction(assignment)) = &action.bucket_action else { panic!("{action:?}") };
+        match assignment.rate_limit_strategy.as_ref().unwrap().strategy.as_ref().unwrap() {
+            Strategy::BlanketRule(rule) => *rule,
+            other => panic!("{other:?}"),
+        }
+    };
+    assert_eq!(rule_for(&open_id), BlanketRule::AllowAll as i32);
+    assert_eq!(rule_for(&shut_id), BlanketRule::DenyAll as i32);
+}
