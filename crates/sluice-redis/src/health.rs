@@ -1,7 +1,9 @@
 //! Whether Redis answers, and the outages a store has seen.
 //!
 //! Each connection has a [`Link`]: up while Redis answers it, down from the first check (or
-//! probe) Redis fails until a probe succeeds. While it is down, checks are answered by the
+//! probe) Redis fails until a probe succeeds. On a Cluster, each master has one more,
+//! shared by the store's connections (`cluster::shards`): an outage of one master is an
+//! outage of its slots only. While it is down, checks are answered by the
 //! failure mode at once, without waiting for Redis, and a probe asks Redis again every
 //! 100 ms. The [`Outages`] of a store (shared by its
 //! connections, one per worker thread in the service) count what happened: an outage starts
@@ -11,6 +13,7 @@
 use crate::FailureMode;
 use parking_lot::Mutex;
 use std::fmt;
+use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -48,24 +51,66 @@ impl fmt::Display for Cause {
 
 /// What a store knows of Redis's health, for metrics and readiness. The default is a store
 /// that has always answered.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RedisHealth {
-    /// How long the current outage has lasted; `None` while every connection is up.
+    /// How long the current outage has lasted (on a Cluster, the longest of its masters');
+    /// `None` while every connection and every master is up.
     pub outage: Option<Duration>,
-    /// Outages so far.
+    /// Outages so far (on a Cluster, each master's counted).
     pub outages: u64,
     /// Checks answered by the failure mode so far, because Redis did not answer them or
     /// because an outage was under way.
     pub answered_without_redis: u64,
     /// Checks and probes Redis failed so far, by [`Cause`] (in [`Cause::ALL`] order).
     pub errors: [u64; 3],
+    /// A Cluster's masters, each with its slots and its own outage; empty for a standalone
+    /// Redis or a Sentinel's primary, and on a Cluster until its topology was read.
+    pub nodes: Vec<NodeHealth>,
 }
 
 impl RedisHealth {
-    /// True while every connection is up.
+    /// True while every connection (and every master of a Cluster) is up.
     pub fn is_available(&self) -> bool {
         self.outage.is_none()
     }
+
+    /// True when no key can be decided by Redis: the store's connection is down, or every
+    /// master of a Cluster is. False while some master answers for its slots.
+    pub fn is_down_everywhere(&self) -> bool {
+        !self.is_available() && (self.nodes.is_empty() || self.nodes.iter().all(|node| node.outage.is_some()))
+    }
+}
+
+/// One master of a Redis Cluster, as [`RedisHealth::nodes`] lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeHealth {
+    /// `host:port`, as the Cluster names it.
+    pub address: String,
+    /// The slots it serves.
+    pub slots: Vec<RangeInclusive<u16>>,
+    /// How long its current outage has lasted; `None` while it answers.
+    pub outage: Option<Duration>,
+    /// Its outages so far.
+    pub outages: u64,
+}
+
+impl NodeHealth {
+    /// The slots as `redis-cli` shows them: `0-5460,10923`.
+    pub fn slot_ranges(&self) -> String {
+        describe_slots(&self.slots)
+    }
+}
+
+/// Slot ranges as `redis-cli` shows them: `0-5460,10923`.
+pub(crate) fn describe_slots(ranges: &[RangeInclusive<u16>]) -> String {
+    let shown: Vec<String> = ranges
+        .iter()
+        .map(|range| match (range.start(), range.end()) {
+            (start, end) if start == end => start.to_string(),
+            (start, end) => format!("{start}-{end}"),
+        })
+        .collect();
+    shown.join(",")
 }
 
 /// The outages of one store, shared by its connections.
@@ -111,6 +156,7 @@ impl Outages {
             outages: state.outages,
             answered_without_redis: self.answered.load(Ordering::Relaxed),
             errors: self.errors.each_ref().map(|count| count.load(Ordering::Relaxed)),
+            nodes: Vec::new(),
         }
     }
 
@@ -135,6 +181,24 @@ impl Outages {
         state.links_down = state.links_down.saturating_sub(1);
         if state.links_down == 0 && state.current.take().is_some() {
             tracing::debug!(redis = %self.target, "the last connection in an outage was closed");
+        }
+    }
+
+    /// The link's node no longer serves the slots it was asked for (a replica was promoted
+    /// in its place): the outage ends, saying who serves them now.
+    fn link_retired(&self, served_by: &str) {
+        let mut state = self.state.lock();
+        state.links_down = state.links_down.saturating_sub(1);
+        if let Some((since, answered_before)) = state.current.take() {
+            let answered = self.answered.load(Ordering::Relaxed) - answered_before;
+            tracing::warn!(
+                redis = %self.target,
+                served_by,
+                lasted_ms = since.elapsed().as_millis() as u64,
+                answered_by_failure_mode = answered,
+                "Redis outage over after {:.3} s: its slots are served by {served_by} now; {answered} checks were answered by the failure mode meanwhile",
+                since.elapsed().as_secs_f64()
+            );
         }
     }
 
@@ -194,6 +258,14 @@ impl Link {
         }
     }
 
+    /// Ends the link's outage, if any, as its node no longer serves its slots: they are
+    /// `served_by` another node now.
+    pub(crate) fn retire(&self, outages: &Outages, served_by: &str) {
+        if self.down.swap(false, Ordering::AcqRel) {
+            outages.link_retired(served_by);
+        }
+    }
+
     /// Claims the probe: true when no probe ran, and the caller must start one.
     pub(crate) fn claim_probe(&self) -> bool {
         !self.probing.swap(true, Ordering::AcqRel)
@@ -229,6 +301,11 @@ mod tests {
         assert_eq!(outages.health().outages, 2);
         a.forget(&outages);
         assert!(outages.health().is_available(), "a closed connection holds no outage open");
+    }
+
+    #[test]
+    fn slot_ranges_read_as_redis_cli_shows_them() {
+        assert_eq!(describe_slots(&[0..=5460, 10923..=10923]), "0-5460,10923");
     }
 
     #[test]

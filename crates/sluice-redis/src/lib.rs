@@ -11,6 +11,7 @@
 //! bounded by the limit.
 
 mod blocked;
+mod cluster;
 mod deadline;
 mod exact_time;
 mod failure;
@@ -23,7 +24,7 @@ mod tls;
 mod url;
 
 pub use failure::FailureMode;
-pub use health::{Cause, RedisHealth};
+pub use health::{Cause, NodeHealth, RedisHealth};
 pub use settings::{ModuleUse, RedisSettings, TimeSource};
 pub use store::RedisStore;
 pub use tls::TlsFiles;

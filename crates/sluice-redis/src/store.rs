@@ -2,14 +2,17 @@
 //! `SLUICE.CHECK` where Redis has it loaded, else one script call.
 
 mod channel;
+mod cluster;
 mod errors;
 mod give_back;
 mod lease;
 mod origin;
+mod outage;
 mod reset;
 mod standalone;
 
 use crate::blocked::{BlockedCache, Now, Remembered};
+use crate::cluster::shards::Shards;
 use crate::deadline::{ClockLead, wall_clock};
 use crate::exact_time;
 use crate::health::{Outages, RedisHealth};
@@ -18,7 +21,7 @@ use crate::script::{Reply, Scripts, decode, module_command};
 use crate::settings::{ModuleUse, RedisSettings, TimeSource};
 use crate::url::without_password;
 use channel::{Channel, Request};
-use errors::{Expired, InOutage, is_script_error, is_unavailable_for_now, unavailable, within};
+use errors::{Expired, is_script_error, is_unavailable_for_now, unavailable, within};
 use origin::{CONNECT_TIMEOUT, Origin, tcp_settings};
 use redis::cluster::ClusterClient;
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
@@ -40,7 +43,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// [`failure_mode`](RedisSettings::failure_mode) decides, and the verdict's `source` says
 /// so; from that failure until a background probe finds Redis answering again (every
 /// 100 ms), checks are answered by the failure mode at once, without waiting for Redis.
-/// [`RedisStore::health`] tells whether Redis answers and counts the outages.
+/// On a Cluster this holds per master: a check finds the master of its key's slot first,
+/// and only the keys of a master known down are answered without Redis (see the
+/// `cluster::shards` module). [`RedisStore::health`] tells whether Redis answers and
+/// counts the outages.
 #[derive(Clone)]
 pub struct RedisStore {
     channel: Arc<Channel>,
@@ -58,6 +64,8 @@ pub(crate) struct Common {
     /// This process's states while Redis is down, under [`FailureMode::Fallback`](crate::FailureMode).
     fallback: MemoryStore,
     outages: Outages,
+    /// A Cluster's masters and their health; `None` for another origin.
+    shards: Option<Shards>,
     /// Redis's clock's lead over this process's, for deadlines.
     lead: ClockLead,
     /// The last probe found the Sluice module loaded ([`ModuleUse::Detect`]).
@@ -171,17 +179,26 @@ impl RedisStore {
     /// Another connection to the same Redis, sharing this store's settings, script cache,
     /// blocked-key cache, fallback states and outages. Its I/O is driven by the tokio
     /// runtime this is called from: a server with a runtime per thread gives each thread
-    /// its own, so a check never waits for another thread to be scheduled. Made without
-    /// waiting for Redis, as [`RedisStore::open`].
+    /// its own, so a check never waits for another thread to be scheduled.
+    ///
+    /// Returns once its first probe has ended (within 5 s): Redis answered it (on a
+    /// Sentinel, through the primary the sentinels name; on a Cluster, every master that
+    /// answers), or is known down, and then the failure mode answers at once. So its first
+    /// checks are decided by Redis whenever Redis is up, and none waits for a connection
+    /// being made. An outage does not fail it.
     ///
     /// # Errors
     ///
     /// Never for a store that was opened; kept for stores that may need to connect.
     pub async fn connect_again(&self) -> Result<Self, StoreError> {
-        Ok(RedisStore { channel: Channel::open(Arc::clone(&self.channel.common))? })
+        let channel = Channel::open(Arc::clone(&self.channel.common))?;
+        channel.first_probe().await;
+        Ok(RedisStore { channel })
     }
 
     fn with(origin: Origin, target: String, settings: RedisSettings) -> Result<Self, StoreError> {
+        let shards =
+            matches!(origin, Origin::Cluster(_)).then(|| Shards::new(&settings.key_prefix, settings.failure_mode));
         let common = Common {
             origin,
             scripts: Scripts::default(),
@@ -189,6 +206,7 @@ impl RedisStore {
             blocked: BlockedCache::default(),
             fallback: MemoryStore::builder().max_keys(settings.fallback_max_keys).build(),
             outages: Outages::new(target, settings.failure_mode),
+            shards,
             lead: ClockLead::default(),
             module_loaded: AtomicBool::new(false),
             settings,
@@ -219,20 +237,26 @@ impl RedisStore {
     }
 
     /// Whether Redis answers, and the outages and errors seen so far (shared by every
-    /// connection of this store).
+    /// connection of this store); on a Cluster, each master's too.
     pub fn health(&self) -> RedisHealth {
-        self.common().outages.health()
+        let mut health = self.common().outages.health();
+        if let Some(shards) = &self.common().shards {
+            shards.add_to(&mut health);
+        }
+        health
     }
 
     /// Asks Redis now, on this store's connection, with a write (bounded by the timeout):
-    /// true when it answered. A failure starts an outage, as a failed check does. While an
-    /// outage is under way, answers false at once (the background probe asks meanwhile).
+    /// true when it answered (on a Cluster, every master, each with a write in its slots).
+    /// A failure starts an outage, as a failed check does (on a Cluster, of the master that
+    /// failed). While an outage is under way, answers false at once for what is down (the
+    /// background probe asks meanwhile).
     pub async fn probe(&self) -> bool {
         if self.channel.link.is_down() {
             return false;
         }
         match self.channel.probe_once(self.settings().timeout, false).await {
-            Ok(()) => true,
+            Ok(()) => self.common().shards.as_ref().is_none_or(Shards::all_up),
             Err(error) => {
                 self.channel.fail(&error);
                 false
@@ -259,10 +283,9 @@ impl RedisStore {
         if let Some(verdict) = cache_id.as_deref().and_then(|id| common.blocked.lookup(id, cached_now, cost)) {
             return Ok(verdict);
         }
-        if self.channel.link.is_down() {
-            // The probe is running; started again in case its task was dropped.
-            self.channel.start_probe();
-            return self.without_redis(key, limits, now, cost, StoreError::Unavailable(Box::new(InOutage)));
+        let master = self.master_of(&keys);
+        if let Some(outage) = self.known_down(master.as_ref()) {
+            return self.without_redis(key, limits, now, cost, master.as_deref(), outage);
         }
         let asked = common.blocked.generation();
         match self.evaluate(keys, limits, script_now, cost).await {
@@ -278,28 +301,11 @@ impl RedisStore {
                 Ok(verdict)
             }
             Err(error) if error.is_transient() => {
-                self.channel.fail(&error);
-                self.without_redis(key, limits, now, cost, error)
+                self.record_failure(&error, master.as_ref());
+                self.without_redis(key, limits, now, cost, master.as_deref(), error)
             }
             Err(error) => Err(error),
         }
-    }
-
-    /// The failure mode's verdict (counted), or `error` when it has none.
-    fn without_redis(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-        error: StoreError,
-    ) -> Result<Verdict, StoreError> {
-        let common = self.common();
-        let degraded = common.settings.failure_mode.decide(&common.fallback, key, limits, now, cost);
-        if degraded.is_some() {
-            common.outages.count_answered();
-        }
-        degraded.ok_or(error)
     }
 
     /// Runs the script: the time Redis decided at, and the combined verdict.

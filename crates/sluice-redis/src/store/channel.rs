@@ -4,7 +4,7 @@
 use super::origin::OnDisconnect;
 use super::{CONNECT_TIMEOUT, Common, Origin, within};
 use crate::deadline::wall_clock;
-use crate::failure::PROBE_INTERVAL;
+pub(super) use crate::failure::PROBE_INTERVAL;
 use crate::health::{Cause, Link};
 use crate::settings::ModuleUse;
 use crate::store::standalone::{Standalone, is_demoted};
@@ -19,7 +19,7 @@ use std::time::Duration;
 
 /// How long a probe waits for Redis. Longer than a check's timeout: a probe sent to a
 /// stalled Redis is answered the moment it resumes, which ends the outage at once.
-const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+pub(super) const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The probe: a write (so that a Redis refusing writes, out of memory or a replica, is
 /// not taken as up), then Redis `TIME` in µs, which samples its clock for deadlines.
@@ -27,11 +27,17 @@ pub(super) const PROBE: &str = "redis.call('SET', KEYS[1], '1', 'PX', 60000)\n\
                      local t = redis.call('TIME')\n\
                      return tonumber(t[1]) * 1000000 + tonumber(t[2])";
 
+/// How long a new connection may wait for its first probe to end before it is used
+/// anyway: connecting (2 s), the probe (1 s), once more after a broken connection (1 s).
+const FIRST_PROBE_LIMIT: Duration = Duration::from_secs(5);
+
 /// A connection, its health, and what every connection of the store shares.
 pub(crate) struct Channel {
     pub(super) connection: Connection,
     pub(super) link: Link,
     pub(super) common: Arc<Common>,
+    /// True once the first probe ended: Redis answered, or is known down.
+    probed: tokio::sync::watch::Sender<bool>,
 }
 
 /// The connection itself; either may not be made yet (a store opened while Redis was down).
@@ -73,7 +79,8 @@ impl Channel {
             Origin::Standalone(_) | Origin::Sentinel(_) => Connection::Standalone(Standalone::default()),
             Origin::Cluster(_) => Connection::Cluster(ArcSwapOption::empty()),
         };
-        let channel = Arc::new(Channel { connection, link: Link::default(), common });
+        let probed = tokio::sync::watch::Sender::new(false);
+        let channel = Arc::new(Channel { connection, link: Link::default(), common, probed });
         if let (Connection::Standalone(standalone), Origin::Standalone(_)) =
             (&channel.connection, &channel.common.origin)
         {
@@ -84,6 +91,14 @@ impl Channel {
         }
         channel.start_probe();
         Ok(channel)
+    }
+
+    /// Waits (at most [`FIRST_PROBE_LIMIT`]) until the first probe has ended: from then
+    /// on, every check is decided by Redis or, where Redis is known down, by the failure
+    /// mode at once; none waits for a connection being made.
+    pub(super) async fn first_probe(&self) {
+        let mut probed = self.probed.subscribe();
+        let _ = tokio::time::timeout(FIRST_PROBE_LIMIT, probed.wait_for(|probed| *probed)).await;
     }
 
     /// What this channel's connections call when they hear they were disconnected: start a
@@ -141,16 +156,27 @@ impl Channel {
 
     /// Asks Redis once (bounded by `limit`): up when it answers, down when it fails. After
     /// a failure (`after_failure`), a Sentinel's primary is asked for again first.
+    /// On a Cluster, answering is reading the topology; then every master is probed, each
+    /// marked down on its own when it fails.
     pub(super) async fn probe_once(self: &Arc<Self>, limit: Duration, after_failure: bool) -> Result<(), StoreError> {
         self.connect_if_needed(after_failure).await?;
-        let key = format!("{}probe", self.common.settings.key_prefix);
-        let script = &self.common.probe;
-        let invocation = script.key(&key);
-        let redis_time: u64 = self.send(limit, Request::Script(&invocation)).await?;
-        self.common.lead.observe(redis_time, wall_clock());
+        if self.shards().is_some() {
+            self.refresh_topology(limit).await?;
+            self.probe_masters(limit).await;
+        } else {
+            self.write_probe(&format!("{}probe", self.common.settings.key_prefix), limit).await?;
+        }
         if self.common.settings.module == ModuleUse::Detect {
             self.detect_module(limit).await;
         }
+        Ok(())
+    }
+
+    /// Runs the probe script on `key` (bounded by `limit`), and samples Redis's clock.
+    pub(super) async fn write_probe(self: &Arc<Self>, key: &str, limit: Duration) -> Result<(), StoreError> {
+        let invocation = self.common.probe.key(key);
+        let redis_time: u64 = self.send(limit, Request::Script(&invocation)).await?;
+        self.common.lead.observe(redis_time, wall_clock());
         Ok(())
     }
 
@@ -215,11 +241,13 @@ async fn probe(channel: Weak<Channel>) {
                 // Released first: a check failing in between starts a new probe.
                 owner.link.release_probe();
                 owner.link.recover(&owner.common.outages);
+                owner.probed.send_replace(true);
                 return;
             }
             Err(error) => {
                 owner.common.outages.count_error(cause_of(&error));
                 owner.link.fail(&owner.common.outages, &describe(&error));
+                owner.probed.send_replace(true);
             }
         }
         drop(owner);
@@ -244,7 +272,7 @@ pub(crate) fn cause_of(error: &StoreError) -> Cause {
 }
 
 /// The error with its source, for the log line that starts an outage.
-fn describe(error: &StoreError) -> String {
+pub(super) fn describe(error: &StoreError) -> String {
     match error {
         StoreError::Unavailable(source) => format!("{}: {source}", cause_of(error)),
         other => other.to_string(),

@@ -24,20 +24,22 @@ impl RedisStore {
         let Some(total) = cost.checked_add(extra).filter(|_| leasable && !limits.is_empty()) else {
             return self.check_limits(key, limits, now, cost).await.map(LeaseAnswer::unleased);
         };
-        if self.is_blocked(key, limits, now, cost) || self.channel.link.is_down() {
+        let keys: Vec<Vec<u8>> =
+            limits.iter().map(|limit| state_key(&self.settings().key_prefix, key, limit)).collect();
+        let master = self.master_of(&keys);
+        if self.is_blocked(key, limits, now, cost) || self.known_down(master.as_ref()).is_some() {
             // The blocked-key cache or the failure mode answers, as for any check.
             return self.check_limits(key, limits, now, cost).await.map(LeaseAnswer::unleased);
         }
         let script_now = self.script_now(now, limits)?;
-        let keys = limits.iter().map(|limit| state_key(&self.settings().key_prefix, key, limit)).collect();
         match self.evaluate(keys, limits, script_now, total).await {
             Ok((reply, _)) if reply.decisions.iter().all(|decision| decision.allowed) => {
                 LeaseAnswer::granted(reply.decisions, Timestamp::from_micros(reply.now)).ok_or(StoreError::NoLimits)
             }
             Ok(_) => self.check_limits(key, limits, now, cost).await.map(LeaseAnswer::unleased),
             Err(error) if error.is_transient() => {
-                self.channel.fail(&error);
-                self.without_redis(key, limits, now, cost, error).map(LeaseAnswer::unleased)
+                self.record_failure(&error, master.as_ref());
+                self.without_redis(key, limits, now, cost, master.as_deref(), error).map(LeaseAnswer::unleased)
             }
             Err(error) => Err(error),
         }

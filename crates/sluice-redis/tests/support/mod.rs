@@ -6,6 +6,7 @@
 
 pub mod certificates;
 pub mod compare;
+pub mod failover_cluster;
 pub mod faulty_link;
 pub mod proxy;
 pub mod redis;

@@ -136,6 +136,12 @@ impl RedisServer {
     /// Starts a server that will be a node of a cluster: its cluster bus is on a second free
     /// port, its cluster state in `nodes.conf` in its directory; `module`, if any, is loaded.
     fn start_cluster_node(module: Option<&Path>) -> RedisServer {
+        Self::start_cluster_node_with(module, &[])
+    }
+
+    /// As [`start_cluster_node`](Self::start_cluster_node), with `settings` (pairs of
+    /// `--name value` arguments) after the common ones, kept on every restart.
+    pub fn start_cluster_node_with(module: Option<&Path>, settings: &[&str]) -> RedisServer {
         Self::start_with(|dir| {
             let bus_port = free_port();
             let mut args = vec![
@@ -149,6 +155,7 @@ impl RedisServer {
             if let Some(module) = module {
                 args.extend(["--loadmodule".into(), module.display().to_string()]);
             }
+            args.extend(settings.iter().map(|setting| (*setting).to_owned()));
             (Vec::new(), args)
         })
     }
@@ -546,7 +553,7 @@ fn is_ok(info: &str) -> bool {
         .all(|field| info.lines().any(|line| line.trim_end() == *field))
 }
 
-fn cluster_info(port: u16) -> Result<String, String> {
+pub fn cluster_info(port: u16) -> Result<String, String> {
     let mut replies = query(port, &["CLUSTER INFO"]).map_err(|e| e.to_string())?;
     let info = replies.swap_remove(0);
     if info.starts_with('-') { Err(info) } else { Ok(info) }
@@ -644,7 +651,7 @@ fn read_reply(reader: &mut impl BufRead) -> io::Result<String> {
     }
 }
 
-fn tail(text: &str) -> String {
+pub fn tail(text: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")
 }

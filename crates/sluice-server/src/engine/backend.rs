@@ -63,8 +63,10 @@ impl Backend {
     /// connection of its own, driven by the thread's runtime. Without it, every Redis call
     /// of a worker would wait for the main runtime's thread to run the shared connection:
     /// with both on one core, that cost two context switches per call. The embedded store
-    /// is shared as it is. The connection is made without waiting for Redis: during an
-    /// outage, the thread's checks follow the failure mode until a probe finds Redis.
+    /// is shared as it is. Returns once the connection's first probe has ended (at most
+    /// 5 s): Redis answered it (a Sentinel's primary found, a Cluster's masters each
+    /// probed), so the worker's first checks are decided by Redis; or Redis is known down,
+    /// and they follow the failure mode at once until a probe finds it.
     pub(crate) async fn for_this_thread(&self) -> Backend {
         let Backend::Redis(store) = self else { return self.clone() };
         match store.inner().connect_again().await {

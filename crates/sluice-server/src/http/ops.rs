@@ -6,7 +6,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use sluice_redis::FailureMode;
+use sluice_redis::{FailureMode, RedisHealth};
 use std::sync::Arc;
 
 /// The process is up.
@@ -18,7 +18,9 @@ pub(crate) async fn healthz() -> &'static str {
 /// This instance answers as configured: it has started, shutdown has not begun, and its
 /// store answers, or (on Redis) its failure mode keeps serving while Redis does not:
 /// `open` and `fallback` are ready during an outage (the body says so), `closed` is not,
-/// since it would reject every check.
+/// since it would reject every check. On a Cluster with some masters down (not all), the
+/// instance is ready in every mode: only those masters' keys follow the failure mode, and
+/// the body names them.
 #[utoipa::path(
     get,
     path = "/readyz",
@@ -35,12 +37,35 @@ pub(crate) async fn readyz(State(front): State<Arc<Front>>) -> Response {
         return (StatusCode::OK, "ready\n").into_response();
     }
     let mode = redis.settings().failure_mode;
-    let lasted = redis.health().outage.unwrap_or_default().as_secs_f64();
+    let health = redis.health();
+    if !health.is_down_everywhere() && !health.nodes.is_empty() {
+        // A Cluster with some masters down: every other slot is decided by Redis, and
+        // another instance would see the same Cluster.
+        return (StatusCode::OK, format!("ready: {}\n", masters_down(&health, mode))).into_response();
+    }
+    let lasted = health.outage.unwrap_or_default().as_secs_f64();
     let message = format!("Redis unavailable for {lasted:.1} s: checks are answered by the failure mode `{mode}`");
     match mode {
         FailureMode::Closed => (StatusCode::SERVICE_UNAVAILABLE, format!("not ready: {message}\n")).into_response(),
         FailureMode::Open | FailureMode::Fallback => (StatusCode::OK, format!("ready: {message}\n")).into_response(),
     }
+}
+
+/// Which Cluster masters are down, for how long, and what answers for their keys.
+fn masters_down(health: &RedisHealth, mode: FailureMode) -> String {
+    let down: Vec<String> = health
+        .nodes
+        .iter()
+        .filter_map(|node| {
+            let lasted = node.outage?.as_secs_f64();
+            Some(format!("{} (slots {}) for {lasted:.1} s", node.address, node.slot_ranges()))
+        })
+        .collect();
+    format!(
+        "Redis Cluster masters unavailable: {}; their keys are answered by the failure mode `{mode}`, every other \
+         slot's by Redis",
+        down.join(", ")
+    )
 }
 
 /// What `/metrics` is served as: OpenMetrics text, which Prometheus reads (and prefers).

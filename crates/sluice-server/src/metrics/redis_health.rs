@@ -16,6 +16,13 @@ struct CauseLabels {
     cause: &'static str,
 }
 
+/// A Redis Cluster master: its address and the slots it serves (`0-5460`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NodeLabels {
+    node: String,
+    slots: String,
+}
+
 /// The metrics of Redis's health.
 #[derive(Debug, Default)]
 pub(crate) struct RedisHealthMetrics {
@@ -23,6 +30,8 @@ pub(crate) struct RedisHealthMetrics {
     outage_seconds: Gauge<f64, AtomicU64>,
     outages: Counter,
     errors: Family<CauseLabels, Counter>,
+    node_available: Family<NodeLabels, Gauge>,
+    node_outage_seconds: Family<NodeLabels, Gauge<f64, AtomicU64>>,
     /// Serialises [`update`](Self::update): each counter is raised to the store's total.
     updating: Mutex<()>,
 }
@@ -32,7 +41,7 @@ impl RedisHealthMetrics {
     pub(crate) fn register(&self, registry: &mut Registry) {
         registry.register(
             "store_available",
-            "1 while the store answers (Redis: on every connection), 0 during an outage",
+            "1 while the store answers (Redis: on every connection and every Cluster master), 0 during an outage",
             self.available.clone(),
         );
         registry.register(
@@ -45,6 +54,16 @@ impl RedisHealthMetrics {
         for cause in Cause::ALL {
             let _ = self.errors.get_or_create(&CauseLabels { cause: cause.name() });
         }
+        registry.register(
+            "redis_node_available",
+            "Redis Cluster: 1 while the master answers for its slots, 0 while its keys are answered by the failure mode",
+            self.node_available.clone(),
+        );
+        registry.register(
+            "redis_node_outage_seconds",
+            "Redis Cluster: how long the master's current outage has lasted (0: none)",
+            self.node_outage_seconds.clone(),
+        );
     }
 
     /// Sets the metrics to `health`.
@@ -55,6 +74,14 @@ impl RedisHealthMetrics {
         raise(&self.outages, health.outages);
         for (cause, total) in Cause::ALL.into_iter().zip(health.errors) {
             raise(&self.errors.get_or_create(&CauseLabels { cause: cause.name() }), total);
+        }
+        // Only the masters known now: one whose slots went to a promoted replica goes.
+        self.node_available.clear();
+        self.node_outage_seconds.clear();
+        for node in &health.nodes {
+            let labels = NodeLabels { node: node.address.clone(), slots: node.slot_ranges() };
+            self.node_available.get_or_create(&labels).set(i64::from(node.outage.is_none()));
+            self.node_outage_seconds.get_or_create(&labels).set(node.outage.map_or(0.0, |outage| outage.as_secs_f64()));
         }
     }
 }

@@ -258,9 +258,15 @@ fn announce(service: &ServiceState, http: &TcpListener, grpc: &TcpListener) -> a
     Ok(())
 }
 
+/// The log filter without `RUST_LOG`: `info`, but only errors from redis-rs's Cluster
+/// client, whose warnings repeat for every connection and retry while a node is down
+/// (hundreds per failover); the store logs each master's outage once, at its start and at
+/// its end.
+const DEFAULT_LOG_FILTER: &str = "info,redis::cluster_handling=error";
+
 fn init_logs(json: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG_FILTER));
     let colours = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(colours);
     if json {
