@@ -66,6 +66,12 @@ pub struct RedisHealth {
     /// A Cluster's masters, each with its slots and its own outage; empty for a standalone
     /// Redis or a Sentinel's primary, and on a Cluster until its topology was read.
     pub nodes: Vec<NodeHealth>,
+    /// Redis refuses the store's configuration now (a wrong password, an ACL without a
+    /// command Sluice needs, a certificate not trusted): see
+    /// [`RedisStore::refusal`](crate::RedisStore::refusal).
+    pub refused: bool,
+    /// Checks and probes Redis refused so far for the configuration (also counted in `errors`).
+    pub refusals: u64,
 }
 
 impl RedisHealth {
@@ -137,6 +143,11 @@ impl Outages {
         Outages { state: Mutex::default(), answered: AtomicU64::new(0), errors: Default::default(), target, mode }
     }
 
+    /// Where Redis is, for log lines (no password).
+    pub(crate) fn target(&self) -> &str {
+        &self.target
+    }
+
     /// Counts a check answered by the failure mode.
     pub(crate) fn count_answered(&self) {
         self.answered.fetch_add(1, Ordering::Relaxed);
@@ -157,6 +168,7 @@ impl Outages {
             answered_without_redis: self.answered.load(Ordering::Relaxed),
             errors: self.errors.each_ref().map(|count| count.load(Ordering::Relaxed)),
             nodes: Vec::new(),
+            ..RedisHealth::default()
         }
     }
 

@@ -17,6 +17,7 @@ mod exact_time;
 mod failure;
 mod health;
 mod keys;
+mod refusal;
 mod script;
 mod settings;
 mod store;
@@ -25,7 +26,8 @@ mod url;
 
 pub use failure::FailureMode;
 pub use health::{Cause, NodeHealth, RedisHealth};
+pub use refusal::Refused;
 pub use settings::{ModuleUse, RedisSettings, TimeSource};
 pub use store::RedisStore;
-pub use tls::TlsFiles;
-pub use url::without_password;
+pub use tls::{HandshakeError, TlsFiles, check_certificate_file, check_key_file};
+pub use url::{check_redis_url, without_password};

@@ -3,7 +3,7 @@
 
 mod channel;
 mod cluster;
-mod errors;
+pub(crate) mod errors;
 mod give_back;
 mod lease;
 mod origin;
@@ -17,8 +17,10 @@ use crate::deadline::{ClockLead, wall_clock};
 use crate::exact_time;
 use crate::health::{Outages, RedisHealth};
 use crate::keys::state_key;
+use crate::refusal::{MetBy, Refusals, Refused};
 use crate::script::{Reply, Scripts, decode, module_command};
 use crate::settings::{ModuleUse, RedisSettings, TimeSource};
+use crate::tls::TlsConnector;
 use crate::url::without_password;
 use channel::{Channel, Request};
 use errors::{Expired, is_script_error, is_unavailable_for_now, unavailable, within};
@@ -70,12 +72,23 @@ pub(crate) struct Common {
     lead: ClockLead,
     /// The last probe found the Sluice module loaded ([`ModuleUse::Detect`]).
     module_loaded: AtomicBool,
+    /// Whether Redis refuses this store's configuration now (`refusal` module).
+    refusals: Refusals,
+}
+
+impl Common {
+    /// Records the refusal inside `error`, if it is one.
+    fn note_refusal(&self, error: &StoreError, met_by: MetBy) {
+        if let Some(refused) = Refused::of(error) {
+            self.refusals.met(refused, met_by, self.outages.target());
+        }
+    }
 }
 
 impl std::fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let kind = match self.common().origin {
-            Origin::Standalone(_) => "standalone",
+            Origin::Standalone(_) | Origin::Tls(_) => "standalone",
             Origin::Cluster(_) => "cluster",
             Origin::Sentinel(_) => "sentinel",
         };
@@ -96,17 +109,24 @@ impl RedisStore {
     ///
     /// When the URL is invalid, or a TLS file of the settings cannot be read.
     pub async fn open(url: &str, settings: RedisSettings) -> Result<Self, StoreError> {
-        let info = redis::IntoConnectionInfo::into_connection_info(url).map_err(unavailable)?;
+        let info = crate::url::connection_info(url).map_err(StoreError::Refused)?;
         let redis = info.redis_settings().clone();
         let redis = if url.contains("protocol=") { redis } else { redis.set_protocol(redis::ProtocolVersion::RESP3) };
         let info = info.set_tcp_settings(tcp_settings()).set_redis_settings(redis);
-        let client = if settings.tls.is_empty() {
-            redis::Client::open(info)
-        } else {
-            redis::Client::build_with_tls(info, settings.tls.read()?)
+        let origin = match TlsConnector::for_url(&info, &settings.tls)? {
+            Some(tls) => Origin::Tls(Box::new(tls)),
+            None if settings.tls.is_empty() => {
+                Origin::Standalone(Box::new(redis::Client::open(info).map_err(unavailable)?))
+            }
+            None => {
+                let message = format!(
+                    "TLS files are set, but the store URL `{}` is not rediss://: use rediss:// for TLS, or unset them",
+                    without_password(url)
+                );
+                return Err(StoreError::Refused(message));
+            }
         };
-        let client = client.map_err(unavailable)?;
-        RedisStore::with(Origin::Standalone(Box::new(client)), without_password(url), settings)
+        RedisStore::with(origin, without_password(url), settings)
     }
 
     /// Opens a store on a Redis Cluster through any of its nodes' URLs, without waiting
@@ -209,6 +229,7 @@ impl RedisStore {
             shards,
             lead: ClockLead::default(),
             module_loaded: AtomicBool::new(false),
+            refusals: Refusals::default(),
             settings,
         };
         Ok(RedisStore { channel: Channel::open(Arc::new(common))? })
@@ -220,11 +241,34 @@ impl RedisStore {
     /// timeout, wrong password, a command the ACL denies) is returned.
     async fn answering(self) -> Result<Self, StoreError> {
         match self.channel.probe_once(CONNECT_TIMEOUT, false).await {
+            Err(error) if let Some(refused) = Refused::of(&error) => Err(StoreError::Unavailable(Box::new(refused))),
             Err(StoreError::Unavailable(cause)) if !is_unavailable_for_now(cause.as_ref()) => {
                 Err(StoreError::Unavailable(cause))
             }
             _ => Ok(self),
         }
+    }
+
+    /// Asks Redis once (within two seconds) whether it takes this store's configuration:
+    /// what a server does before it starts. An outage (Redis unreachable, loading, out of
+    /// memory) is not a refusal: the store starts in it, as [`RedisStore::open`] says.
+    ///
+    /// # Errors
+    ///
+    /// The refusal: a wrong user or password, an ACL that denies a command Sluice needs, a
+    /// certificate one side does not trust; its text says what to change.
+    pub async fn verify_configuration(&self) -> Result<(), Refused> {
+        match self.channel.probe_once(CONNECT_TIMEOUT, false).await {
+            Err(error) => Refused::of(&error).map_or(Ok(()), Err),
+            Ok(()) => Ok(()),
+        }
+    }
+
+    /// The refusal under way: Redis refuses this store's configuration (wrong password,
+    /// ACL, certificate), met by a check or a probe and not yet ended by one that succeeded.
+    /// Checks meanwhile follow the failure mode; a server reports itself not ready.
+    pub fn refusal(&self) -> Option<Refused> {
+        self.common().refusals.current()
     }
 
     fn common(&self) -> &Common {
@@ -239,10 +283,13 @@ impl RedisStore {
     /// Whether Redis answers, and the outages and errors seen so far (shared by every
     /// connection of this store); on a Cluster, each master's too.
     pub fn health(&self) -> RedisHealth {
-        let mut health = self.common().outages.health();
-        if let Some(shards) = &self.common().shards {
+        let common = self.common();
+        let mut health = common.outages.health();
+        if let Some(shards) = &common.shards {
             shards.add_to(&mut health);
         }
+        health.refused = common.refusals.current().is_some();
+        health.refusals = common.refusals.count();
         health
     }
 
@@ -290,6 +337,7 @@ impl RedisStore {
         let asked = common.blocked.generation();
         match self.evaluate(keys, limits, script_now, cost).await {
             Ok((reply, verdict)) => {
+                common.refusals.answered(MetBy::Check, common.outages.target());
                 if let Some(id) = cache_id {
                     // A state whose time was later than `now` decided at that time: its
                     // answer does not age with `now`, so it is not cached.

@@ -44,10 +44,51 @@ async fn a_ca_file_verifies_redis_and_a_wrong_one_is_refused_naming_the_cause() 
     decides(&RedisStore::connect(&url(&server, ""), settings(trusted)).await.unwrap()).await;
     let other = TlsFiles { ca_file: Some(certs.path("other-ca.pem")), ..TlsFiles::default() };
     let error = RedisStore::connect(&url(&server, ""), settings(other)).await.unwrap_err();
-    assert!(causes(&error).contains("certificate"), "{}", causes(&error));
+    assert!(causes(&error).contains("is not signed by a CA Sluice trusts"), "{}", causes(&error));
+    assert!(causes(&error).contains("--redis-ca-file"), "the fix names the flag: {}", causes(&error));
     let missing = TlsFiles { ca_file: Some(certs.path("missing.pem")), ..TlsFiles::default() };
     let error = RedisStore::connect(&url(&server, ""), settings(missing)).await.unwrap_err();
-    assert!(error.to_string().contains("cannot read the Redis CA file"), "{error}");
+    assert!(error.to_string().contains("the Redis CA file") && error.to_string().contains("cannot be read"), "{error}");
+}
+
+/// Issue 36.1: a certificate made the usual way (`openssl req -x509`) is a self-signed CA
+/// certificate; given as the CA file, it is trusted as `redis-cli --cacert` trusts it.
+#[tokio::test]
+async fn a_self_signed_certificate_given_as_the_ca_file_is_accepted() {
+    let certs = Certificates::self_signed_by_openssl();
+    let server = RedisServer::start_tls(&certs.dir, "no");
+    let pinned = TlsFiles { ca_file: Some(certs.path("ca.pem")), ..TlsFiles::default() };
+    decides(&RedisStore::connect(&url(&server, ""), settings(pinned)).await.unwrap()).await;
+    // Not given: refused, saying which certificate to give.
+    let other = TlsFiles { ca_file: Some(certs.path("other-ca.pem")), ..TlsFiles::default() };
+    let error = RedisStore::connect(&url(&server, ""), settings(other)).await.unwrap_err();
+    assert!(causes(&error).contains("self-signed CA certificate that Sluice was not given"), "{}", causes(&error));
+    assert!(causes(&error).contains("--redis-ca-file"), "{}", causes(&error));
+}
+
+/// A pinned self-signed certificate must still be within its validity period.
+#[tokio::test]
+async fn an_expired_self_signed_certificate_is_refused_even_when_given() {
+    let certs = Certificates::self_signed_expired();
+    let server = RedisServer::start_tls(&certs.dir, "no");
+    let pinned = TlsFiles { ca_file: Some(certs.path("ca.pem")), ..TlsFiles::default() };
+    let error = RedisStore::connect(&url(&server, ""), settings(pinned)).await.unwrap_err();
+    assert!(causes(&error).contains("has expired"), "{}", causes(&error));
+}
+
+/// A CA file with no certificate in it is an error when the store opens, not a silent
+/// trust in nothing (issue 36.1).
+#[tokio::test]
+async fn a_ca_file_without_a_certificate_is_refused_when_the_store_opens() {
+    let certs = Certificates::make();
+    std::fs::write(certs.path("empty.pem"), "# no certificate here\n").unwrap();
+    let empty = TlsFiles { ca_file: Some(certs.path("empty.pem")), ..TlsFiles::default() };
+    let error = RedisStore::open("rediss://127.0.0.1:1/", settings(empty)).await.unwrap_err();
+    assert!(error.to_string().contains("holds no certificate"), "{error}");
+    assert!(
+        sluice_redis::check_certificate_file(&certs.path("empty.pem")).unwrap_err().contains("holds no certificate")
+    );
+    assert_eq!(sluice_redis::check_certificate_file(&certs.path("ca.pem")), Ok(()));
 }
 
 #[tokio::test]

@@ -6,11 +6,12 @@ use super::{CONNECT_TIMEOUT, Common, Origin, within};
 use crate::deadline::wall_clock;
 pub(super) use crate::failure::PROBE_INTERVAL;
 use crate::health::{Cause, Link};
+use crate::refusal::MetBy;
 use crate::settings::ModuleUse;
-use crate::store::standalone::{Standalone, is_demoted};
+use crate::store::standalone::{Standalone, StandaloneConnection, is_demoted};
 use arc_swap::ArcSwapOption;
 use redis::FromRedisValue;
-use redis::aio::{ConnectionLike, ConnectionManager};
+use redis::aio::ConnectionLike;
 use redis::cluster_async::ClusterConnection;
 use sluice_core::StoreError;
 use std::sync::atomic::Ordering;
@@ -76,7 +77,9 @@ impl Channel {
     /// While the store is in an outage, the channel starts down.
     pub(super) fn open(common: Arc<Common>) -> Result<Arc<Channel>, StoreError> {
         let connection = match common.origin {
-            Origin::Standalone(_) | Origin::Sentinel(_) => Connection::Standalone(Standalone::default()),
+            Origin::Standalone(_) | Origin::Tls(_) | Origin::Sentinel(_) => {
+                Connection::Standalone(Standalone::default())
+            }
             Origin::Cluster(_) => Connection::Cluster(ArcSwapOption::empty()),
         };
         let probed = tokio::sync::watch::Sender::new(false);
@@ -123,7 +126,7 @@ impl Channel {
         match &self.connection {
             Connection::Standalone(standalone) => {
                 let used = standalone.current().ok_or_else(not_connected)?;
-                let result = within(limit, request.run(ConnectionManager::clone(&used))).await;
+                let result = within(limit, request.run(StandaloneConnection::clone(&used))).await;
                 if let Err(StoreError::Unavailable(cause)) = &result
                     && cause.downcast_ref::<redis::RedisError>().is_some_and(is_demoted)
                 {
@@ -143,6 +146,7 @@ impl Channel {
     pub(super) fn fail(self: &Arc<Self>, error: &StoreError) {
         let outages = &self.common.outages;
         outages.count_error(cause_of(error));
+        self.common.note_refusal(error, MetBy::Check);
         self.link.fail(outages, &describe(error));
         self.start_probe();
     }
@@ -198,8 +202,9 @@ impl Channel {
         }
     }
 
-    /// Connects a Cluster's connection if none was made yet, and a Sentinel primary's if
-    /// none was made or the last probe failed (the primary may have changed).
+    /// Connects a Cluster's connection if none was made yet, a TLS one if none was made or
+    /// it closed, a standalone one again after a refusal, and a Sentinel primary's if none was made or the last probe failed (the
+    /// primary may have changed).
     async fn connect_if_needed(self: &Arc<Self>, after_failure: bool) -> Result<(), StoreError> {
         match (&self.connection, &self.common.origin) {
             (Connection::Cluster(current), Origin::Cluster(client)) if current.load().is_none() => {
@@ -208,6 +213,16 @@ impl Channel {
             (Connection::Standalone(standalone), Origin::Sentinel(_))
                 if after_failure || standalone.current().is_none() =>
             {
+                standalone.set(self.common.origin.connect_standalone(self.on_disconnect()).await?);
+            }
+            // redis-rs's connection, refused on reconnecting (a password rotated), keeps
+            // answering that refusal: a new one takes the configuration as it is now.
+            (Connection::Standalone(standalone), Origin::Standalone(_))
+                if after_failure && self.common.refusals.current().is_some() =>
+            {
+                standalone.set(self.common.origin.lazy_standalone(self.on_disconnect())?);
+            }
+            (Connection::Standalone(standalone), Origin::Tls(_)) if standalone.needs_connecting() => {
                 standalone.set(self.common.origin.connect_standalone(self.on_disconnect()).await?);
             }
             _ => {}
@@ -230,7 +245,7 @@ async fn probe(channel: Weak<Channel>) {
     loop {
         let Some(owner) = channel.upgrade() else { return };
         let mut probed = owner.probe_once(PROBE_TIMEOUT, failed).await;
-        if probed.as_ref().is_err_and(|error| cause_of(error) == Cause::Connection) {
+        if probed.as_ref().is_err_and(found_broken) {
             // A broken connection is made again by the command that finds it broken, which
             // fails itself: the next command rides the new connection, without waiting.
             probed = owner.probe_once(PROBE_TIMEOUT, false).await;
@@ -238,6 +253,7 @@ async fn probe(channel: Weak<Channel>) {
         failed = probed.is_err();
         match probed {
             Ok(()) => {
+                owner.common.refusals.answered(MetBy::Probe, owner.common.outages.target());
                 // Released first: a check failing in between starts a new probe.
                 owner.link.release_probe();
                 owner.link.recover(&owner.common.outages);
@@ -246,6 +262,7 @@ async fn probe(channel: Weak<Channel>) {
             }
             Err(error) => {
                 owner.common.outages.count_error(cause_of(&error));
+                owner.common.note_refusal(&error, MetBy::Probe);
                 owner.link.fail(&owner.common.outages, &describe(&error));
                 owner.probed.send_replace(true);
             }
@@ -253,6 +270,15 @@ async fn probe(channel: Weak<Channel>) {
         drop(owner);
         tokio::time::sleep(PROBE_INTERVAL).await;
     }
+}
+
+/// Whether `error` is a command finding its connection broken, which redis-rs then makes
+/// again: not a refused connection attempt, which would only be refused again at once (one
+/// attempt per probe interval keeps an outage cheap).
+fn found_broken(error: &StoreError) -> bool {
+    let StoreError::Unavailable(source) = error else { return false };
+    cause_of(error) == Cause::Connection
+        && source.downcast_ref::<redis::RedisError>().is_some_and(|error| !error.is_connection_refusal())
 }
 
 /// Why Redis failed, for counting.

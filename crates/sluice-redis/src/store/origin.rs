@@ -2,11 +2,14 @@
 //! that Redis Sentinel names; and how each connection is made.
 
 use super::errors::{unavailable, within};
+use super::standalone::StandaloneConnection;
+use crate::tls::TlsConnector;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
 use redis::sentinel::SentinelClient;
 use sluice_core::StoreError;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// What a connection calls when RESP3 tells it the connection was lost: the channel that
@@ -17,6 +20,8 @@ pub(super) type OnDisconnect = Arc<dyn Fn() + Send + Sync>;
 #[derive(Clone)]
 pub(super) enum Origin {
     Standalone(Box<redis::Client>),
+    /// A standalone Redis over TLS (`rediss://`), on connections Sluice makes itself.
+    Tls(Box<TlsConnector>),
     Cluster(Box<ClusterClient>),
     /// A primary found through Redis Sentinel, asked again after each failure.
     Sentinel(Arc<tokio::sync::Mutex<SentinelClient>>),
@@ -47,11 +52,11 @@ pub(super) fn tcp_settings() -> redis::io::tcp::TcpSettings {
 impl Origin {
     /// The connection to a standalone Redis's fixed address, made on its first command (an
     /// error for the other origins, whose address is found when connecting).
-    pub(super) fn lazy_standalone(&self, on_disconnect: OnDisconnect) -> Result<ConnectionManager, StoreError> {
+    pub(super) fn lazy_standalone(&self, on_disconnect: OnDisconnect) -> Result<StandaloneConnection, StoreError> {
         let Origin::Standalone(client) = self else {
             return Err(StoreError::Refused("only a standalone Redis has a fixed address".to_owned()));
         };
-        lazy_connection(client, on_disconnect)
+        lazy_connection(client, on_disconnect).map(StandaloneConnection::Manager)
     }
 
     /// A new standalone connection, made now: to the URL's address, or to the primary the
@@ -59,12 +64,24 @@ impl Origin {
     pub(super) async fn connect_standalone(
         &self,
         on_disconnect: OnDisconnect,
-    ) -> Result<ConnectionManager, StoreError> {
+    ) -> Result<StandaloneConnection, StoreError> {
         let connection = match self {
             Origin::Sentinel(sentinels) => {
                 let primary =
                     within(CONNECT_TIMEOUT, async { sentinels.lock().await.async_get_client().await }).await?;
-                lazy_connection(&primary, on_disconnect)?
+                StandaloneConnection::Manager(lazy_connection(&primary, on_disconnect)?)
+            }
+            Origin::Tls(connector) => {
+                let closed = Arc::new(AtomicBool::new(false));
+                let on_close = {
+                    let closed = Arc::clone(&closed);
+                    move || {
+                        closed.store(true, Ordering::Release);
+                        on_disconnect();
+                    }
+                };
+                let connection = connector.connect(CONNECT_TIMEOUT, on_close).await?;
+                StandaloneConnection::Tls { connection, closed }
             }
             _ => self.lazy_standalone(on_disconnect)?,
         };

@@ -11,7 +11,8 @@
 use super::Origin;
 use super::origin::OnDisconnect;
 use arc_swap::ArcSwapOption;
-use redis::aio::ConnectionManager;
+use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
+use redis::{Cmd, Pipeline, RedisFuture, Value};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -21,6 +22,57 @@ use std::time::Duration;
 /// otherwise open one more.
 const REPLACEMENT_INTERVAL: Duration = Duration::from_millis(250);
 
+/// One connection to a standalone Redis: redis-rs's, which makes itself again when it
+/// breaks (`redis://`), or one over Sluice's own TLS (`rediss://`, the `tls` module), which
+/// the probe makes again once it has closed.
+#[derive(Clone)]
+pub(super) enum StandaloneConnection {
+    Manager(ConnectionManager),
+    Tls {
+        connection: MultiplexedConnection,
+        /// Set when the connection has ended.
+        closed: Arc<AtomicBool>,
+    },
+}
+
+impl StandaloneConnection {
+    /// True once a TLS connection has ended (it is not made again by itself).
+    pub(super) fn is_closed(&self) -> bool {
+        match self {
+            StandaloneConnection::Manager(_) => false,
+            StandaloneConnection::Tls { closed, .. } => closed.load(Ordering::Acquire),
+        }
+    }
+}
+
+impl ConnectionLike for StandaloneConnection {
+    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
+        match self {
+            StandaloneConnection::Manager(manager) => manager.req_packed_command(cmd),
+            StandaloneConnection::Tls { connection, .. } => connection.req_packed_command(cmd),
+        }
+    }
+
+    fn req_packed_commands<'a>(
+        &'a mut self,
+        pipeline: &'a Pipeline,
+        offset: usize,
+        count: usize,
+    ) -> RedisFuture<'a, Vec<Value>> {
+        match self {
+            StandaloneConnection::Manager(manager) => manager.req_packed_commands(pipeline, offset, count),
+            StandaloneConnection::Tls { connection, .. } => connection.req_packed_commands(pipeline, offset, count),
+        }
+    }
+
+    fn get_db(&self) -> i64 {
+        match self {
+            StandaloneConnection::Manager(manager) => manager.get_db(),
+            StandaloneConnection::Tls { connection, .. } => connection.get_db(),
+        }
+    }
+}
+
 /// The connection to a standalone Redis, shared by a store's clones (clones share it).
 #[derive(Clone, Default)]
 pub(super) struct Standalone(Arc<Slot>);
@@ -29,20 +81,25 @@ pub(super) struct Standalone(Arc<Slot>);
 #[derive(Default)]
 struct Slot {
     /// Set once the channel that owns it exists (its connection reports to it).
-    current: ArcSwapOption<ConnectionManager>,
+    current: ArcSwapOption<StandaloneConnection>,
     /// Set while a replacement is being made (and for [`REPLACEMENT_INTERVAL`] after it).
     replacing: AtomicBool,
 }
 
 impl Standalone {
     /// Puts `connection` in use.
-    pub(super) fn set(&self, connection: ConnectionManager) {
+    pub(super) fn set(&self, connection: StandaloneConnection) {
         self.0.current.store(Some(Arc::new(connection)));
+    }
+
+    /// True when there is no connection, or it has closed (and must be made again).
+    pub(super) fn needs_connecting(&self) -> bool {
+        self.0.current.load().as_ref().is_none_or(|current| current.is_closed())
     }
 
     /// The connection to send a command on: clone the handle inside (cheap) to use it,
     /// and keep this `Arc` to name it to [`replace`](Self::replace).
-    pub(super) fn current(&self) -> Option<Arc<ConnectionManager>> {
+    pub(super) fn current(&self) -> Option<Arc<StandaloneConnection>> {
         self.0.current.load_full()
     }
 
@@ -50,7 +107,7 @@ impl Standalone {
     /// `origin`'s address, in the background; unless it was replaced already (a late
     /// answer on the old connection must not throw away the new one) or a replacement is
     /// under way. Needs a Tokio runtime, as every call of the store does.
-    pub(super) fn replace(&self, refused: &Arc<ConnectionManager>, origin: &Origin, on_disconnect: OnDisconnect) {
+    pub(super) fn replace(&self, refused: &Arc<StandaloneConnection>, origin: &Origin, on_disconnect: OnDisconnect) {
         let is_current = self.0.current.load().as_ref().is_some_and(|current| Arc::ptr_eq(current, refused));
         if !is_current || self.0.replacing.swap(true, Ordering::AcqRel) {
             return;

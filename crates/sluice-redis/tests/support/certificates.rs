@@ -27,6 +27,49 @@ impl Certificates {
         Certificates { dir }
     }
 
+    /// A directory where Redis's certificate is self-signed as Redis's TLS docs and most
+    /// how-tos make it, `openssl req -x509` (a CA certificate, `CN=localhost`, no
+    /// subjectAltName), `ca.pem` is that same certificate, and `other-ca.pem` a CA that
+    /// signed nothing.
+    pub fn self_signed_by_openssl() -> Certificates {
+        let certificates = Certificates::empty("openssl");
+        let status = std::process::Command::new("openssl")
+            .current_dir(&certificates.dir)
+            .args(["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "key.pem", "-out", "cert.pem"])
+            .args(["-days", "2", "-subj", "/CN=localhost"])
+            .output()
+            .expect("the openssl command (apt-get install openssl)");
+        assert!(status.status.success(), "openssl req -x509: {}", String::from_utf8_lossy(&status.stderr));
+        std::fs::copy(certificates.path("cert.pem"), certificates.path("ca.pem")).expect("ca.pem written");
+        std::fs::write(certificates.path("other-ca.pem"), authority("Another CA").pem()).expect("other-ca.pem");
+        certificates
+    }
+
+    /// As [`self_signed_by_openssl`](Self::self_signed_by_openssl), but the certificate (for
+    /// 127.0.0.1, made by rcgen) expired in 2021.
+    pub fn self_signed_expired() -> Certificates {
+        let certificates = Certificates::empty("expired");
+        let mut params = CertificateParams::new(vec!["127.0.0.1".to_owned()]).expect("parameters");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        params.not_before = rcgen::date_time_ymd(2020, 1, 1);
+        params.not_after = rcgen::date_time_ymd(2021, 1, 1);
+        let key = KeyPair::generate().expect("a key");
+        let certificate = params.self_signed(&key).expect("a certificate");
+        for name in ["cert.pem", "ca.pem"] {
+            std::fs::write(certificates.path(name), certificate.pem()).expect("a certificate written");
+        }
+        std::fs::write(certificates.path("key.pem"), key.serialize_pem()).expect("a key written");
+        certificates
+    }
+
+    fn empty(kind: &str) -> Certificates {
+        let nanos =
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_nanos());
+        let dir = std::env::temp_dir().join(format!("sluice-tls-{kind}-{}-{nanos}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        Certificates { dir }
+    }
+
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.join(name)
     }
