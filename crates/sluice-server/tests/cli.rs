@@ -35,19 +35,19 @@ fn check_config_lists_envoy_domains_and_rules() {
 fn check_config_prints_every_problem() {
     let text = "server: {http: nowhere, failure_mode: maybe}\npolicies:\n  a: {algorithm: token_bucket, capacity: 0, refill_interval: 1s}\n  b: {algorithm: leaky, limit: 1}\n";
     let (code, _, err) = check_config(text);
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("policies.a.capacity") && err.contains("policies.b.algorithm"), "{err}");
     // The `server:` section's values are checked in the same pass, with their paths.
     assert!(err.contains("server.http: `nowhere`") && err.contains("server.failure_mode:"), "{err}");
     let (code, _, err) = check_config(
         "server: {http: nowhere, failure_mode: maybe}\npolicies:\n  a: {algorithm: fixed_window, limit: 1, window: 1s}\n",
     );
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("http: `nowhere`") && err.contains("failure_mode: unknown failure mode"), "{err}");
     let (code, _, err) = check_config(
         "domain: edge\ndescriptors:\n  - key: k\n    rate_limit: {unit: fortnight, requests_per_unit: 1}\n",
     );
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("descriptors[0].rate_limit.unit"), "{err}");
 }
 
@@ -55,7 +55,7 @@ fn check_config_prints_every_problem() {
 fn a_missing_file_is_named() {
     let output =
         Command::new(env!("CARGO_BIN_EXE_sluice")).args(["check-config", "/nonexistent/sluice.yaml"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("/nonexistent/sluice.yaml"));
 }
 
@@ -128,7 +128,44 @@ fn the_bounds_can_be_set_in_the_server_section_and_are_checked_there() {
     let (code, _, err) = check_config(&format!("{valid}{policy}"));
     assert_eq!(code, 0, "{err}");
     let (code, _, err) = check_config(&format!("server: {{max_descriptors: 0, workers: 257}}\n{policy}"));
-    assert_eq!(code, 1);
+    assert_eq!(code, 2);
     assert!(err.contains("server.max_descriptors: must be between 1"), "{err}");
     assert!(err.contains("server.workers: must be between 1 and 256"), "{err}");
+}
+
+/// Issue 36.3: `check-config` and `serve` read a file with one validation: what `serve`
+/// refuses, `check-config` refuses in the same words (the field named), both with exit 2.
+#[test]
+fn check_config_and_serve_refuse_the_same_store_settings_in_the_same_words() {
+    let policy = "policies:\n  a: {algorithm: fixed_window, limit: 1, window: 1s}\n";
+    for (server, problem) in [
+        (
+            "server: {store: 'redis://sluice:s3cret@h:port'}",
+            "server.store: `redis://sluice:***@h:port` is not a Redis URL",
+        ),
+        (
+            "server: {store: 'rediss://h:1', redis_ca_file: missing.pem}",
+            "server.redis_ca_file: missing.pem: cannot be read",
+        ),
+        (
+            "server: {store: 'rediss://h:1', redis_ca_file: c.yaml}",
+            "server.redis_ca_file: c.yaml: holds no certificate",
+        ),
+    ] {
+        let text = format!("{server}\n{policy}");
+        let (code, _, checked) = check_config(&text);
+        assert_eq!(code, 2, "{checked}");
+        assert!(checked.contains(problem), "check-config: {checked}");
+        let dir = fresh_dir("same-validation");
+        std::fs::write(dir.join("c.yaml"), &text).unwrap();
+        let served = Command::new(env!("CARGO_BIN_EXE_sluice"))
+            .current_dir(&dir)
+            .args(["serve", "--config", "c.yaml", "--http", "127.0.0.1:0", "--grpc", "127.0.0.1:0"])
+            .output()
+            .unwrap();
+        let served_err = String::from_utf8(served.stderr).unwrap();
+        assert_eq!(served.status.code(), Some(2), "{served_err}");
+        assert!(served_err.contains(problem), "serve: {served_err}");
+        assert!(!served_err.contains("InvalidClientConfig") && !served_err.contains("s3cret"), "{served_err}");
+    }
 }

@@ -125,6 +125,11 @@ impl Channel {
         let not_connected = || StoreError::Unavailable(Box::new(NotConnected));
         match &self.connection {
             Connection::Standalone(standalone) => {
+                if let Origin::Tls(_) = self.common.origin {
+                    // Made by the first command that needs it (as redis-rs's own are).
+                    within_limit(limit, standalone.connect_if_needed(&self.common.origin, self.on_disconnect()))
+                        .await?;
+                }
                 let used = standalone.current().ok_or_else(not_connected)?;
                 let result = within(limit, request.run(StandaloneConnection::clone(&used))).await;
                 if let Err(StoreError::Unavailable(cause)) = &result
@@ -202,8 +207,8 @@ impl Channel {
         }
     }
 
-    /// Connects a Cluster's connection if none was made yet, a TLS one if none was made or
-    /// it closed, a standalone one again after a refusal, and a Sentinel primary's if none was made or the last probe failed (the
+    /// Connects a Cluster's connection if none was made yet (a TLS one is made by `send`),
+    /// a standalone one again after a refusal, and a Sentinel primary's if none was made or the last probe failed (the
     /// primary may have changed).
     async fn connect_if_needed(self: &Arc<Self>, after_failure: bool) -> Result<(), StoreError> {
         match (&self.connection, &self.common.origin) {
@@ -221,9 +226,6 @@ impl Channel {
                 if after_failure && self.common.refusals.current().is_some() =>
             {
                 standalone.set(self.common.origin.lazy_standalone(self.on_disconnect())?);
-            }
-            (Connection::Standalone(standalone), Origin::Tls(_)) if standalone.needs_connecting() => {
-                standalone.set(self.common.origin.connect_standalone(self.on_disconnect()).await?);
             }
             _ => {}
         }
@@ -270,6 +272,16 @@ async fn probe(channel: Weak<Channel>) {
         drop(owner);
         tokio::time::sleep(PROBE_INTERVAL).await;
     }
+}
+
+/// Awaits `future` for at most `limit`.
+async fn within_limit<T>(
+    limit: Duration,
+    future: impl std::future::Future<Output = Result<T, StoreError>>,
+) -> Result<T, StoreError> {
+    tokio::time::timeout(limit, future)
+        .await
+        .unwrap_or_else(|_| Err(StoreError::Unavailable(Box::new(super::errors::TimedOut(limit)))))
 }
 
 /// Whether `error` is a command finding its connection broken, which redis-rs then makes

@@ -13,6 +13,7 @@ use super::origin::OnDisconnect;
 use arc_swap::ArcSwapOption;
 use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
 use redis::{Cmd, Pipeline, RedisFuture, Value};
+use sluice_core::StoreError;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -84,6 +85,8 @@ struct Slot {
     current: ArcSwapOption<StandaloneConnection>,
     /// Set while a replacement is being made (and for [`REPLACEMENT_INTERVAL`] after it).
     replacing: AtomicBool,
+    /// Held while a TLS connection is being made: one at a time, the others wait for it.
+    connecting: tokio::sync::Mutex<()>,
 }
 
 impl Standalone {
@@ -95,6 +98,23 @@ impl Standalone {
     /// True when there is no connection, or it has closed (and must be made again).
     pub(super) fn needs_connecting(&self) -> bool {
         self.0.current.load().as_ref().is_none_or(|current| current.is_closed())
+    }
+
+    /// Connects to `origin` when there is no connection or it has closed (a TLS one: see
+    /// [`StandaloneConnection`]); a caller that finds a connection being made waits for it.
+    pub(super) async fn connect_if_needed(
+        &self,
+        origin: &Origin,
+        on_disconnect: OnDisconnect,
+    ) -> Result<(), StoreError> {
+        if !self.needs_connecting() {
+            return Ok(());
+        }
+        let _one_at_a_time = self.0.connecting.lock().await;
+        if self.needs_connecting() {
+            self.set(origin.connect_standalone(on_disconnect).await?);
+        }
+        Ok(())
     }
 
     /// The connection to send a command on: clone the handle inside (cheap) to use it,

@@ -1,7 +1,7 @@
 //! Certificates for TLS tests, made by the test: a CA, Redis's certificate for 127.0.0.1 and
 //! a client certificate, as PEM files in a temporary directory. Shared with the service's
 //! tests (`#[path]`), where nothing of it is exported.
-#![allow(unreachable_pub)]
+#![allow(unreachable_pub, dead_code)]
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use std::path::{Path, PathBuf};

@@ -5,13 +5,15 @@ use crate::config::service_file::ServiceConfig;
 use crate::envoy::{Quota, Rule, Rules};
 use std::process::ExitCode;
 
-/// Prints what the file defines, or every problem in it; exit status 0 when valid, 1 when not.
+/// Prints what the file defines, or every problem in it; exit status 0 when valid, 2 when
+/// not: the status `sluice serve` exits with on the same file, since both read it with the
+/// same validation (the store URL and TLS files included).
 pub(crate) fn run(args: &CheckConfigArgs) -> ExitCode {
     let config = match ServiceConfig::load(&args.file) {
         Ok(config) => config,
         Err(error) => {
             eprintln!("sluice: {error:#}");
-            return ExitCode::from(1);
+            return ExitCode::from(2);
         }
     };
     let policies = crate::config::policy_text::policies(config.policies().len());

@@ -20,14 +20,14 @@ use crate::config::values::{positive, positive_or_off, within};
 use crate::runtime::workers;
 use sluice_core::config::parse_duration;
 use sluice_core::store::memory::DEFAULT_MAX_KEYS;
-use sluice_redis::{FailureMode, ModuleUse, TlsFiles};
+use sluice_redis::{FailureMode, ModuleUse, TlsFiles, check_certificate_file, check_key_file};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// A value given as is, when given.
-fn given<T>(value: T) -> Result<Option<T>, String> {
-    Ok(Some(value))
+/// A PEM file that `check` finds usable (`check-config` and `serve` read it alike).
+fn pem_file(path: PathBuf, check: fn(&std::path::Path) -> Result<(), String>) -> Result<Option<PathBuf>, String> {
+    check(&path).map(|()| Some(path))
 }
 
 declare_settings! {
@@ -66,14 +66,14 @@ declare_settings! {
     "`rediss://` stores: the CA certificate(s) (PEM) Redis's certificate must chain to, \
      instead of the system's trusted roots."
     redis_ca_file: Option<PathBuf>, from PathBuf, env "SLUICE_REDIS_CA_FILE", optional("system roots"),
-        parse given, #[arg(value_name = "FILE")];
+        parse |path: PathBuf| pem_file(path, check_certificate_file), #[arg(value_name = "FILE")];
     "`rediss://` stores: a client certificate (PEM) for a Redis that verifies its clients; \
      with `--redis-client-key`."
     redis_client_cert: Option<PathBuf>, from PathBuf, env "SLUICE_REDIS_CLIENT_CERT", optional("none"),
-        parse given, #[arg(value_name = "FILE")];
+        parse |path: PathBuf| pem_file(path, check_certificate_file), #[arg(value_name = "FILE")];
     "The client certificate's private key (PEM)."
     redis_client_key: Option<PathBuf>, from PathBuf, env "SLUICE_REDIS_CLIENT_KEY", optional("none"),
-        parse given, #[arg(value_name = "FILE")];
+        parse |path: PathBuf| pem_file(path, check_key_file), #[arg(value_name = "FILE")];
     "How long one Redis call may take, such as `50ms`."
     redis_timeout: Duration, from String, env "SLUICE_REDIS_TIMEOUT", default("50ms"),
         parse |text: String| positive(&text), #[arg(value_name = "DURATION")];

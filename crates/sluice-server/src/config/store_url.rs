@@ -1,7 +1,8 @@
 //! The one parser of store URLs (`--store`, `SLUICE_STORE`, `server.store`, and
 //! `sluice simulate --store`), and the connection to the store it names.
 
-use sluice_redis::{RedisSettings, RedisStore, without_password};
+use sluice_core::StoreError;
+use sluice_redis::{RedisSettings, RedisStore, check_redis_url, without_password};
 use std::fmt;
 
 /// Where the service keeps its states.
@@ -36,26 +37,45 @@ impl StoreChoice {
                 without_password(text)
             )
         };
-        if text == "memory" {
-            Ok(StoreChoice::Memory)
+        let choice = if text == "memory" {
+            StoreChoice::Memory
         } else if let Some(rest) = text.strip_prefix("redis+sentinel://") {
-            parse_sentinel(rest).map_err(|why| format!("{}: {why}", unknown()))
+            parse_sentinel(rest).map_err(|why| format!("{}: {why}", unknown()))?
         } else if let Some(nodes) = text.strip_prefix("redis+cluster://") {
             let nodes: Vec<&str> = nodes.split(',').collect();
             if nodes.iter().any(|node| node.trim().is_empty()) {
                 return Err(format!("{}: a cluster node is empty", unknown()));
             }
-            Ok(StoreChoice::Cluster(nodes.iter().map(|node| format!("redis://{}", node.trim())).collect()))
+            StoreChoice::Cluster(nodes.iter().map(|node| format!("redis://{}", node.trim())).collect())
         } else if text.starts_with("redis://") || text.starts_with("rediss://") {
-            Ok(StoreChoice::Redis(text.to_owned()))
+            StoreChoice::Redis(text.to_owned())
         } else {
-            Err(unknown())
+            return Err(unknown());
+        };
+        choice.urls().iter().try_for_each(|url| check_redis_url(url))?;
+        Ok(choice)
+    }
+
+    /// Every Redis URL the choice connects with.
+    fn urls(&self) -> Vec<&str> {
+        match self {
+            StoreChoice::Memory => Vec::new(),
+            StoreChoice::Redis(url) => vec![url.as_str()],
+            StoreChoice::Cluster(urls) => urls.iter().map(String::as_str).collect(),
+            StoreChoice::Sentinel { sentinels, redis, .. } => {
+                sentinels.iter().map(String::as_str).chain([redis.as_str()]).collect()
+            }
         }
     }
 
-    /// Opens the Redis store this choice names without waiting for Redis (a server starts
-    /// during an outage, its checks following the failure mode); `None` for the embedded
-    /// store.
+    /// Opens the Redis store this choice names without waiting for an outage to end (a
+    /// server starts during one, its checks following the failure mode), once Redis, if it
+    /// answers, takes the configuration; `None` for the embedded store.
+    ///
+    /// # Errors
+    ///
+    /// The store cannot be opened (a TLS file), or Redis refuses the configuration (a wrong
+    /// password, an ACL, a certificate): the cause and the fix, in one line.
     pub(crate) async fn open_redis(&self, settings: RedisSettings) -> Option<anyhow::Result<RedisStore>> {
         let opened = match self {
             StoreChoice::Memory => return None,
@@ -65,7 +85,14 @@ impl StoreChoice {
                 RedisStore::open_sentinel(sentinels, primary, redis, settings).await
             }
         };
-        Some(opened.map_err(|error| anyhow::anyhow!("cannot open the store {self}: {}", with_causes(&error))))
+        let store = match opened {
+            Ok(store) => store,
+            Err(error) => return Some(Err(anyhow::anyhow!("cannot open the store {self}: {}", explain(&error)))),
+        };
+        Some(match store.verify_configuration().await {
+            Ok(()) => Ok(store),
+            Err(refused) => Err(anyhow::anyhow!("the store {self} refuses Sluice's configuration: {refused}")),
+        })
     }
 
     /// Connects to the Redis store this choice names, waiting until it answers; `None` for
@@ -121,6 +148,15 @@ fn parse_sentinel(text: &str) -> Result<StoreChoice, &'static str> {
     Ok(StoreChoice::Sentinel { sentinels, primary: primary.to_owned(), redis })
 }
 
+/// What went wrong opening a store: a refusal's own words (`StoreError::Refused` says
+/// "request refused by the store", which is about checks), else the error and its causes.
+fn explain(error: &StoreError) -> String {
+    match error {
+        StoreError::Refused(why) => why.clone(),
+        other => with_causes(other),
+    }
+}
+
 /// `error` and each of its sources, joined by ": " (a store error's own text says only
 /// what failed; its sources say why).
 fn with_causes(error: &(dyn std::error::Error + 'static)) -> String {
@@ -173,6 +209,11 @@ mod tests {
         for bad in ["", "mem", "http://h:1", "redis+cluster://", "redis+cluster://a:1,,b:2"] {
             let error = StoreChoice::parse(bad).unwrap_err();
             assert!(error.contains("use memory, redis://HOST:PORT"), "{bad}: {error}");
+        }
+        // Issue 36.3: a URL `serve` could not connect with is refused here, in Sluice's words.
+        for bad in ["redis://u:pw@h:port", "redis+cluster://a:1,b:x", "rediss://h:1/#trust"] {
+            let error = StoreChoice::parse(bad).unwrap_err();
+            assert!(!error.contains("InvalidClientConfig") && !error.contains(":pw@"), "{bad}: {error}");
         }
     }
 }

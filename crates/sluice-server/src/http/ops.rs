@@ -20,11 +20,12 @@ pub(crate) async fn healthz() -> &'static str {
 /// `open` and `fallback` are ready during an outage (the body says so), `closed` is not,
 /// since it would reject every check. On a Cluster with some masters down (not all), the
 /// instance is ready in every mode: only those masters' keys follow the failure mode, and
-/// the body names them.
+/// the body names them. A Redis that refuses the configuration (a password rotated, an ACL
+/// changed) is no outage: not ready in every mode, until it is mended.
 #[utoipa::path(
     get,
     path = "/readyz",
-    responses((status = 200, description = "Ready: the store answers, or the failure mode (open, fallback) serves while Redis does not", body = String), (status = 503, description = "Starting, shutting down, or Redis does not answer under the closed failure mode", body = String)),
+    responses((status = 200, description = "Ready: the store answers, or the failure mode (open, fallback) serves while Redis does not", body = String), (status = 503, description = "Starting, shutting down, Redis refuses the configuration (any failure mode), or Redis does not answer under the closed failure mode", body = String)),
 )]
 pub(crate) async fn readyz(State(front): State<Arc<Front>>) -> Response {
     if !front.service.is_ready() {
@@ -33,6 +34,10 @@ pub(crate) async fn readyz(State(front): State<Arc<Front>>) -> Response {
     let Some(redis) = front.engine.backend().redis() else {
         return (StatusCode::OK, "ready\n").into_response();
     };
+    if let Some(refused) = redis.refusal() {
+        let message = format!("not ready: Redis refuses Sluice's configuration: {refused}\n");
+        return (StatusCode::SERVICE_UNAVAILABLE, message).into_response();
+    }
     if redis.probe().await {
         return (StatusCode::OK, "ready\n").into_response();
     }

@@ -32,6 +32,8 @@ pub(crate) struct RedisHealthMetrics {
     errors: Family<CauseLabels, Counter>,
     node_available: Family<NodeLabels, Gauge>,
     node_outage_seconds: Family<NodeLabels, Gauge<f64, AtomicU64>>,
+    refused: Gauge,
+    refusals: Counter,
     /// Serialises [`update`](Self::update): each counter is raised to the store's total.
     updating: Mutex<()>,
 }
@@ -51,6 +53,16 @@ impl RedisHealthMetrics {
         );
         registry.register("store_outages", "Redis outages seen", self.outages.clone());
         registry.register("redis_errors", "Checks and probes Redis failed, by cause", self.errors.clone());
+        registry.register(
+            "store_refused",
+            "1 while Redis refuses Sluice's configuration (password, ACL, certificate): not ready",
+            self.refused.clone(),
+        );
+        registry.register(
+            "redis_refusals",
+            "Checks and probes Redis refused for the configuration (also counted in redis_errors)",
+            self.refusals.clone(),
+        );
         for cause in Cause::ALL {
             let _ = self.errors.get_or_create(&CauseLabels { cause: cause.name() });
         }
@@ -72,6 +84,8 @@ impl RedisHealthMetrics {
         self.available.set(i64::from(health.is_available()));
         self.outage_seconds.set(health.outage.map_or(0.0, |outage| outage.as_secs_f64()));
         raise(&self.outages, health.outages);
+        self.refused.set(i64::from(health.refused));
+        raise(&self.refusals, health.refusals);
         for (cause, total) in Cause::ALL.into_iter().zip(health.errors) {
             raise(&self.errors.get_or_create(&CauseLabels { cause: cause.name() }), total);
         }
