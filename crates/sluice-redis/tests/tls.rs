@@ -114,3 +114,51 @@ async fn a_redis_that_verifies_clients_takes_a_client_certificate() {
     let error = RedisStore::connect(&url(&server, ""), settings(half)).await.unwrap_err();
     assert!(error.to_string().contains("set both"), "{error}");
 }
+
+/// Issue 35.6: while a `rediss://` Redis is down (here a port that accepts and closes each
+/// connection at once), the store tries one connection per probe interval (100 ms), not
+/// several: the 1st and the 6th attempts are at least 500 ms apart.
+#[tokio::test]
+async fn an_outage_costs_one_connection_attempt_per_probe_interval() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (sender, attempts) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            drop(stream);
+            if sender.send(std::time::Instant::now()).is_err() {
+                return;
+            }
+        }
+    });
+    let certs = Certificates::make();
+    let trusted = TlsFiles { ca_file: Some(certs.path("ca.pem")), ..TlsFiles::default() };
+    let store = RedisStore::open(&format!("rediss://127.0.0.1:{port}/"), settings(trusted)).await.unwrap();
+    let at: Vec<std::time::Instant> = tokio::task::spawn_blocking(move || {
+        (0..6).map(|_| attempts.recv_timeout(Duration::from_secs(10)).unwrap()).collect()
+    })
+    .await
+    .unwrap();
+    assert!(!store.health().is_available());
+    assert!(at[5] - at[0] >= Duration::from_millis(500), "6 attempts in {:?}", at[5] - at[0]);
+}
+
+/// The CA file is read once, when the store opens: connections made later do not read it
+/// again (deleting it changes nothing).
+#[tokio::test]
+async fn trust_roots_are_read_once_when_the_store_opens() {
+    let certs = Certificates::make();
+    let server = RedisServer::start_tls(&certs.dir, "no");
+    let copy = certs.path("ca-copy.pem");
+    std::fs::copy(certs.path("ca.pem"), &copy).unwrap();
+    let files = TlsFiles { ca_file: Some(copy.clone()), ..TlsFiles::default() };
+    let store = RedisStore::open(&url(&server, ""), settings(files)).await.unwrap();
+    std::fs::remove_file(&copy).unwrap();
+    decides(&store).await;
+    // Another connection, made after the file is gone.
+    let again = store.connect_again().await.unwrap();
+    let limit = Limit::new("tls", SlidingLog::new(3, Duration::from_secs(1), SlidingLogVariant::Accepted).unwrap());
+    let now = Timestamp::from_micros(1_763_700_000_000_000);
+    let verdict = again.check(Key::new(b"bob").unwrap(), std::slice::from_ref(&limit), now, 1).await.unwrap();
+    assert_eq!(verdict.source, Source::Store);
+}
