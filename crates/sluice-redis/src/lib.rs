@@ -17,6 +17,7 @@ mod exact_time;
 mod failure;
 mod health;
 mod keys;
+mod primary_name;
 mod refusal;
 mod script;
 mod settings;
@@ -26,6 +27,7 @@ mod url;
 
 pub use failure::FailureMode;
 pub use health::{Cause, NodeHealth, RedisHealth};
+pub use primary_name::verify_primary_name;
 pub use refusal::Refused;
 pub use settings::{ModuleUse, RedisSettings, TimeSource};
 pub use store::RedisStore;

@@ -15,6 +15,10 @@ use std::time::{Duration, Instant};
 pub struct Refused(String);
 
 impl Refused {
+    pub(crate) fn new(message: String) -> Self {
+        Refused(message)
+    }
+
     /// The refusal inside `error`, if it is one; `None` for an outage or a fault of a check.
     pub fn of(error: &StoreError) -> Option<Refused> {
         let StoreError::Unavailable(source) = error else { return None };

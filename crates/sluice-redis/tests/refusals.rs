@@ -94,3 +94,19 @@ async fn a_password_rotated_at_run_time_is_reported_until_it_is_mended() {
     until(&store, |store| store.refusal().is_none() && store.health().is_available()).await;
     assert_eq!(check(&store).await, Source::Store);
 }
+
+/// A primary name no sentinel monitors is a refusal; a known one, or sentinels that cannot
+/// be reached, are not.
+#[tokio::test]
+async fn a_primary_name_no_sentinel_knows_is_refused() {
+    let primary = RedisServer::start();
+    let sentinel = RedisServer::start_sentinel(primary.port(), "known");
+    let sentinels = [sentinel.url()];
+    assert_eq!(sluice_redis::verify_primary_name(&sentinels, "known").await, Ok(()));
+    let refused = sluice_redis::verify_primary_name(&sentinels, "mistyped").await.unwrap_err().to_string();
+    assert!(refused.contains("know no primary named `mistyped`"), "{refused}");
+    let mut gone = RedisServer::start();
+    let unreachable = [gone.url()];
+    gone.kill();
+    assert_eq!(sluice_redis::verify_primary_name(&unreachable, "mistyped").await, Ok(()));
+}

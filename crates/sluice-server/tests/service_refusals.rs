@@ -79,3 +79,12 @@ async fn an_acl_changed_at_run_time_makes_the_server_not_ready_until_mended() {
     until_ready_is(&server, StatusCode::OK).await;
     assert!(get(&server, "/metrics").await.1.contains("sluice_store_refused 0"));
 }
+
+#[test]
+fn a_primary_name_no_sentinel_knows_stops_the_server_at_start() {
+    let primary = RedisServer::start();
+    let sentinel = RedisServer::start_sentinel(primary.port(), "known");
+    let store = format!("redis+sentinel://127.0.0.1:{}/mistyped", sentinel.port());
+    let error = refused_at_start(&["--store", &store]);
+    assert!(error.contains("exit status: 2") && error.contains("know no primary named `mistyped`"), "{error}");
+}

@@ -2,7 +2,7 @@
 //! `sluice simulate --store`), and the connection to the store it names.
 
 use sluice_core::StoreError;
-use sluice_redis::{RedisSettings, RedisStore, check_redis_url, without_password};
+use sluice_redis::{RedisSettings, RedisStore, check_redis_url, verify_primary_name, without_password};
 use std::fmt;
 
 /// Where the service keeps its states.
@@ -89,7 +89,11 @@ impl StoreChoice {
             Ok(store) => store,
             Err(error) => return Some(Err(anyhow::anyhow!("cannot open the store {self}: {}", explain(&error)))),
         };
-        Some(match store.verify_configuration().await {
+        let verified = match self {
+            StoreChoice::Sentinel { sentinels, primary, .. } => verify_primary_name(sentinels, primary).await,
+            _ => Ok(()),
+        };
+        Some(match verified.and(store.verify_configuration().await) {
             Ok(()) => Ok(store),
             Err(refused) => Err(anyhow::anyhow!("the store {self} refuses Sluice's configuration: {refused}")),
         })
