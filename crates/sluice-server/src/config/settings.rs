@@ -64,7 +64,7 @@ declare_settings! {
     failure_mode: FailureMode, from String, env "SLUICE_FAILURE_MODE", default("open"),
         parse |text: String| failure_mode(&text), #[arg(value_name = "MODE")];
     "`rediss://` stores: the CA certificate(s) (PEM) Redis's certificate must chain to, \
-     instead of the system's trusted roots."
+     instead of the system's trusted roots, or Redis's own self-signed certificate."
     redis_ca_file: Option<PathBuf>, from PathBuf, env "SLUICE_REDIS_CA_FILE", optional("system roots"),
         parse |path: PathBuf| pem_file(path, check_certificate_file), #[arg(value_name = "FILE")];
     "`rediss://` stores: a client certificate (PEM) for a Redis that verifies its clients; \
