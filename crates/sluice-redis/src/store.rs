@@ -3,6 +3,7 @@
 
 mod channel;
 mod cluster;
+mod configuration;
 pub(crate) mod errors;
 mod give_back;
 mod lease;
@@ -74,15 +75,6 @@ pub(crate) struct Common {
     module_loaded: AtomicBool,
     /// Whether Redis refuses this store's configuration now (`refusal` module).
     refusals: Refusals,
-}
-
-impl Common {
-    /// Records the refusal inside `error`, if it is one.
-    fn note_refusal(&self, error: &StoreError, met_by: MetBy) {
-        if let Some(refused) = Refused::of(error) {
-            self.refusals.met(refused, met_by, self.outages.target());
-        }
-    }
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -249,28 +241,6 @@ impl RedisStore {
         }
     }
 
-    /// Asks Redis once (within two seconds) whether it takes this store's configuration:
-    /// what a server does before it starts. An outage (Redis unreachable, loading, out of
-    /// memory) is not a refusal: the store starts in it, as [`RedisStore::open`] says.
-    ///
-    /// # Errors
-    ///
-    /// The refusal: a wrong user or password, an ACL that denies a command Sluice needs, a
-    /// certificate one side does not trust; its text says what to change.
-    pub async fn verify_configuration(&self) -> Result<(), Refused> {
-        match self.channel.probe_once(CONNECT_TIMEOUT, false).await {
-            Err(error) => Refused::of(&error).map_or(Ok(()), Err),
-            Ok(()) => Ok(()),
-        }
-    }
-
-    /// The refusal under way: Redis refuses this store's configuration (wrong password,
-    /// ACL, certificate), met by a check or a probe and not yet ended by one that succeeded.
-    /// Checks meanwhile follow the failure mode; a server reports itself not ready.
-    pub fn refusal(&self) -> Option<Refused> {
-        self.common().refusals.current()
-    }
-
     fn common(&self) -> &Common {
         &self.channel.common
     }
@@ -337,7 +307,6 @@ impl RedisStore {
         let asked = common.blocked.generation();
         match self.evaluate(keys, limits, script_now, cost).await {
             Ok((reply, verdict)) => {
-                common.refusals.answered(MetBy::Check, common.outages.target());
                 if let Some(id) = cache_id {
                     // A state whose time was later than `now` decided at that time: its
                     // answer does not age with `now`, so it is not cached.
@@ -384,6 +353,8 @@ impl RedisStore {
         }
         let reply = decode(&reply, limits.len())?;
         common.lead.observe(reply.clock, wall_clock());
+        // Redis decided: a refusal a check met is over (a lease's check counts as one).
+        common.refusals.answered(MetBy::Check, common.outages.target());
         let verdict = Verdict::combine(&reply.decisions).ok_or(StoreError::NoLimits)?;
         Ok((reply, verdict))
     }

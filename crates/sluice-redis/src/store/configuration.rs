@@ -1,0 +1,39 @@
+//! Whether Redis takes a store's configuration: asked once before a server starts, and
+//! followed afterwards (`refusal` module).
+
+use super::{CONNECT_TIMEOUT, Common, RedisStore};
+use crate::refusal::{MetBy, Refused};
+use sluice_core::StoreError;
+
+impl RedisStore {
+    /// Asks Redis once (within two seconds) whether it takes this store's configuration:
+    /// what a server does before it starts. An outage (Redis unreachable, loading, out of
+    /// memory) is not a refusal: the store starts in it, as [`RedisStore::open`] says.
+    ///
+    /// # Errors
+    ///
+    /// The refusal: a wrong user or password, an ACL that denies a command Sluice needs, a
+    /// certificate one side does not trust; its text says what to change.
+    pub async fn verify_configuration(&self) -> Result<(), Refused> {
+        match self.channel.probe_once(CONNECT_TIMEOUT, false).await {
+            Err(error) => Refused::of(&error).map_or(Ok(()), Err),
+            Ok(()) => Ok(()),
+        }
+    }
+
+    /// The refusal under way: Redis refuses this store's configuration (wrong password,
+    /// ACL, certificate), met by a check or a probe and not yet ended by one that succeeded.
+    /// Checks meanwhile follow the failure mode; a server reports itself not ready.
+    pub fn refusal(&self) -> Option<Refused> {
+        self.common().refusals.current()
+    }
+}
+
+impl Common {
+    /// Records the refusal inside `error`, if it is one.
+    pub(super) fn note_refusal(&self, error: &StoreError, met_by: MetBy) {
+        if let Some(refused) = Refused::of(error) {
+            self.refusals.met(refused, met_by, self.outages.target());
+        }
+    }
+}
