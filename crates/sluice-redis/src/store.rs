@@ -4,13 +4,14 @@
 mod channel;
 mod cluster;
 mod configuration;
-pub(crate) mod errors;
+mod errors;
 mod give_back;
 mod lease;
 mod origin;
 mod outage;
 mod reset;
 mod standalone;
+mod standalone_connection;
 
 use crate::blocked::{BlockedCache, Now, Remembered};
 use crate::cluster::shards::Shards;

@@ -2,7 +2,7 @@
 //! that Redis Sentinel names; and how each connection is made.
 
 use super::errors::{unavailable, within};
-use super::standalone::StandaloneConnection;
+use super::standalone_connection::StandaloneConnection;
 use crate::tls::TlsConnector;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClient;
@@ -80,7 +80,10 @@ impl Origin {
                         on_disconnect();
                     }
                 };
-                let connection = connector.connect(CONNECT_TIMEOUT, on_close).await?;
+                let connecting = connector.connect(on_close);
+                let connection = tokio::time::timeout(CONNECT_TIMEOUT, connecting)
+                    .await
+                    .map_err(|_| unavailable(super::errors::TimedOut(CONNECT_TIMEOUT)))??;
                 StandaloneConnection::Tls { connection, closed }
             }
             _ => self.lazy_standalone(on_disconnect)?,

@@ -10,9 +10,8 @@
 
 use super::Origin;
 use super::origin::OnDisconnect;
+use super::standalone_connection::StandaloneConnection;
 use arc_swap::ArcSwapOption;
-use redis::aio::{ConnectionLike, ConnectionManager, MultiplexedConnection};
-use redis::{Cmd, Pipeline, RedisFuture, Value};
 use sluice_core::StoreError;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,57 +21,6 @@ use std::time::Duration;
 /// address yet answers `READONLY` on the new connection too, and every check would
 /// otherwise open one more.
 const REPLACEMENT_INTERVAL: Duration = Duration::from_millis(250);
-
-/// One connection to a standalone Redis: redis-rs's, which makes itself again when it
-/// breaks (`redis://`), or one over Sluice's own TLS (`rediss://`, the `tls` module), which
-/// the probe makes again once it has closed.
-#[derive(Clone)]
-pub(super) enum StandaloneConnection {
-    Manager(ConnectionManager),
-    Tls {
-        connection: MultiplexedConnection,
-        /// Set when the connection has ended.
-        closed: Arc<AtomicBool>,
-    },
-}
-
-impl StandaloneConnection {
-    /// True once a TLS connection has ended (it is not made again by itself).
-    pub(super) fn is_closed(&self) -> bool {
-        match self {
-            StandaloneConnection::Manager(_) => false,
-            StandaloneConnection::Tls { closed, .. } => closed.load(Ordering::Acquire),
-        }
-    }
-}
-
-impl ConnectionLike for StandaloneConnection {
-    fn req_packed_command<'a>(&'a mut self, cmd: &'a Cmd) -> RedisFuture<'a, Value> {
-        match self {
-            StandaloneConnection::Manager(manager) => manager.req_packed_command(cmd),
-            StandaloneConnection::Tls { connection, .. } => connection.req_packed_command(cmd),
-        }
-    }
-
-    fn req_packed_commands<'a>(
-        &'a mut self,
-        pipeline: &'a Pipeline,
-        offset: usize,
-        count: usize,
-    ) -> RedisFuture<'a, Vec<Value>> {
-        match self {
-            StandaloneConnection::Manager(manager) => manager.req_packed_commands(pipeline, offset, count),
-            StandaloneConnection::Tls { connection, .. } => connection.req_packed_commands(pipeline, offset, count),
-        }
-    }
-
-    fn get_db(&self) -> i64 {
-        match self {
-            StandaloneConnection::Manager(manager) => manager.get_db(),
-            StandaloneConnection::Tls { connection, .. } => connection.get_db(),
-        }
-    }
-}
 
 /// The connection to a standalone Redis, shared by a store's clones (clones share it).
 #[derive(Clone, Default)]

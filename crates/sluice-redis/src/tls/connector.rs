@@ -46,8 +46,8 @@ impl TlsConnector {
         Ok(Some(TlsConnector { config, host: host.clone(), port: *port, redis: info.redis_settings().clone() }))
     }
 
-    /// Connects, shakes hands and authenticates (within `limit`); `on_close` is called
-    /// when the connection ends.
+    /// Connects, shakes hands and authenticates; `on_close` is called when the connection
+    /// ends. The caller bounds the time it takes.
     ///
     /// # Errors
     ///
@@ -55,7 +55,6 @@ impl TlsConnector {
     /// or Redis refuses the credentials.
     pub(crate) async fn connect(
         &self,
-        limit: Duration,
         on_close: impl FnOnce() + Send + 'static,
     ) -> Result<MultiplexedConnection, StoreError> {
         let unavailable = |error: Box<dyn std::error::Error + Send + Sync>| StoreError::Unavailable(error);
@@ -72,9 +71,7 @@ impl TlsConnector {
                 .await
                 .map_err(|error| self.explain(Box::new(error)))
         };
-        let (connection, driver) = tokio::time::timeout(limit, connecting)
-            .await
-            .map_err(|_| unavailable(Box::new(crate::store::errors::TimedOut(limit))))??;
+        let (connection, driver) = connecting.await?;
         tokio::spawn(async move {
             driver.await;
             on_close();
