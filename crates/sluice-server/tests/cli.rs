@@ -1,6 +1,8 @@
 //! `sluice check-config` and the precedence of settings (flag > environment > file).
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
+#[path = "../../sluice-redis/tests/support/certificates.rs"]
+mod certificates;
 mod support;
 
 use std::process::Command;
@@ -138,7 +140,11 @@ fn the_bounds_can_be_set_in_the_server_section_and_are_checked_there() {
 #[test]
 fn check_config_and_serve_refuse_the_same_store_settings_in_the_same_words() {
     let policy = "policies:\n  a: {algorithm: fixed_window, limit: 1, window: 1s}\n";
+    let certs = certificates::Certificates::make();
+    let ca = certs.path("ca.pem").display().to_string();
+    let plain_with_ca = format!("server: {{store: 'redis://h:1', redis_ca_file: '{ca}'}}");
     for (server, problem) in [
+        (plain_with_ca.as_str(), "server.redis_ca_file: TLS files are for rediss:// stores"),
         (
             "server: {store: 'redis://sluice:s3cret@h:port'}",
             "server.store: `redis://sluice:***@h:port` is not a Redis URL",

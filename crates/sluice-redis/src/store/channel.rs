@@ -209,8 +209,8 @@ impl Channel {
     }
 
     /// Connects a Cluster's connection if none was made yet (a TLS one is made by `send`),
-    /// a standalone one again after a refusal, and a Sentinel primary's if none was made or the last probe failed (the
-    /// primary may have changed).
+    /// a standalone one again after a refusal, and a Sentinel primary's if none was made
+    /// or the last probe failed (the primary may have changed).
     async fn connect_if_needed(self: &Arc<Self>, after_failure: bool) -> Result<(), StoreError> {
         match (&self.connection, &self.common.origin) {
             (Connection::Cluster(current), Origin::Cluster(client)) if current.load().is_none() => {

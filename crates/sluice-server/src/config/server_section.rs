@@ -20,8 +20,13 @@ pub(crate) fn parse_server(top: &Mapping, problems: &mut ConfigError) -> ServerS
         }
     };
     let section = readable_fields(fields, problems);
-    if let Err(error) = Settings::resolve(&SettingFlags::default(), &section) {
-        problems.extend(error);
+    match Settings::resolve(&SettingFlags::default(), &section) {
+        Err(error) => problems.extend(error),
+        Ok(settings) => {
+            if let Some((setting, problem)) = settings.problem_between() {
+                problems.push(&format!("server.{setting}"), problem);
+            }
+        }
     }
     section
 }

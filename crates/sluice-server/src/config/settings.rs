@@ -191,6 +191,24 @@ impl Settings {
         }
     }
 
+    /// A problem between settings, as `(setting, problem)`: TLS files for a store that is
+    /// not `rediss://` (read by `check-config` and `serve` alike).
+    pub(crate) fn problem_between(&self) -> Option<(&'static str, String)> {
+        let StoreChoice::Redis(url) = &self.store else { return None };
+        let tls = self.redis_tls();
+        if url.starts_with("rediss://") || tls.is_empty() {
+            return None;
+        }
+        let setting = if tls.ca_file.is_some() { "redis_ca_file" } else { "redis_client_cert" };
+        Some((
+            setting,
+            format!(
+                "TLS files are for rediss:// stores, and the store is `{}`: use rediss://, or unset them",
+                self.store
+            ),
+        ))
+    }
+
     /// Certificates for `rediss://` stores.
     pub(crate) fn redis_tls(&self) -> TlsFiles {
         TlsFiles {

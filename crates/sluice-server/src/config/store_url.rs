@@ -93,7 +93,11 @@ impl StoreChoice {
             StoreChoice::Sentinel { sentinels, primary, .. } => verify_primary_name(sentinels, primary).await,
             _ => Ok(()),
         };
-        Some(match verified.and(store.verify_configuration().await) {
+        let verified = match verified {
+            Ok(()) => store.verify_configuration().await,
+            refused => refused,
+        };
+        Some(match verified {
             Ok(()) => Ok(store),
             Err(refused) => Err(anyhow::anyhow!("the store {self} refuses Sluice's configuration: {refused}")),
         })

@@ -38,6 +38,9 @@ pub(crate) fn run_command(args: &ServeArgs) -> anyhow::Result<()> {
     let initial = InitialConfig::read(args.config.as_deref())?;
     let settings = Settings::resolve(&args.settings, &initial.config.server)
         .map_err(|error| anyhow::anyhow!("invalid settings: {error}"))?;
+    if let Some((setting, problem)) = settings.problem_between() {
+        anyhow::bail!("invalid settings: {setting}: {problem}");
+    }
     init_logs(settings.log_format == LogFormat::Json);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     let served = runtime.block_on(async {
