@@ -110,3 +110,19 @@ async fn a_primary_name_no_sentinel_knows_is_refused() {
     gone.kill();
     assert_eq!(sluice_redis::verify_primary_name(&unreachable, "mistyped").await, Ok(()));
 }
+
+/// A command only some scripts run (`GETRANGE`, the long sliding log's) denied at run time:
+/// the probe still passes, so only a check Redis decides ends the refusal.
+#[tokio::test]
+async fn a_command_only_some_checks_run_is_reported_until_a_check_succeeds() {
+    let server = server_with_user();
+    let url = format!("redis://sluice:s3cret@127.0.0.1:{}/", server.port());
+    let store = RedisStore::connect(&url, settings()).await.unwrap();
+    assert_eq!(check(&store).await, Source::Store);
+    assert_eq!(query(server.port(), &["ACL SETUSER sluice -getrange"]).unwrap(), ["+OK"]);
+    until(&store, |store| store.refusal().is_some()).await;
+    assert!(store.refusal().unwrap().to_string().contains("ACL denies"), "{:?}", store.refusal());
+    assert_eq!(query(server.port(), &["ACL SETUSER sluice +getrange"]).unwrap(), ["+OK"]);
+    until(&store, |store| store.refusal().is_none()).await;
+    assert_eq!(check(&store).await, Source::Store);
+}

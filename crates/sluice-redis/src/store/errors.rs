@@ -50,13 +50,18 @@ pub(super) fn is_unavailable_for_now(error: &(dyn std::error::Error + 'static)) 
 }
 
 /// An error raised by the script itself (a bug, or a foreign value at a Sluice key), not
-/// by the connection nor by a Redis that cannot serve for now: retrying or failing open
-/// would hide it.
+/// by the connection, by a Redis that cannot serve for now, nor by an ACL: retrying or
+/// failing open would hide it.
 pub(super) fn is_script_error(error: &(dyn std::error::Error + 'static)) -> bool {
     let code = error.downcast_ref::<redis::RedisError>().and_then(redis::RedisError::code);
     if code.is_some_and(|code| UNAVAILABLE_CODES.contains(&code)) {
         return false;
     }
     let message = error.to_string();
+    // An ACL denying a command a script runs is a refusal of the configuration (the
+    // `refusal` module), not a fault of the script.
+    if message.contains("can't run this command") || message.contains("NOPERM") {
+        return false;
+    }
     message.contains("user_script") || message.contains("sluice:")
 }
