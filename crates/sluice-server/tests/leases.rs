@@ -233,3 +233,26 @@ async fn a_stopping_server_gives_its_units_back() {
     }
     assert_eq!(admitted, 60, "the first server used 40 of 100 and gave back the {held} it held");
 }
+
+/// `check-config` refuses what `serve` refuses: leases a file's `server:` section turns on
+/// for a policy that cannot be leased exactly, or on the embedded store.
+#[test]
+fn check_config_refuses_leases_that_cannot_be_exact() {
+    let dir = support::server::fresh_dir("lease-check-config");
+    let cases = [
+        (
+            "server: {store: \"redis://127.0.0.1:6379\", lease_period: 100ms}\npolicies:\n  login: {algorithm: sliding_log, limit: 5, window: 15m}\n".to_owned(),
+            "limit `login` (sliding_log) cannot be leased exactly",
+        ),
+        ("server: {lease_period: 100ms}\n".to_owned() + CONFIG, "needs a shared store"),
+    ];
+    for (index, (config, expected)) in cases.iter().enumerate() {
+        let path = dir.join(format!("config-{index}.yaml"));
+        std::fs::write(&path, config).unwrap();
+        let output =
+            std::process::Command::new(env!("CARGO_BIN_EXE_sluice")).arg("check-config").arg(&path).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{stderr}");
+        assert!(stderr.contains("server.lease_period") && stderr.contains(expected), "{stderr}");
+    }
+}

@@ -1,17 +1,17 @@
 //! Whether a configuration may run with quota leases (`--lease-period`, docs/leases.md).
 
-use crate::config::service_file::ServiceConfig;
 use crate::config::settings::Settings;
 use crate::config::store_url::StoreChoice;
+use sluice_core::Limit;
 
 /// Refuses leases that cannot work as asked: on the embedded store (every check is
 /// already local), or with a limit a lease could take over its definition. Nothing to
-/// check when leases are off.
+/// check when leases are off. `limits`: every limit of the configuration.
 ///
 /// # Errors
 ///
 /// What is wrong and what to do, naming the policy (or Envoy rule) and the reason.
-pub(crate) fn check_leases(settings: &Settings, config: &ServiceConfig) -> Result<(), String> {
+pub(crate) fn check_leases<'a>(settings: &Settings, limits: impl IntoIterator<Item = &'a Limit>) -> Result<(), String> {
     if settings.lease_period.is_zero() {
         return Ok(());
     }
@@ -20,7 +20,7 @@ pub(crate) fn check_leases(settings: &Settings, config: &ServiceConfig) -> Resul
                     on the embedded store every check is already local"
             .to_owned());
     }
-    for limit in config.limits() {
+    for limit in limits {
         sluice_core::lease::check_leasable(std::slice::from_ref(limit))
             .map_err(|refusal| format!("--lease-period (server.lease_period) is on, but {refusal}"))?;
     }

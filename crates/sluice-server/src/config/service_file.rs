@@ -14,8 +14,10 @@
 //!
 //! A plain envoyproxy/ratelimit file (`domain:` and `descriptors:` at the top) loads too.
 
+use crate::config::leases::check_leases;
 use crate::config::server_section::parse_server;
 use crate::config::settings::ServerSection;
+use crate::config::settings::{SettingFlags, Settings};
 use crate::envoy::Rules;
 use serde_yaml_ng::{Mapping, Value};
 use sluice_config::show;
@@ -68,7 +70,20 @@ impl ServiceConfig {
         }
         problems.into_result(())?;
         let by_name = policies.iter().enumerate().map(|(index, entry)| (name_of(&entry.limit), index)).collect();
-        Ok(ServiceConfig { policies, by_name, envoy, server })
+        let config = ServiceConfig { policies, by_name, envoy, server };
+        config.leases_as_written()?;
+        Ok(config)
+    }
+
+    /// Refuses leases the `server:` section turns on where they cannot work (the checks
+    /// `sluice serve` makes again with its flags: [`check_leases`]).
+    fn leases_as_written(&self) -> Result<(), ConfigError> {
+        match Settings::resolve(&SettingFlags::default(), &self.server) {
+            Ok(settings) => check_leases(&settings, self.limits())
+                .map_err(|problem| ConfigError::single("server.lease_period", problem)),
+            // Reported by the section's own reading.
+            Err(_) => Ok(()),
+        }
     }
 
     /// Reads and parses `path`.

@@ -81,7 +81,7 @@ impl ServiceState {
             let config = ServiceConfig::from_file_bytes(path, &bytes);
             self.config_read(bytes);
             let config = config?;
-            crate::config::leases::check_leases(&self.settings, &config).map_err(anyhow::Error::msg)?;
+            crate::config::leases::check_leases(&self.settings, config.limits()).map_err(anyhow::Error::msg)?;
             Ok(config)
         });
         let config = loaded.inspect_err(|error| {

@@ -66,7 +66,7 @@ pub(crate) async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<()> {
     let shutdown = Shutdown::when(shutdown, settings.shutdown_grace);
-    crate::config::leases::check_leases(&settings, &initial.config).map_err(anyhow::Error::msg)?;
+    crate::config::leases::check_leases(&settings, initial.config.limits()).map_err(anyhow::Error::msg)?;
     let backend = Backend::open(&settings).await?;
     if let (Some(path), Some(store)) = (&settings.snapshot, backend.memory()) {
         let limits: Vec<Limit> = initial.config.limits().cloned().collect();
