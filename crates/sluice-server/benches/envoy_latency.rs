@@ -9,7 +9,8 @@
 //!   docs/envoy-rlqs-sluice.yaml) as its quota server: Envoy enforces Sluice's assignment
 //!   locally and reports usage on a stream.
 //!
-//! Every limit is raised so that no request is refused; a refused request fails the run.
+//! Every limit is raised so that no request is refused (RLQS's rule is per day, so no window
+//! ends during a run, unless it crosses midnight UTC); a refused request fails the run.
 //! The configurations run in interleaved rounds, the order rotating every round, so a burst
 //! of load from another process hits all of them alike; each round gives a paired ratio.
 //!
@@ -228,9 +229,12 @@ fn rlqs_envoy_config(app: SocketAddr, sluice: SocketAddr) -> String {
     swap("docs/envoy-rlqs.yaml", RLQS_ENVOY, &loopback(app, Some(sluice)))
 }
 
-/// docs/envoy-rlqs-sluice.yaml with the per-tenant rule far above what one client sends.
+/// docs/envoy-rlqs-sluice.yaml with the per-tenant rule far above what one client sends,
+/// and per day: at the end of a window Envoy's share lapses and, as docs/envoy-rlqs.yaml
+/// asks (`expired_assignment_behavior`), refuses until the next window's share arrives;
+/// per minute, a run would meet that every minute.
 fn rlqs_sluice_config() -> String {
-    let swaps = [("rate_limit: {unit: minute, requests_per_unit: 5}", huge("minute"))];
+    let swaps = [("rate_limit: {unit: minute, requests_per_unit: 5}", huge("day"))];
     swap("docs/envoy-rlqs-sluice.yaml", RLQS_SLUICE, &swaps)
 }
 
