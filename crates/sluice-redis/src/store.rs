@@ -297,8 +297,9 @@ impl RedisStore {
         let keys: Vec<Vec<u8>> =
             limits.iter().map(|limit| state_key(&common.settings.key_prefix, key, limit)).collect();
         let cache_id = common.settings.blocked_cache.then(|| keys.join(&0u8));
-        let cached_now = if script_now < 0 { Now::Redis(now.as_micros()) } else { Now::Caller(now.as_micros()) };
-        if let Some(verdict) = cache_id.as_deref().and_then(|id| common.blocked.lookup(id, cached_now, cost)) {
+        if let Some(verdict) =
+            cache_id.as_deref().and_then(|id| common.blocked.lookup(id, cached_now(script_now, now), cost))
+        {
             return Ok(verdict);
         }
         let master = self.master_of(&keys);
@@ -418,4 +419,10 @@ impl Store for RedisStore {
     ) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.give_back_units(key, limits, starts, units)
     }
+}
+
+/// The time the blocked-key cache compares with, for a check whose script gets
+/// `script_now` (-1: Redis `TIME`).
+fn cached_now(script_now: i64, now: Timestamp) -> Now {
+    if script_now < 0 { Now::Redis(now.as_micros()) } else { Now::Caller(now.as_micros()) }
 }

@@ -7,6 +7,7 @@
 //! so the first attempt left no trace. docs/leases.md has the rest.
 
 use super::RedisStore;
+use super::cached_now;
 use crate::blocked::Now;
 use crate::keys::state_key;
 use sluice_core::{Key, LeaseAnswer, Limit, StoreError, Timestamp};
@@ -27,11 +28,11 @@ impl RedisStore {
         let keys: Vec<Vec<u8>> =
             limits.iter().map(|limit| state_key(&self.settings().key_prefix, key, limit)).collect();
         let master = self.master_of(&keys);
-        if self.is_blocked(key, limits, now, cost) || self.known_down(master.as_ref()).is_some() {
+        let script_now = self.script_now(now, limits)?;
+        if self.is_blocked(&keys, cached_now(script_now, now), cost) || self.known_down(master.as_ref()).is_some() {
             // The blocked-key cache or the failure mode answers, as for any check.
             return self.check_limits(key, limits, now, cost).await.map(LeaseAnswer::unleased);
         }
-        let script_now = self.script_now(now, limits)?;
         match self.evaluate(keys, limits, script_now, total).await {
             Ok((reply, _)) if reply.decisions.iter().all(|decision| decision.allowed) => {
                 LeaseAnswer::granted(reply.decisions, Timestamp::from_micros(reply.now)).ok_or(StoreError::NoLimits)
@@ -45,18 +46,9 @@ impl RedisStore {
         }
     }
 
-    /// True when the blocked-key cache holds a rejection for this request.
-    fn is_blocked(&self, key: Key<'_>, limits: &[Limit], now: Timestamp, cost: u64) -> bool {
+    /// True when the blocked-key cache holds a rejection for a request of `cost` on `keys`.
+    fn is_blocked(&self, keys: &[Vec<u8>], now: Now, cost: u64) -> bool {
         let common = self.common();
-        if !common.settings.blocked_cache {
-            return false;
-        }
-        let keys: Vec<Vec<u8>> =
-            limits.iter().map(|limit| state_key(&common.settings.key_prefix, key, limit)).collect();
-        let now = match self.settings().time {
-            crate::settings::TimeSource::Redis => Now::Redis(now.as_micros()),
-            crate::settings::TimeSource::Application { .. } => Now::Caller(now.as_micros()),
-        };
-        common.blocked.lookup(&keys.join(&0u8), now, cost).is_some()
+        common.settings.blocked_cache && common.blocked.lookup(&keys.join(&0u8), now, cost).is_some()
     }
 }
