@@ -2,21 +2,26 @@
 //!
 //! # Adding an algorithm
 //!
-//! Items 1 to 5 fail to compile until the new algorithm has its part (a `match` over
-//! [`Policy`](crate::Policy), a required trait method, or a trait bound of the one dispatch);
-//! items 6 and 7 are held by tests; item 8 by nothing but review.
+//! Every fact about one algorithm lives in its own file, as [`Algorithm`]'s methods; the
+//! places below only dispatch to it or encode it for another process. Items 1 to 5 fail to
+//! compile until the new algorithm has its part (a `match` over [`Policy`](crate::Policy), a
+//! required trait method, or a trait bound of the one dispatch); items 6 and 7 are held by
+//! tests; item 8 by nothing but review. A `match` on the policy's variants anywhere else
+//! fails `tests/algorithm_homes.rs` (sluice-server), which reads this list.
 //!
 //! 1. `algorithm/<name>.rs`: the parameters, validated in the constructor, and
-//!    [`Algorithm`] (`decide`, `record`, `expires_at`, `parameters`, `quota_window`,
-//!    `look_ahead`, and `records_rejections` if a rejection changes its state) and
+//!    [`Algorithm`] (`decide`, `record`, `records_rejections`, `lease_terms`, `give_back`,
+//!    `expires_at`, `impossible`, `parameters`, `quota_window`, `look_ahead`) and
 //!    `ReadParameters`, which reads the parameters from a configuration file and from a
 //!    limit's definition by the names `parameters` writes.
 //! 2. `policy.rs`: a variant of `Policy`, its arm in `with_algorithm!` (the core's one
 //!    dispatch), `policy_from!`, and its configuration word in `READERS`.
 //! 3. `policy/wire.rs`: its `Wire` impl (number and `p1..p4`, the form the Redis scripts and
 //!    module receive) and its row in `DECODERS`.
-//! 4. `store/memory/limit_table.rs` and `store/memory/codec/states.rs`: its table of states
-//!    and its state's snapshot encoding (a new tag), with the states it can never hold.
+//! 4. `store/memory/limit_table.rs`, `store/memory/keyed.rs` and
+//!    `store/memory/codec/states.rs`: its table of states (a `LimitTable` variant), its
+//!    state's `HeapSize` and `RecordResizing`, and its state's snapshot encoding (a new tag),
+//!    with the states it can never hold.
 //! 5. `sluice-redis-module`: `check.rs`'s `decide` and a `Layout` in `layout.rs` (the same
 //!    bytes as the Lua twin); `sluice-server`: `config/policy_text.rs` (its parameters in
 //!    words) and `offline/playground.rs` (the counters it holds).
@@ -25,14 +30,19 @@
 //!    sluice-redis's Lua twin in `lua/` with its row in `lua/check.lua`'s `ALGORITHMS` and its
 //!    lean script in `script.rs` (`the_scripts_follow_the_wire_numbers`), which then decides
 //!    as the core in the differential tests (memory, scripts, module) once it is among
-//!    `conformance::policies` and the tests' generators.
+//!    `conformance::policies` and the generators of `policy/arbitrary.rs`. When its
+//!    `lease_terms` grant leases, `lua/give_back.lua` takes its units back under its wire
+//!    number (`give_back_follows_the_core_on_every_leased_algorithm`, sluice-redis).
 //! 7. Held by tests too: an oracle in `tests/oracle/` written from `docs/semantics.md`.
 //! 8. Held by nothing: the dashboard's JavaScript (`ui/playground.js`, `ui/timeline.js`,
-//!    `ui/index.html`), which draws each algorithm's quota, and `docs/semantics.md`'s
-//!    definition and worked examples (`tests/worked_examples.rs` replays them).
+//!    `ui/index.html`), which draws each algorithm's quota; `docs/semantics.md`'s
+//!    definition and worked examples (`tests/worked_examples.rs` replays them);
+//!    `docs/leases.md`'s table of what is leased; and the configuration words listed in
+//!    `sluice-server`'s `http/api.rs`.
 
 pub mod fixed_window;
 pub mod leaky_bucket;
+mod lease_terms;
 mod parameters;
 pub mod sliding_log;
 pub mod sliding_window;
@@ -40,6 +50,7 @@ pub(crate) mod source;
 pub mod token_bucket;
 
 use crate::{Decision, Timestamp};
+pub use lease_terms::LeaseTerms;
 pub use parameters::{EXACT_LIMIT, ParameterProblem, PolicyError};
 use std::fmt;
 use std::time::Duration;
@@ -94,9 +105,12 @@ pub trait Algorithm {
     /// True when a rejected request still changes the state (the `attempts` variants of
     /// the sliding log and the sliding window), so a rejection is written like an admission
     /// and cannot be answered from a cache.
-    fn records_rejections(&self) -> bool {
-        false
-    }
+    fn records_rejections(&self) -> bool;
+
+    /// What a quota lease of this algorithm may do (docs/leases.md): where the store's
+    /// decision debits its units and how long they stay spendable, or why it cannot be
+    /// leased exactly.
+    fn lease_terms(&self) -> LeaseTerms;
 
     /// When `state` becomes equivalent to `Default` and may be dropped.
     fn expires_at(&self, state: &Self::State) -> Timestamp;
@@ -104,11 +118,9 @@ pub trait Algorithm {
     /// Takes back `units` of cost counted in the window or bucket that starts at `start`
     /// (µs), when `state` still counts that window or bucket; changes nothing otherwise. A
     /// lease's unspent units go back this way (docs/leases.md); only the algorithms that can
-    /// be leased (the fixed and sliding windows) take anything back, and never the last unit
-    /// of a window or bucket (a lease's first unit was spent there, so it stays live).
-    fn give_back(&self, state: &mut Self::State, start: u64, units: u64) {
-        let _ = (state, start, units);
-    }
+    /// be leased ([`lease_terms`](Self::lease_terms)) take anything back, and never the last
+    /// unit of a window or bucket (a lease's first unit was spent there, so it stays live).
+    fn give_back(&self, state: &mut Self::State, start: u64, units: u64);
 
     /// Why `state` cannot have been written by this algorithm, if it cannot (more counted
     /// than the limit allows, a malformed layout). Stores that read states from outside the

@@ -23,7 +23,7 @@
 
 use crate::algorithm::Algorithm;
 use crate::{
-    Alignment, Decision, FixedWindow, Key, LeakMode, LeakyBucket, Limit, Policy, SlidingLog, SlidingLogVariant,
+    Alignment, Check, Decision, FixedWindow, Key, LeakMode, LeakyBucket, Limit, Policy, SlidingLog, SlidingLogVariant,
     SlidingWindow, SlidingWindowSettings, SlidingWindowVariant, Store, StoreError, Timestamp, TokenBucket,
     TokenBucketSettings, Verdict,
 };
@@ -94,17 +94,12 @@ fn expected(policy: &Policy, trace: &[(u64, u64)]) -> Vec<Decision> {
         }
         decisions
     }
-    match policy {
-        Policy::SlidingLog(p) => run(p, trace),
-        Policy::FixedWindow(p) => run(p, trace),
-        Policy::SlidingWindow(p) => run(p, trace),
-        Policy::TokenBucket(p) => run(p, trace),
-        Policy::LeakyBucket(p) => run(p, trace),
-    }
+    crate::policy::with_algorithm!(policy, algorithm => run(algorithm, trace))
 }
 
 async fn check<S: Store>(store: &S, key: &str, limits: &[Limit], at: u64, cost: u64) -> Result<Verdict, StoreError> {
-    store.check(Key::new(key.as_bytes()).expect("a valid key"), limits, Timestamp::from_micros(at), cost).await
+    let key = Key::new(key.as_bytes()).expect("a valid key");
+    store.check(Check::new(key, limits, Timestamp::from_micros(at), cost)).await
 }
 
 /// [`check`], through [`Store::check_ready`] when the store decides at once.
@@ -116,7 +111,7 @@ async fn check_ready_or_later<S: Store>(
     cost: u64,
 ) -> Result<Verdict, StoreError> {
     let (key_bytes, now) = (Key::new(key.as_bytes()).expect("a valid key"), Timestamp::from_micros(at));
-    match store.check_ready(key_bytes, limits, now, cost) {
+    match store.check_ready(Check::new(key_bytes, limits, now, cost)) {
         Some(checked) => checked,
         None => check(store, key, limits, at, cost).await,
     }

@@ -28,5 +28,5 @@ pub use limiter::{BuildError, CheckError, RateLimiter, RateLimiterBuilder};
 pub use policy::Policy;
 pub use policy::wire::{WireError, WirePolicy};
 pub use store::memory::{MemoryStore, MemoryStoreBuilder, RestoreReport, SnapshotError};
-pub use store::{LeaseAnswer, Source, Store, StoreError, Verdict};
+pub use store::{Check, GiveBack, LeaseAnswer, Source, Store, StoreError, Verdict};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};

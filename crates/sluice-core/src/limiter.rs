@@ -10,7 +10,7 @@ mod builder;
 pub use builder::{BuildError, RateLimiterBuilder};
 
 use crate::decision::micros;
-use crate::{Clock, Decision, Key, KeyError, Limit, MemoryStore, RetryAfter, Store, StoreError, SystemClock};
+use crate::{Check, Clock, Decision, Key, KeyError, Limit, MemoryStore, RetryAfter, Store, StoreError, SystemClock};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -118,7 +118,7 @@ impl<S: Store, C: Clock> RateLimiter<S, C> {
     /// As [`check_async`](Self::check_async).
     pub async fn check_n_async(&self, key: impl AsRef<[u8]>, cost: u64) -> Result<Decision, CheckError> {
         let key = Key::new(key.as_ref())?;
-        let verdict = self.store.check(key, &self.limits, self.clock.now(), cost).await?;
+        let verdict = self.store.check(Check::new(key, &self.limits, self.clock.now(), cost)).await?;
         Ok(verdict.decision)
     }
 

@@ -4,6 +4,7 @@
 mod arbitrary;
 pub(crate) mod wire;
 
+use crate::algorithm::LeaseTerms;
 use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::leaky_bucket::LeakyBucket;
 use crate::algorithm::sliding_log::SlidingLog;
@@ -86,6 +87,11 @@ impl Policy {
     /// the sliding log and the sliding window), so a rejection cannot be answered from a cache.
     pub fn records_rejections(&self) -> bool {
         with_algorithm!(self, algorithm => algorithm.records_rejections())
+    }
+
+    /// What a quota lease of this policy may do (docs/leases.md).
+    pub fn lease_terms(&self) -> LeaseTerms {
+        with_algorithm!(self, algorithm => algorithm.lease_terms())
     }
 }
 

@@ -1,8 +1,10 @@
 //! Where per-key state lives. The store owns atomicity; the algorithm owns the math.
 
+mod check;
 pub mod memory;
 
 use crate::{Decision, Key, Limit, Timestamp};
+pub use check::{Check, GiveBack};
 use std::future::Future;
 
 /// A store of per-key states that decides requests atomically.
@@ -10,18 +12,13 @@ use std::future::Future;
 /// One async API for every store; a store that can decide without waiting (the memory
 /// store) also answers through [`check_ready`](Store::check_ready).
 pub trait Store: Send + Sync + 'static {
-    /// Checks a request of `cost` for `key` against every limit in `limits` at `now`,
-    /// all or nothing (docs/semantics.md): it is allowed only if every limit allows it, and a limit's
-    /// state changes only if it is allowed (or the limit records rejected attempts).
+    /// Decides `check`: a request of `check.cost` for `check.key` against every limit in
+    /// `check.limits` at `check.now`, all or nothing (docs/semantics.md): it is allowed only if
+    /// every limit allows it, and a limit's state changes only if it is allowed (or the limit
+    /// records rejected attempts). `check.lease` is ignored.
     ///
-    /// `limits` must not be empty.
-    fn check(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send;
+    /// `check.limits` must not be empty.
+    fn check(&self, check: Check<'_>) -> impl Future<Output = Result<Verdict, StoreError>> + Send;
 
     /// Forgets `key`'s state for each of `limits` (an admin's "reset this key"): its next
     /// check starts fresh. Other keys, and other limits of this key, keep their state.
@@ -43,76 +40,52 @@ pub trait Store: Send + Sync + 'static {
     /// # Examples
     ///
     /// ```
+    /// use sluice_core::store::Check;
     /// use sluice_core::{Key, Limit, MemoryStore, SlidingLog, SlidingLogVariant, Store, Timestamp};
     /// use std::time::Duration;
     ///
     /// let limits = [Limit::new("api", SlidingLog::new(1, Duration::from_secs(1), SlidingLogVariant::Accepted)?)];
-    /// let (store, key, now) = (MemoryStore::new(), Key::new(b"alice")?, Timestamp::from_micros(1));
-    /// let first = store.check_ready(key, &limits, now, 1).expect("the memory store decides at once")?;
+    /// let store = MemoryStore::new();
+    /// let check = Check::new(Key::new(b"alice")?, &limits, Timestamp::from_micros(1), 1);
+    /// let first = store.check_ready(check).expect("the memory store decides at once")?;
     /// assert!(first.decision.allowed);
-    /// let second = store.check_ready(key, &limits, now, 1).expect("the memory store decides at once")?;
+    /// let second = store.check_ready(check).expect("the memory store decides at once")?;
     /// assert!(!second.decision.allowed);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     #[inline]
-    fn check_ready(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-    ) -> Option<Result<Verdict, StoreError>> {
-        let _ = (key, limits, now, cost);
+    fn check_ready(&self, check: Check<'_>) -> Option<Result<Verdict, StoreError>> {
+        let _ = check;
         None
     }
 
-    /// [`check`](Self::check), and a lease in the same atomic step: when `cost + extra`
-    /// fits every limit, the store debits `cost + extra` (as one admitted request of that
+    /// [`check`](Self::check), and a lease in the same atomic step: when `cost + lease`
+    /// fits every limit, the store debits `cost + lease` (as one admitted request of that
     /// cost) and answers each limit's decision for it in [`LeaseAnswer::leased`]; otherwise it
     /// decides `cost` alone, exactly as `check` would.
     ///
     /// Only for limits that record nothing on a rejection (see
     /// [`Policy::records_rejections`](crate::Policy::records_rejections)); for others, and
-    /// with `extra == 0`, the store decides `cost` alone. The default grants no lease.
+    /// with `lease == 0`, the store decides `cost` alone. The default grants no lease.
     /// [`LeasedStore`](crate::lease::LeasedStore) is the caller; docs/leases.md the argument.
-    fn check_and_lease(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-        extra: u64,
-    ) -> impl Future<Output = Result<LeaseAnswer, StoreError>> + Send {
-        let _ = extra;
-        let checked = self.check(key, limits, now, cost);
+    fn check_and_lease(&self, check: Check<'_>) -> impl Future<Output = Result<LeaseAnswer, StoreError>> + Send {
+        let checked = self.check(check);
         async move { Ok(LeaseAnswer::unleased(checked.await?)) }
     }
 
-    /// Takes back `units` of a lease's unspent cost from `key`'s state under each of
-    /// `limits`, in the window or bucket that starts at `starts[i]` (µs, the store's time),
-    /// where the state still counts it; nothing elsewhere (docs/leases.md). The default
-    /// takes nothing back: the units stay counted until their window or bucket ends.
-    fn give_back(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        starts: &[u64],
-        units: u64,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        let _ = (key, limits, starts, units);
+    /// Takes back a lease's unspent units from the key's state under each limit, in the
+    /// window or bucket they were debited in, where the state still counts it; nothing
+    /// elsewhere (docs/leases.md). The default takes nothing back: the units stay counted
+    /// until their window or bucket ends.
+    fn give_back(&self, back: GiveBack<'_>) -> impl Future<Output = Result<(), StoreError>> + Send {
+        let _ = back;
         std::future::ready(Ok(()))
     }
 }
 
 impl<S: Store> Store for std::sync::Arc<S> {
-    fn check(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
-        (**self).check(key, limits, now, cost)
+    fn check(&self, check: Check<'_>) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
+        (**self).check(check)
     }
 
     fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send {
@@ -120,35 +93,16 @@ impl<S: Store> Store for std::sync::Arc<S> {
     }
 
     #[inline]
-    fn check_ready(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-    ) -> Option<Result<Verdict, StoreError>> {
-        (**self).check_ready(key, limits, now, cost)
+    fn check_ready(&self, check: Check<'_>) -> Option<Result<Verdict, StoreError>> {
+        (**self).check_ready(check)
     }
 
-    fn check_and_lease(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-        extra: u64,
-    ) -> impl Future<Output = Result<LeaseAnswer, StoreError>> + Send {
-        (**self).check_and_lease(key, limits, now, cost, extra)
+    fn check_and_lease(&self, check: Check<'_>) -> impl Future<Output = Result<LeaseAnswer, StoreError>> + Send {
+        (**self).check_and_lease(check)
     }
 
-    fn give_back(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        starts: &[u64],
-        units: u64,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        (**self).give_back(key, limits, starts, units)
+    fn give_back(&self, back: GiveBack<'_>) -> impl Future<Output = Result<(), StoreError>> + Send {
+        (**self).give_back(back)
     }
 }
 
@@ -157,9 +111,9 @@ impl<S: Store> Store for std::sync::Arc<S> {
 #[non_exhaustive]
 pub struct LeaseAnswer {
     /// The verdict for the request's own cost. When the lease was granted its decision
-    /// is the store's for `cost + extra` (so `remaining` already excludes the leased units).
+    /// is the store's for `cost + lease` (so `remaining` already excludes the leased units).
     pub verdict: Verdict,
-    /// When the `extra` units were debited too: each limit's decision for `cost + extra`,
+    /// When the `lease` units were debited too: each limit's decision for `cost + lease`,
     /// in the order of `limits`. Empty when they were not (the verdict is then `check`'s).
     pub leased: Vec<Decision>,
     /// The time the store decided at (its own clock: Redis `TIME`, or the `now` given), when
@@ -175,7 +129,7 @@ impl LeaseAnswer {
     }
 
     /// An answer granting the lease, decided at `decided_at`: `leased` holds each limit's
-    /// decision for `cost + extra`.
+    /// decision for `cost + lease`.
     pub fn granted(leased: Vec<Decision>, decided_at: Timestamp) -> Option<Self> {
         let verdict = Verdict::combine(&leased)?;
         Some(LeaseAnswer { verdict, leased, decided_at: Some(decided_at) })

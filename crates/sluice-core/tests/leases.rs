@@ -17,8 +17,8 @@ use oracle::token_bucket::TokenBucketOracle;
 use proptest::prelude::*;
 use sluice_core::lease::{LeasedStore, Unspent, check_leasable};
 use sluice_core::{
-    Alignment, FixedWindow, Key, LeakMode, LeakyBucket, Limit, MemoryStore, Policy, SlidingLogVariant, SlidingWindow,
-    SlidingWindowSettings, Source, Store, Timestamp,
+    Alignment, Check, FixedWindow, Key, LeakMode, LeakyBucket, Limit, MemoryStore, Policy, SlidingLogVariant,
+    SlidingWindow, SlidingWindowSettings, Source, Store, Timestamp,
 };
 use std::sync::Arc;
 use std::time::Duration;
@@ -126,7 +126,9 @@ fn run(limits: &[Limit], period: u64, processes: usize, requests: &[Request]) ->
     for request in requests {
         now += request.gap;
         let store = &stores[request.process];
-        let verdict = ready(store.check(keys[request.key], limits, Timestamp::from_micros(now), request.cost)).unwrap();
+        let verdict =
+            ready(store.check(Check::new(keys[request.key], limits, Timestamp::from_micros(now), request.cost)))
+                .unwrap();
         if verdict.decision.allowed {
             admitted[request.key].push((now, request.cost));
         }
@@ -217,7 +219,7 @@ fn below_the_limit_the_store_sees_few_calls() {
     let mut sources = [0u64; 2];
     for i in 0..50_000u64 {
         let now = Timestamp::from_micros(1_000_000 + i * 200);
-        let verdict = ready(stores[(i % 4) as usize].check(key, &limits, now, 1)).unwrap();
+        let verdict = ready(stores[(i % 4) as usize].check(Check::new(key, &limits, now, 1))).unwrap();
         assert!(verdict.decision.allowed, "request {i} rejected below the limit");
         sources[usize::from(verdict.source == Source::Lease)] += 1;
     }
@@ -272,15 +274,12 @@ struct Switchable {
 impl Store for Switchable {
     fn check(
         &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
+        check: Check<'_>,
     ) -> impl Future<Output = Result<sluice_core::Verdict, sluice_core::StoreError>> + Send {
         let answer = if self.down.load(std::sync::atomic::Ordering::Relaxed) {
             Err(sluice_core::StoreError::Unavailable("down".into()))
         } else {
-            self.store.check_now(key, limits, now, cost)
+            self.store.check_now(check.key, check.limits, check.now, check.cost)
         };
         std::future::ready(answer)
     }
@@ -295,16 +294,12 @@ impl Store for Switchable {
 
     fn check_and_lease(
         &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-        extra: u64,
+        check: Check<'_>,
     ) -> impl Future<Output = Result<sluice_core::LeaseAnswer, sluice_core::StoreError>> + Send {
         let answer = if self.down.load(std::sync::atomic::Ordering::Relaxed) {
             Err(sluice_core::StoreError::Unavailable("down".into()))
         } else {
-            self.store.check_and_lease_now(key, limits, now, cost, extra)
+            self.store.check_and_lease_now(check)
         };
         std::future::ready(answer)
     }
@@ -323,18 +318,21 @@ fn held_units_are_spent_through_an_outage() {
     // A period of steady traffic, then a lease.
     let mut i = 0;
     while process.figures().units_held == 0 {
-        assert!(ready(process.check(key, &limits, at(i), 1)).unwrap().decision.allowed);
+        assert!(ready(process.check(Check::new(key, &limits, at(i), 1))).unwrap().decision.allowed);
         i += 1;
         assert!(i < 1_000, "no lease was granted");
     }
     let held = process.figures().units_held;
     shared.down.store(true, std::sync::atomic::Ordering::Relaxed);
     for _ in 0..held {
-        let verdict = ready(process.check(key, &limits, at(i), 1)).unwrap();
+        let verdict = ready(process.check(Check::new(key, &limits, at(i), 1))).unwrap();
         assert_eq!((verdict.decision.allowed, verdict.source), (true, Source::Lease));
         i += 1;
     }
-    assert!(ready(process.check(key, &limits, at(i), 1)).is_err(), "then the store decides, and it is down");
+    assert!(
+        ready(process.check(Check::new(key, &limits, at(i), 1))).is_err(),
+        "then the store decides, and it is down"
+    );
 }
 
 /// A process whose traffic for a key stops gives its unspent units back, and another
@@ -348,7 +346,7 @@ fn unspent_units_go_back_to_the_store() {
     let key = Key::new(b"tenant").unwrap();
     let at = |ms: u64| Timestamp::from_micros(60_000_000 + ms * 1_000);
     for ms in 0..150 {
-        assert!(ready(busy.check(key, &limits, at(ms), 1)).unwrap().decision.allowed);
+        assert!(ready(busy.check(Check::new(key, &limits, at(ms), 1))).unwrap().decision.allowed);
     }
     let held = busy.figures().units_held;
     assert!(held > 0, "a lease is held");
@@ -357,7 +355,8 @@ fn unspent_units_go_back_to_the_store() {
     ready(busy.give_back(at(250), Unspent::OfQuietKeys));
     assert_eq!(busy.figures().units_returned, held, "quiet for a period: given back");
     assert_eq!(busy.figures().units_held, 0);
-    let more =
-        (0..1_000).filter(|i| ready(other.check(key, &limits, at(300 + i), 1)).unwrap().decision.allowed).count();
+    let more = (0..1_000)
+        .filter(|i| ready(other.check(Check::new(key, &limits, at(300 + i), 1))).unwrap().decision.allowed)
+        .count();
     assert_eq!(150 + more, 1_000, "the window admits exactly its limit, the units given back included");
 }

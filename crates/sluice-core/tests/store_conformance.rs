@@ -5,8 +5,8 @@
 mod support;
 
 use sluice_core::{
-    Key, Limit, ManualClock, MemoryStore, SlidingLog, SlidingLogVariant, SlidingWindow, Store, StoreError, Timestamp,
-    TokenBucket, TokenBucketSettings,
+    Check, Key, Limit, ManualClock, MemoryStore, SlidingLog, SlidingLogVariant, SlidingWindow, Store, StoreError,
+    Timestamp, TokenBucket, TokenBucketSettings,
 };
 use std::future::Future;
 use std::time::Duration;
@@ -102,8 +102,8 @@ fn extreme_times_and_costs_never_panic() {
 struct Plain(MemoryStore);
 
 impl Store for Plain {
-    fn check(&self, key: Key<'_>, limits: &[Limit], now: Timestamp, cost: u64) -> impl Future<Output = Checked> + Send {
-        self.0.check(key, limits, now, cost)
+    fn check(&self, check: Check<'_>) -> impl Future<Output = Checked> + Send {
+        self.0.check(check)
     }
 
     fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send {
@@ -115,16 +115,16 @@ impl Store for Plain {
 struct Forwarding(MemoryStore);
 
 impl Store for Forwarding {
-    fn check(&self, key: Key<'_>, limits: &[Limit], now: Timestamp, cost: u64) -> impl Future<Output = Checked> + Send {
-        self.0.check(key, limits, now, cost)
+    fn check(&self, check: Check<'_>) -> impl Future<Output = Checked> + Send {
+        self.0.check(check)
     }
 
     fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.0.reset(key, limits)
     }
 
-    fn check_ready(&self, key: Key<'_>, limits: &[Limit], now: Timestamp, cost: u64) -> Option<Checked> {
-        self.0.check_ready(key, limits, now, cost)
+    fn check_ready(&self, check: Check<'_>) -> Option<Checked> {
+        self.0.check_ready(check)
     }
 }
 
@@ -145,16 +145,16 @@ fn check_ready_decides_at_once_only_where_the_store_says_so() {
     let limit = [Limit::new("one", SlidingLog::new(1, ms(10), SlidingLogVariant::Accepted).unwrap())];
     let (key, now) = (Key::new(b"k").unwrap(), Timestamp::from_micros(1));
     let memory = manual_memory_store();
-    let first = memory.check_ready(key, &limit, now, 1).expect("the memory store decides at once").unwrap();
+    let first = memory.check_ready(Check::new(key, &limit, now, 1)).expect("the memory store decides at once").unwrap();
     assert!(first.decision.allowed);
-    assert!(!memory.check_ready(key, &limit, now, 1).unwrap().unwrap().decision.allowed, "and records");
+    assert!(!memory.check_ready(Check::new(key, &limit, now, 1)).unwrap().unwrap().decision.allowed, "and records");
 
     let forwarding = Forwarding(manual_memory_store());
-    assert!(forwarding.check_ready(key, &limit, now, 1).unwrap().unwrap().decision.allowed);
+    assert!(forwarding.check_ready(Check::new(key, &limit, now, 1)).unwrap().unwrap().decision.allowed);
     assert_eq!(forwarding.0.len(), 1, "the wrapped store recorded the request");
 
     // The trait's default checks nothing: the request is for `check` to decide.
     let plain = Plain(manual_memory_store());
-    assert!(plain.check_ready(key, &limit, now, 1).is_none());
+    assert!(plain.check_ready(Check::new(key, &limit, now, 1)).is_none());
     assert!(plain.0.is_empty(), "nothing was checked");
 }

@@ -12,8 +12,8 @@ mod support;
 
 use sluice_core::lease::{LeasedStore, Unspent};
 use sluice_core::{
-    Alignment, FixedWindow, Key, Limit, MemoryStore, SlidingLogVariant, SlidingWindow, SlidingWindowSettings, Source,
-    Store, Timestamp,
+    Alignment, Check, FixedWindow, Key, Limit, MemoryStore, SlidingLogVariant, SlidingWindow, SlidingWindowSettings,
+    Source, Store, Timestamp,
 };
 use sluice_redis::{ModuleUse, RedisSettings, RedisStore};
 use std::time::Duration;
@@ -48,7 +48,7 @@ async fn hammer(processes: &[LeasedStore<RedisStore>], limits: &[Limit], key: &[
     for step in 0..3 * SECOND / gap {
         let now = START + step * gap;
         let store = &processes[(step % 4) as usize];
-        let verdict = store.check(key, limits, Timestamp::from_micros(now), 1).await.unwrap();
+        let verdict = store.check(Check::new(key, limits, Timestamp::from_micros(now), 1)).await.unwrap();
         assert!(matches!(verdict.source, Source::Store | Source::Lease | Source::Cache), "{verdict:?}");
         if verdict.decision.allowed {
             admitted.push(now);
@@ -136,7 +136,7 @@ async fn given_back_units_are_admitted_again(stores: Vec<RedisStore>) {
         // 2 s into a window: a whole second of it is left for the other process.
         let at = |ms: u64| Timestamp::from_micros(START + 2 * SECOND + ms * 1_000);
         for ms in 0..150 {
-            assert!(quiet.check(key, limits, at(ms), 1).await.unwrap().decision.allowed);
+            assert!(quiet.check(Check::new(key, limits, at(ms), 1)).await.unwrap().decision.allowed);
         }
         let held = quiet.figures().units_held;
         assert!(held > 0, "{}: a lease is held", limits[0].name());
@@ -145,7 +145,8 @@ async fn given_back_units_are_admitted_again(stores: Vec<RedisStore>) {
         assert_eq!(quiet.figures().units_returned - returned, held, "{}", limits[0].name());
         let mut more = 0;
         for step in 0..1_000 {
-            more += u64::from(other.check(key, limits, at(300 + step / 2), 1).await.unwrap().decision.allowed);
+            more +=
+                u64::from(other.check(Check::new(key, limits, at(300 + step / 2), 1)).await.unwrap().decision.allowed);
         }
         assert_eq!(150 + more, 500, "{}: the units given back are admitted again", limits[0].name());
     }

@@ -7,7 +7,7 @@ mod harness;
 #[path = "../../sluice-redis/tests/support/mod.rs"]
 mod support;
 
-use sluice_core::{FixedWindow, Key, Limit, Source, Store, Timestamp};
+use sluice_core::{Check, FixedWindow, Key, Limit, Source, Store, Timestamp};
 use sluice_redis::{ModuleUse, RedisSettings, RedisStore};
 use std::time::Duration;
 use support::redis::query;
@@ -20,7 +20,7 @@ const ACL: &str = "ACL SETUSER sluice on >s3cret resetkeys ~sluice:* resetchanne
 async fn check(store: &RedisStore) -> Source {
     let window = FixedWindow::new(1000, Duration::from_secs(3600), Default::default(), Duration::ZERO).unwrap();
     let now = Timestamp::from_micros(1_763_700_000_000_000);
-    store.check(Key::new(b"u").unwrap(), &[Limit::new("w", window)], now, 1).await.unwrap().source
+    store.check(Check::new(Key::new(b"u").unwrap(), &[Limit::new("w", window)], now, 1)).await.unwrap().source
 }
 
 #[tokio::test]

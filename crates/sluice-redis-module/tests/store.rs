@@ -8,7 +8,7 @@ mod harness;
 #[path = "../../sluice-redis/tests/support/mod.rs"]
 mod support;
 
-use sluice_core::{Key, Limit, Store, Timestamp, Verdict};
+use sluice_core::{Check, Key, Limit, Store, Timestamp, Verdict};
 use sluice_redis::{ModuleUse, RedisSettings, RedisStore};
 use std::time::Duration;
 use support::compare::{compare, policy, start_time, trace};
@@ -59,7 +59,7 @@ fn one_sliding_log() -> [Limit; 1] {
 }
 
 async fn check(store: &RedisStore, limits: &[Limit], key: &[u8], at: u64, cost: u64) -> Verdict {
-    store.check(Key::new(key).unwrap(), limits, Timestamp::from_micros(at), cost).await.unwrap()
+    store.check(Check::new(Key::new(key).unwrap(), limits, Timestamp::from_micros(at), cost)).await.unwrap()
 }
 
 #[tokio::test]

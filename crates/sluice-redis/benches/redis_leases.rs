@@ -25,7 +25,7 @@ use common::{connect, env_u64, machine_load, median, server_cpu_seconds};
 use redis::aio::ConnectionManager;
 use redis_support::RedisServer;
 use sluice_core::lease::LeasedStore;
-use sluice_core::{Alignment, FixedWindow, Key, Limit, MemoryStore, Source, Store, Timestamp};
+use sluice_core::{Alignment, Check, FixedWindow, Key, Limit, MemoryStore, Source, Store, Timestamp};
 use sluice_redis::{RedisSettings, RedisStore};
 use std::time::{Duration, Instant};
 
@@ -89,8 +89,8 @@ impl Processes {
     async fn check(&self, process: usize, key: Key<'_>, limits: &[Limit], now: Timestamp) -> (bool, Source) {
         let verdict = match self {
             Processes::Memory(store) => store.check_now(key, limits, now, 1),
-            Processes::Redis(stores) => stores[process].check(key, limits, now, 1).await,
-            Processes::Leased(stores) => stores[process].check(key, limits, now, 1).await,
+            Processes::Redis(stores) => stores[process].check(Check::new(key, limits, now, 1)).await,
+            Processes::Leased(stores) => stores[process].check(Check::new(key, limits, now, 1)).await,
         }
         .expect("a decision");
         (verdict.decision.allowed, verdict.source)

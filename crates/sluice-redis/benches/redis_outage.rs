@@ -14,7 +14,7 @@
 mod redis_support;
 
 use redis_support::{ClosedPort, RedisServer};
-use sluice_core::{Key, Limit, MemoryStore, Store, Timestamp, TokenBucket, TokenBucketSettings};
+use sluice_core::{Check, Key, Limit, MemoryStore, Store, Timestamp, TokenBucket, TokenBucketSettings};
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
 use std::time::{Duration, Instant};
 
@@ -48,7 +48,7 @@ async fn latency_during_an_outage(checks: usize) {
     for i in 0..checks {
         let key = format!("k{}", i % 1000);
         let started = Instant::now();
-        let _ = memory.check(Key::new(key.as_bytes()).expect("a key"), &limits, now(), 1).await;
+        let _ = memory.check(Check::new(Key::new(key.as_bytes()).expect("a key"), &limits, now(), 1)).await;
         times.push(started.elapsed());
     }
     report("memory store (reference)", &mut times);
@@ -61,7 +61,7 @@ async fn latency_during_an_outage(checks: usize) {
         for i in 0..checks {
             let key = format!("k{}", i % 1000);
             let started = Instant::now();
-            let verdict = store.check(Key::new(key.as_bytes()).expect("a key"), &limits, now(), 1).await;
+            let verdict = store.check(Check::new(Key::new(key.as_bytes()).expect("a key"), &limits, now(), 1)).await;
             times.push(started.elapsed());
             assert!(verdict.is_ok_and(|verdict| verdict.source.is_without_store()));
         }
@@ -89,7 +89,7 @@ async fn recovery(rounds: usize, connections: usize) {
 
         signal(&server, "STOP");
         for store in &stores {
-            let _ = store.check(Key::new(b"stalled").expect("a key"), &[limit()], now(), 1).await;
+            let _ = store.check(Check::new(Key::new(b"stalled").expect("a key"), &[limit()], now(), 1)).await;
         }
         signal(&server, "CONT");
         let answering = Instant::now();

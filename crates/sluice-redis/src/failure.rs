@@ -1,6 +1,6 @@
 //! What a check decides when Redis cannot answer.
 
-use sluice_core::{Decision, Key, Limit, MemoryStore, RetryAfter, Source, Timestamp, Verdict};
+use sluice_core::{Check, Decision, Limit, MemoryStore, RetryAfter, Source, Timestamp, Verdict};
 use std::time::Duration;
 
 /// What to decide while Redis is unreachable or too slow.
@@ -41,14 +41,8 @@ const CLOSED_RETRY: Duration = PROBE_INTERVAL;
 
 impl FailureMode {
     /// The verdict without Redis; `fallback` holds this process's states meanwhile.
-    pub(crate) fn decide(
-        self,
-        fallback: &MemoryStore,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-    ) -> Option<Verdict> {
+    pub(crate) fn decide(self, fallback: &MemoryStore, check: Check<'_>) -> Option<Verdict> {
+        let Check { key, limits, now, cost, .. } = check;
         match self {
             FailureMode::Open => fresh(limits, now, cost, Source::FailedOpen),
             FailureMode::Closed => {

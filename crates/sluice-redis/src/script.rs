@@ -68,55 +68,54 @@ impl Default for Scripts {
 }
 
 impl Scripts {
-    /// The invocation of a check of `limits` (not empty) on the state `keys` (one per limit)
-    /// at `now` (-1: Redis `TIME`), which Redis runs only until `deadline` (Redis `TIME`,
-    /// µs; `None`: whenever it arrives): the lean script for one limit, the generic one for
-    /// several.
-    pub(crate) fn invocation(
-        &self,
-        keys: Vec<Vec<u8>>,
-        limits: &[Limit],
-        now: i64,
-        cost: u64,
-        deadline: Option<u64>,
-        settings: &RedisSettings,
-    ) -> redis::ScriptInvocation<'_> {
-        let script = match limits {
+    /// The invocation of `call`: the lean script for one limit, the generic one for several.
+    pub(crate) fn invocation(&self, call: &ScriptCall<'_>, settings: &RedisSettings) -> redis::ScriptInvocation<'_> {
+        let script = match call.limits {
             [limit] => &self.single[usize::from(limit.policy().wire().algorithm - 1)],
             _ => &self.multi,
         };
         let mut invocation = script.prepare_invoke();
-        for key in keys {
+        for key in call.keys {
             invocation.key(key);
         }
-        for arg in packed_args(limits, now, cost, deadline, settings) {
+        for arg in call.packed_args(settings) {
             invocation.arg(arg);
         }
         invocation
     }
 }
 
-/// The module's command for the same check as [`Scripts::invocation`]: `SLUICE.CHECK`, the
-/// keys, then the scripts' packed argument and deadline (the module reads them alike).
-pub(crate) fn module_command(
-    keys: Vec<Vec<u8>>,
-    limits: &[Limit],
-    now: i64,
-    cost: u64,
-    deadline: Option<u64>,
-    settings: &RedisSettings,
-) -> redis::Cmd {
-    let mut command = redis::cmd("SLUICE.CHECK");
-    command.arg(keys).arg(packed_args(limits, now, cost, deadline, settings));
-    command
+/// One check as the scripts and the module's command receive it.
+#[derive(Debug)]
+pub(crate) struct ScriptCall<'a> {
+    /// The state keys, one per limit.
+    pub(crate) keys: &'a [Vec<u8>],
+    /// The limits checked together (not empty).
+    pub(crate) limits: &'a [Limit],
+    /// The time of the check (µs), or -1 for Redis `TIME`.
+    pub(crate) now: i64,
+    /// The cost debited when every limit allows it.
+    pub(crate) cost: u64,
+    /// Redis `TIME` (µs) past which Redis writes nothing; `None`: whenever it arrives.
+    pub(crate) deadline: Option<u64>,
 }
 
-/// What follows the keys, for the scripts and the module alike: the packed argument, then
-/// the deadline if there is one (a little-endian double; below 2^53 for any time before the
-/// year 2255, so exact).
-fn packed_args(limits: &[Limit], now: i64, cost: u64, deadline: Option<u64>, settings: &RedisSettings) -> Vec<Vec<u8>> {
-    let deadline = deadline.map(|deadline| (deadline as f64).to_le_bytes().to_vec());
-    std::iter::once(arguments(limits, now, cost, settings)).chain(deadline).collect()
+impl ScriptCall<'_> {
+    /// The module's command for the same check as [`Scripts::invocation`]: `SLUICE.CHECK`,
+    /// the keys, then the scripts' packed argument and deadline (the module reads them alike).
+    pub(crate) fn module_command(&self, settings: &RedisSettings) -> redis::Cmd {
+        let mut command = redis::cmd("SLUICE.CHECK");
+        command.arg(self.keys).arg(self.packed_args(settings));
+        command
+    }
+
+    /// What follows the keys, for the scripts and the module alike: the packed argument,
+    /// then the deadline if there is one (a little-endian double; below 2^53 for any time
+    /// before the year 2255, so exact).
+    fn packed_args(&self, settings: &RedisSettings) -> Vec<Vec<u8>> {
+        let deadline = self.deadline.map(|deadline| (deadline as f64).to_le_bytes().to_vec());
+        std::iter::once(arguments(self.limits, self.now, self.cost, settings)).chain(deadline).collect()
+    }
 }
 
 /// The one argument of every script (lua/common.lua): little-endian doubles `now` (-1:

@@ -3,36 +3,35 @@
 
 mod channel;
 mod cluster;
-mod configuration;
+mod common;
+mod decide;
 mod errors;
 mod give_back;
-mod lease;
 mod origin;
-mod outage;
 mod reset;
 mod standalone;
 mod standalone_connection;
 
-use crate::blocked::{BlockedCache, Now, Remembered};
 use crate::cluster::shards::Shards;
-use crate::deadline::{ClockLead, wall_clock};
-use crate::exact_time;
-use crate::health::{Outages, RedisHealth};
-use crate::keys::state_key;
-use crate::refusal::{MetBy, Refusals, Refused};
-use crate::script::{Reply, Scripts, decode, module_command};
-use crate::settings::{ModuleUse, RedisSettings, TimeSource};
+use crate::deadline::wall_clock;
+use crate::health::RedisHealth;
+use crate::refusal::Refused;
+use crate::settings::RedisSettings;
 use crate::tls::TlsConnector;
 use crate::url::without_password;
-use channel::{Channel, Request};
-use errors::{Expired, is_script_error, is_unavailable_for_now, unavailable, within};
+use channel::Channel;
+use common::Common;
+use decide::Decide;
+use errors::{is_unavailable_for_now, unavailable};
 use origin::{CONNECT_TIMEOUT, Origin, tcp_settings};
 use redis::cluster::ClusterClient;
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
-use sluice_core::{Key, LeaseAnswer, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
+use sluice_core::{
+    Alignment, Check, FixedWindow, GiveBack, Key, LeaseAnswer, Limit, Store, StoreError, Timestamp, Verdict,
+};
 use std::future::Future;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 /// A store on Redis (standalone or Cluster). Cheap to clone: clones share connections.
 ///
@@ -54,28 +53,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[derive(Clone)]
 pub struct RedisStore {
     channel: Arc<Channel>,
-}
-
-/// What every connection of one store shares.
-pub(crate) struct Common {
-    /// Where connections are made.
-    origin: Origin,
-    scripts: Scripts,
-    /// The probe script (`channel` module).
-    probe: redis::Script,
-    settings: RedisSettings,
-    blocked: BlockedCache,
-    /// This process's states while Redis is down, under [`FailureMode::Fallback`](crate::FailureMode).
-    fallback: MemoryStore,
-    outages: Outages,
-    /// A Cluster's masters and their health; `None` for another origin.
-    shards: Option<Shards>,
-    /// Redis's clock's lead over this process's, for deadlines.
-    lead: ClockLead,
-    /// The last probe found the Sluice module loaded ([`ModuleUse::Detect`]).
-    module_loaded: AtomicBool,
-    /// Whether Redis refuses this store's configuration now (`refusal` module).
-    refusals: Refusals,
 }
 
 impl std::fmt::Debug for RedisStore {
@@ -210,21 +187,7 @@ impl RedisStore {
     }
 
     fn with(origin: Origin, target: String, settings: RedisSettings) -> Result<Self, StoreError> {
-        let shards =
-            matches!(origin, Origin::Cluster(_)).then(|| Shards::new(&settings.key_prefix, settings.failure_mode));
-        let common = Common {
-            origin,
-            scripts: Scripts::default(),
-            probe: redis::Script::new(channel::PROBE),
-            blocked: BlockedCache::default(),
-            fallback: MemoryStore::builder().max_keys(settings.fallback_max_keys).build(),
-            outages: Outages::new(target, settings.failure_mode),
-            shards,
-            lead: ClockLead::default(),
-            module_loaded: AtomicBool::new(false),
-            refusals: Refusals::default(),
-            settings,
-        };
+        let common = Common::new(origin, target, settings);
         Ok(RedisStore { channel: Channel::open(Arc::new(common))? })
     }
 
@@ -282,147 +245,63 @@ impl RedisStore {
         }
     }
 
-    async fn check_limits(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-    ) -> Result<Verdict, StoreError> {
-        if limits.is_empty() {
-            return Err(StoreError::NoLimits);
-        }
-        let common = self.common();
-        let script_now = self.script_now(now, limits)?;
-        let keys: Vec<Vec<u8>> =
-            limits.iter().map(|limit| state_key(&common.settings.key_prefix, key, limit)).collect();
-        let cache_id = common.settings.blocked_cache.then(|| keys.join(&0u8));
-        if let Some(verdict) =
-            cache_id.as_deref().and_then(|id| common.blocked.lookup(id, cached_now(script_now, now), cost))
-        {
-            return Ok(verdict);
-        }
-        let master = self.master_of(&keys);
-        if let Some(outage) = self.known_down(master.as_ref()) {
-            return self.without_redis(key, limits, now, cost, master.as_deref(), outage);
-        }
-        let asked = common.blocked.generation();
-        match self.evaluate(keys, limits, script_now, cost).await {
-            Ok((reply, verdict)) => {
-                if let Some(id) = cache_id {
-                    // A state whose time was later than `now` decided at that time: its
-                    // answer does not age with `now`, so it is not cached.
-                    let verdict = reply.unclamped.then_some(verdict);
-                    let remembered =
-                        Remembered { limits, verdict, decided_at: reply.now, asked_at: now.as_micros(), cost };
-                    common.blocked.remember(id, asked, remembered);
-                }
-                Ok(verdict)
-            }
-            Err(error) if error.is_transient() => {
-                self.record_failure(&error, master.as_ref());
-                self.without_redis(key, limits, now, cost, master.as_deref(), error)
-            }
-            Err(error) => Err(error),
-        }
-    }
-
-    /// Runs the script: the time Redis decided at, and the combined verdict.
-    async fn evaluate(
-        &self,
-        keys: Vec<Vec<u8>>,
-        limits: &[Limit],
-        now: i64,
-        cost: u64,
-    ) -> Result<(Reply, Verdict), StoreError> {
-        let common = self.common();
-        let deadline = common.lead.deadline(wall_clock(), common.settings.timeout);
-        let reply = if self.uses_module() {
-            let command = module_command(keys, limits, now, cost, deadline, &common.settings);
-            self.channel.send::<Vec<u8>>(common.settings.timeout, Request::Command(&command)).await
-        } else {
-            let invocation = common.scripts.invocation(keys, limits, now, cost, deadline, &common.settings);
-            self.channel.send::<Vec<u8>>(common.settings.timeout, Request::Script(&invocation)).await
-        };
-        let reply = reply.map_err(|error| match error {
-            StoreError::Unavailable(cause) if is_script_error(cause.as_ref()) => {
-                StoreError::Malformed(cause.to_string())
-            }
-            other => other,
-        })?;
-        if reply.is_empty() {
-            return Err(StoreError::Unavailable(Box::new(Expired)));
-        }
-        let reply = decode(&reply, limits.len())?;
-        common.lead.observe(reply.clock, wall_clock());
-        // Redis decided: a refusal a check met is over (a lease's check counts as one).
-        common.refusals.answered(MetBy::Check, common.outages.target());
-        let verdict = Verdict::combine(&reply.decisions).ok_or(StoreError::NoLimits)?;
-        Ok((reply, verdict))
-    }
-
     /// Whether checks go to the module's `SLUICE.CHECK` rather than the scripts.
     pub fn uses_module(&self) -> bool {
-        match self.settings().module {
-            ModuleUse::Detect => self.common().module_loaded.load(Ordering::Relaxed),
-            ModuleUse::Always => true,
-            ModuleUse::Never => false,
-        }
+        self.common().uses_module()
     }
 
-    /// The `now` the script gets (-1 to read Redis `TIME`), when the scripts of `limits`
-    /// compute exactly at that time.
-    fn script_now(&self, now: Timestamp, limits: &[Limit]) -> Result<i64, StoreError> {
-        match self.settings().time {
-            TimeSource::Redis => exact_time::refuse_inexact(None, limits).map(|()| -1),
-            TimeSource::Application { .. } => {
-                exact_time::refuse_inexact(Some(now.as_micros()), limits)?;
-                // Below 2^53 by the check above, so the cast is exact.
-                Ok(now.as_micros() as i64)
-            }
+    /// Asks Redis once (within two seconds) whether it takes this store's configuration:
+    /// what a server does before it starts. The probe runs, then a peek (cost 0, nothing
+    /// written) at a throwaway key, so that an ACL denying the command checks use (the
+    /// module's `SLUICE.CHECK`, or `EVALSHA`) is found too. An outage (Redis unreachable,
+    /// loading, out of memory) is not a refusal: the store starts in it, as
+    /// [`RedisStore::open`] says.
+    ///
+    /// # Errors
+    ///
+    /// The refusal: a wrong user or password, an ACL that denies a command Sluice needs, a
+    /// certificate one side does not trust; its text says what to change.
+    pub async fn verify_configuration(&self) -> Result<(), Refused> {
+        if let Err(error) = self.channel.probe_once(CONNECT_TIMEOUT, false).await {
+            return Refused::of(&error).map_or(Ok(()), Err);
         }
+        let window = FixedWindow::new(1, Duration::from_secs(1), Alignment::Aligned, Duration::ZERO);
+        let Ok(window) = window else { return Ok(()) };
+        let Ok(key) = Key::new(b"verify-configuration") else { return Ok(()) };
+        let limits = [Limit::new("verify-configuration", window)];
+        // A refusal the peek meets is recorded as any check's is (answered by the failure
+        // mode meanwhile).
+        let peek = Check::new(key, &limits, Timestamp::from_micros(wall_clock()), 0);
+        let _peeked = Decide::decide(&self.channel, peek).await;
+        self.refusal().map_or(Ok(()), Err)
+    }
+
+    /// The refusal under way: Redis refuses this store's configuration (wrong password,
+    /// ACL, certificate), met by a check or a probe and not yet ended by one that succeeded.
+    /// Checks meanwhile follow the failure mode; a server reports itself not ready.
+    pub fn refusal(&self) -> Option<Refused> {
+        self.common().refusals.current()
     }
 }
 
 impl Store for RedisStore {
-    fn check(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
-        self.check_limits(key, limits, now, cost)
+    /// Boxed, as [`check_and_lease`](Store::check_and_lease): a check's future holds the
+    /// script call and its timeouts (over 1 KB), which a caller's own future then need not
+    /// hold nor lay out (a future nesting it stays small, and quick to compile).
+    fn check(&self, check: Check<'_>) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
+        let decided = Box::pin(Decide::decide(&self.channel, check.lease(0)));
+        async move { Ok(decided.await?.verdict) }
     }
 
     fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.reset_key(key, limits)
+        reset::reset(&self.channel, key, limits)
     }
 
-    fn check_and_lease(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-        extra: u64,
-    ) -> impl Future<Output = Result<LeaseAnswer, StoreError>> + Send {
-        self.check_and_lease_limits(key, limits, (now, cost), extra)
+    fn check_and_lease(&self, check: Check<'_>) -> impl Future<Output = Result<LeaseAnswer, StoreError>> + Send {
+        Box::pin(Decide::decide(&self.channel, check))
     }
 
-    fn give_back(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        starts: &[u64],
-        units: u64,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.give_back_units(key, limits, starts, units)
+    fn give_back(&self, back: GiveBack<'_>) -> impl Future<Output = Result<(), StoreError>> + Send {
+        give_back::give_back(&self.channel, back)
     }
-}
-
-/// The time the blocked-key cache compares with, for a check whose script gets
-/// `script_now` (-1: Redis `TIME`).
-fn cached_now(script_now: i64, now: Timestamp) -> Now {
-    if script_now < 0 { Now::Redis(now.as_micros()) } else { Now::Caller(now.as_micros()) }
 }

@@ -7,8 +7,8 @@
 mod support;
 
 use sluice_core::{
-    Alignment, FixedWindow, Key, LeakMode, LeakyBucket, Limit, SlidingLog, SlidingLogVariant, SlidingWindow, Source,
-    Store, Timestamp, TokenBucket, TokenBucketSettings,
+    Alignment, Check, FixedWindow, Key, LeakMode, LeakyBucket, Limit, SlidingLog, SlidingLogVariant, SlidingWindow,
+    Source, Store, Timestamp, TokenBucket, TokenBucketSettings,
 };
 use sluice_redis::{RedisSettings, RedisStore};
 use std::time::Duration;
@@ -43,10 +43,10 @@ async fn a_user_with_the_minimal_acl_can_do_everything_sluice_does() {
     let key = Key::new(b"alice").unwrap();
     let now = Timestamp::from_micros(1_763_700_000_000_000);
     for limit in &limits {
-        let verdict = store.check(key, std::slice::from_ref(limit), now, 1).await.unwrap();
+        let verdict = store.check(Check::new(key, std::slice::from_ref(limit), now, 1)).await.unwrap();
         assert_eq!((verdict.source, verdict.decision.allowed), (Source::Store, true), "{}", limit.name());
     }
-    let together = store.check(key, &limits, now, 1).await.unwrap();
+    let together = store.check(Check::new(key, &limits, now, 1)).await.unwrap();
     assert_eq!(together.source, Source::Store);
     store.reset(key, &limits).await.unwrap();
     let keys = query(server.port(), &["DBSIZE"]).unwrap();

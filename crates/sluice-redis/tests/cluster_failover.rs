@@ -16,7 +16,7 @@
 
 mod support;
 
-use sluice_core::{Key, Limit, Source, Store, Timestamp, TokenBucket, TokenBucketSettings};
+use sluice_core::{Check, Key, Limit, Source, Store, Timestamp, TokenBucket, TokenBucketSettings};
 use sluice_redis::{FailureMode, RedisHealth, RedisSettings, RedisStore};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -68,8 +68,10 @@ async fn check_until(
         }
         let started = Instant::now();
         let now = Timestamp::from_micros(0);
-        let verdict =
-            store.check(Key::new(key.as_bytes()).unwrap(), std::slice::from_ref(&limit), now, 1).await.unwrap();
+        let verdict = store
+            .check(Check::new(Key::new(key.as_bytes()).unwrap(), std::slice::from_ref(&limit), now, 1))
+            .await
+            .unwrap();
         let sample = Sample { ended: Instant::now(), victim: *victim, source: verdict.source, took: started.elapsed() };
         samples.lock().unwrap().push(sample);
         // Paced, so that two cores serve six Redis nodes and the checks alike.

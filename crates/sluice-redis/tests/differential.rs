@@ -5,7 +5,7 @@
 mod support;
 
 use proptest::prelude::*;
-use sluice_core::Limit;
+use sluice_core::{Check, GiveBack, Key, Limit, ManualClock, MemoryStore, Store, Timestamp};
 use sluice_redis::RedisStore;
 use std::sync::atomic::Ordering;
 use support::compare::{CACHED, compare, long_log, long_trace, policy, settings, start_time, trace};
@@ -53,4 +53,71 @@ fn long_sliding_log_traces_decide_the_same_in_redis() {
         let limits = [Limit::new("log", log.clone())];
         prop_assert_eq!(compare(&runtime, &redis, &limits, start, &trace), Ok(()), "{:?}", log);
     });
+}
+
+/// One step of a lease trace: a check asking `lease` more units at `step` µs after the last,
+/// then, when granted, `back` of them given back.
+type LeaseStep = (i64, u64, u64, u64);
+
+fn lease_trace() -> impl Strategy<Value = Vec<LeaseStep>> {
+    prop::collection::vec((0i64..400_000, 1u64..4, 0u64..6, 0u64..8), 1..40)
+}
+
+/// A lease, then a give-back of its units where the algorithm's terms place them, on the
+/// memory store (the core's `Algorithm::give_back`) and on Redis (`lua/give_back.lua`, which
+/// reads each limit's wire form): every answer the same, and a peek after each give-back too.
+fn compare_give_back(
+    runtime: &tokio::runtime::Runtime,
+    redis: &RedisStore,
+    limits: &[Limit],
+    start: u64,
+    trace: &[LeaseStep],
+) -> Result<(), String> {
+    let memory = MemoryStore::builder().clock(ManualClock::default()).build();
+    let key_text = format!("{}-leased", support::compare::case_name());
+    let key = Key::new(key_text.as_bytes()).unwrap();
+    let mut now = start;
+    for (index, &(step, cost, lease, back)) in trace.iter().enumerate() {
+        now = now.saturating_add_signed(step);
+        let check = Check::new(key, limits, Timestamp::from_micros(now), cost).lease(lease);
+        let expected = memory.check_and_lease_now(check).unwrap();
+        let got = runtime.block_on(redis.check_and_lease(check)).map_err(|error| format!("{error:?}"))?;
+        if (got.verdict.decision, &got.leased, got.decided_at)
+            != (expected.verdict.decision, &expected.leased, expected.decided_at)
+        {
+            return Err(format!("lease {index} at {now}:\n memory {expected:?}\n redis  {got:?}"));
+        }
+        let Some(decided_at) = expected.decided_at else { continue };
+        let debited_in: Vec<u64> = limits
+            .iter()
+            .zip(&expected.leased)
+            .map(|(limit, decision)| limit.policy().lease_terms().debited_in(decision, decided_at))
+            .collect();
+        let give_back = GiveBack::new(key, limits, &debited_in, back);
+        memory.give_back_now(give_back);
+        runtime.block_on(redis.give_back(give_back)).map_err(|error| format!("{error:?}"))?;
+        let peek = Check::new(key, limits, Timestamp::from_micros(now), 0);
+        let (expected, got) =
+            (memory.check_now(key, limits, peek.now, 0).unwrap(), runtime.block_on(redis.check(peek)));
+        let got = got.map_err(|error| format!("{error:?}"))?;
+        if got.decision != expected.decision {
+            return Err(format!("peek after giving {back} back at {now}:\n memory {expected:?}\n redis  {got:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// Give-back speaks the wire ids: on every algorithm (the leased ones take units back, the
+/// others nothing), Redis's script and the core agree.
+#[test]
+fn give_back_follows_the_core_on_every_leased_algorithm() {
+    let (server, runtime) = (RedisServer::start(), runtime());
+    let redis = connect(&server, &runtime);
+    let taken_back = std::cell::Cell::new(0u32);
+    proptest!(ProptestConfig::with_cases(300), |(policy in policy(), start in 1u64 << 50..1u64 << 51, trace in lease_trace())| {
+        let limits = [Limit::new("p", policy.clone())];
+        prop_assert_eq!(compare_give_back(&runtime, &redis, &limits, start, &trace), Ok(()), "{:?}", policy);
+        taken_back.set(taken_back.get() + u32::from(policy.lease_terms().refusal().is_none()));
+    });
+    assert!(taken_back.get() > 50, "too few leased algorithms among the cases: {}", taken_back.get());
 }

@@ -12,7 +12,8 @@
 mod support;
 
 use sluice_core::{
-    Alignment, FixedWindow, Key, Limit, RetryAfter, Source, Store, Timestamp, TokenBucket, TokenBucketSettings, Verdict,
+    Alignment, Check, FixedWindow, Key, Limit, RetryAfter, Source, Store, Timestamp, TokenBucket, TokenBucketSettings,
+    Verdict,
 };
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
 use std::time::{Duration, Instant};
@@ -48,7 +49,8 @@ async fn timed_check(store: &RedisStore, limit: &Limit, at: u64) -> Verdict {
 async fn timed_check_of(store: &RedisStore, key: &[u8], limit: &Limit, at: u64) -> Verdict {
     let started = Instant::now();
     let key = Key::new(key).unwrap();
-    let verdict = store.check(key, std::slice::from_ref(limit), Timestamp::from_micros(at), 1).await.unwrap();
+    let verdict =
+        store.check(Check::new(key, std::slice::from_ref(limit), Timestamp::from_micros(at), 1)).await.unwrap();
     let took = started.elapsed();
     assert!(took <= TIMEOUT + SLACK, "a check took {took:?}, past the {TIMEOUT:?} timeout");
     verdict
@@ -403,7 +405,7 @@ async fn a_long_timeout_is_waited_for_in_full() {
     let limit = bucket("patient", 5);
     assert_eq!(
         store
-            .check(Key::new(b"k").unwrap(), std::slice::from_ref(&limit), Timestamp::from_micros(START), 1)
+            .check(Check::new(Key::new(b"k").unwrap(), std::slice::from_ref(&limit), Timestamp::from_micros(START), 1))
             .await
             .unwrap()
             .source,
@@ -412,7 +414,8 @@ async fn a_long_timeout_is_waited_for_in_full() {
     link.set(Fault::Delay(Duration::from_millis(400)));
     let started = Instant::now();
     let key = Key::new(b"k").unwrap();
-    let verdict = store.check(key, std::slice::from_ref(&limit), Timestamp::from_micros(START + 1), 1).await.unwrap();
+    let verdict =
+        store.check(Check::new(key, std::slice::from_ref(&limit), Timestamp::from_micros(START + 1), 1)).await.unwrap();
     assert!(started.elapsed() >= Duration::from_millis(800), "the link's delay is in the round trip");
     assert_eq!((verdict.source, verdict.decision.remaining), (Source::Store, 3), "{verdict:?}");
 }

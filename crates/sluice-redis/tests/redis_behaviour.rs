@@ -5,9 +5,9 @@
 mod support;
 
 use sluice_core::{
-    Alignment, EXACT_LIMIT, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, RetryAfter,
-    SlidingLog, SlidingLogVariant, SlidingWindow, Store, StoreError, Timestamp, TokenBucket, TokenBucketSettings,
-    Verdict,
+    Alignment, Check, EXACT_LIMIT, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore,
+    RetryAfter, SlidingLog, SlidingLogVariant, SlidingWindow, Store, StoreError, Timestamp, TokenBucket,
+    TokenBucketSettings, Verdict,
 };
 use sluice_redis::{RedisSettings, RedisStore, TimeSource};
 use std::time::{Duration, Instant, SystemTime};
@@ -24,7 +24,7 @@ async fn store(server: &RedisServer, settings: RedisSettings) -> RedisStore {
 
 async fn check(store: &RedisStore, limit: &Limit, key: &str, at: u64, cost: u64) -> Verdict {
     let key = Key::new(key.as_bytes()).unwrap();
-    store.check(key, std::slice::from_ref(limit), Timestamp::from_micros(at), cost).await.unwrap()
+    store.check(Check::new(key, std::slice::from_ref(limit), Timestamp::from_micros(at), cost)).await.unwrap()
 }
 
 async fn raw(server: &RedisServer, args: &[&str]) -> redis::Value {
@@ -293,12 +293,12 @@ async fn a_reset_key_is_asked_of_redis_again_not_of_the_blocked_cache() {
     assert!(check(&store, &log, "k", NOW, 1).await.decision.allowed);
     // Cached twice: for the log alone and for both limits together.
     for limits in [std::slice::from_ref(&log), &both[..]] {
-        store.check(key, limits, at(1), 1).await.unwrap();
-        assert_eq!(store.check(key, limits, at(2), 1).await.unwrap().source, sluice_core::Source::Cache);
+        store.check(Check::new(key, limits, at(1), 1)).await.unwrap();
+        assert_eq!(store.check(Check::new(key, limits, at(2), 1)).await.unwrap().source, sluice_core::Source::Cache);
     }
     reset(&store, std::slice::from_ref(&log), "k").await;
     for limits in [std::slice::from_ref(&log), &both[..]] {
-        let verdict = store.check(key, limits, at(3), 0).await.unwrap();
+        let verdict = store.check(Check::new(key, limits, at(3), 0)).await.unwrap();
         assert_eq!((verdict.source, verdict.decision.allowed), (sluice_core::Source::Store, true), "{limits:?}");
     }
 }
@@ -399,13 +399,13 @@ async fn a_time_within_a_policys_reach_of_2_to_the_53_is_refused_and_redis_keeps
     let memory = MemoryStore::builder().clock(ManualClock::default()).build();
     for cost in [4, 1] {
         let expected = memory.check_now(key, limits, at(last_decided), cost).unwrap().decision;
-        assert_eq!(store.check(key, limits, at(last_decided), cost).await.unwrap().decision, expected);
+        assert_eq!(store.check(Check::new(key, limits, at(last_decided), cost)).await.unwrap().decision, expected);
     }
     let rejected = memory.check_now(key, limits, at(last_decided), 1).unwrap().decision;
     assert_eq!(rejected.retry_after, Some(RetryAfter::After(Duration::from_micros(4))));
     // Within it: refused. (Before, the rejection at 2^53 − 1 below never returned.)
     for (time, cost) in [(EXACT_LIMIT - 4, 1), (EXACT_LIMIT - 1, 4), (EXACT_LIMIT - 1, 1)] {
-        let refused = store.check(key, limits, at(time), cost).await.unwrap_err();
+        let refused = store.check(Check::new(key, limits, at(time), cost)).await.unwrap_err();
         assert!(matches!(&refused, StoreError::Refused(message) if message.contains("`counter`")), "{refused}");
     }
     assert_eq!(raw(&server, &["PING"]).await, redis::Value::SimpleString("PONG".into()));

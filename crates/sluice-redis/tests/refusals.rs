@@ -7,7 +7,7 @@
 
 mod support;
 
-use sluice_core::{Key, Limit, SlidingLog, SlidingLogVariant, Source, Store, Timestamp};
+use sluice_core::{Check, Key, Limit, SlidingLog, SlidingLogVariant, Source, Store, Timestamp};
 use sluice_redis::{RedisSettings, RedisStore};
 use std::time::Duration;
 use support::redis::{RedisServer, query};
@@ -28,7 +28,7 @@ fn server_with_user() -> RedisServer {
 async fn check(store: &RedisStore) -> Source {
     let limit = Limit::new("r", SlidingLog::new(1000, Duration::from_secs(1), SlidingLogVariant::Accepted).unwrap());
     let now = Timestamp::from_micros(1_763_700_000_000_000);
-    store.check(Key::new(b"alice").unwrap(), std::slice::from_ref(&limit), now, 1).await.unwrap().source
+    store.check(Check::new(Key::new(b"alice").unwrap(), std::slice::from_ref(&limit), now, 1)).await.unwrap().source
 }
 
 /// Checks until `done` holds (each check also drives the store's probe), for at most 10 s.

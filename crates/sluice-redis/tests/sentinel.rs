@@ -6,7 +6,7 @@
 
 mod support;
 
-use sluice_core::{Key, Limit, Source, Store, Timestamp, TokenBucket, TokenBucketSettings};
+use sluice_core::{Check, Key, Limit, Source, Store, Timestamp, TokenBucket, TokenBucketSettings};
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
 use std::time::{Duration, Instant};
 use support::redis::{RedisServer, query};
@@ -50,7 +50,7 @@ async fn the_store_follows_a_failover_that_sentinel_makes() {
     let limit = Limit::new("sentinel", TokenBucket::new(bucket).unwrap());
     let check = async |at: u64| {
         let key = Key::new(b"alice").unwrap();
-        store.check(key, std::slice::from_ref(&limit), Timestamp::from_micros(at), 1).await.unwrap()
+        store.check(Check::new(key, std::slice::from_ref(&limit), Timestamp::from_micros(at), 1)).await.unwrap()
     };
     let mut at = 1_763_700_000_000_000;
     let started = Instant::now();

@@ -6,7 +6,7 @@
 
 mod support;
 
-use sluice_core::{Key, Limit, SlidingLog, SlidingLogVariant, Source, Store, Timestamp};
+use sluice_core::{Check, Key, Limit, SlidingLog, SlidingLogVariant, Source, Store, Timestamp};
 use sluice_redis::{RedisSettings, RedisStore, TlsFiles};
 use std::time::Duration;
 use support::certificates::Certificates;
@@ -24,7 +24,8 @@ fn url(server: &RedisServer, fragment: &str) -> String {
 async fn decides(store: &RedisStore) {
     let limit = Limit::new("tls", SlidingLog::new(3, Duration::from_secs(1), SlidingLogVariant::Accepted).unwrap());
     let now = Timestamp::from_micros(1_763_700_000_000_000);
-    let verdict = store.check(Key::new(b"alice").unwrap(), std::slice::from_ref(&limit), now, 1).await.unwrap();
+    let verdict =
+        store.check(Check::new(Key::new(b"alice").unwrap(), std::slice::from_ref(&limit), now, 1)).await.unwrap();
     assert_eq!((verdict.source, verdict.decision.remaining), (Source::Store, 2));
 }
 
@@ -159,6 +160,7 @@ async fn trust_roots_are_read_once_when_the_store_opens() {
     let again = store.connect_again().await.unwrap();
     let limit = Limit::new("tls", SlidingLog::new(3, Duration::from_secs(1), SlidingLogVariant::Accepted).unwrap());
     let now = Timestamp::from_micros(1_763_700_000_000_000);
-    let verdict = again.check(Key::new(b"bob").unwrap(), std::slice::from_ref(&limit), now, 1).await.unwrap();
+    let verdict =
+        again.check(Check::new(Key::new(b"bob").unwrap(), std::slice::from_ref(&limit), now, 1)).await.unwrap();
     assert_eq!(verdict.source, Source::Store);
 }

@@ -5,7 +5,7 @@ use crate::headers::{AllowedFields, Fields, PolicyFields};
 use crate::key::{KeyExtractor, MissingKey, RequestKey};
 use crate::response::{Rejection, RejectionBody};
 use http::request::Parts;
-use sluice_core::{Clock, Key, Limit, RateLimiter, Source, Store, StoreError, Verdict};
+use sluice_core::{Check, Clock, Key, Limit, RateLimiter, Source, Store, StoreError, Verdict};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -49,14 +49,14 @@ impl<S: Store, C: Clock> Shared<S, C> {
     #[inline(always)]
     pub(crate) fn check_ready(&self, key: Key<'_>, cost: u64) -> Option<Result<Verdict, StoreError>> {
         let limiter = &self.limiter;
-        limiter.store().check_ready(key, limiter.limits(), limiter.clock().now(), cost)
+        limiter.store().check_ready(Check::new(key, limiter.limits(), limiter.clock().now(), cost))
     }
 
     /// The store's answer for a request of `cost`, awaited.
     pub(crate) async fn check(&self, key: &RequestKey, cost: u64) -> Result<Verdict, StoreError> {
         let key = Key::new(key.as_bytes()).map_err(|error| StoreError::Refused(error.to_string()))?;
         let limiter = &self.limiter;
-        limiter.store().check(key, limiter.limits(), limiter.clock().now(), cost).await
+        limiter.store().check(Check::new(key, limiter.limits(), limiter.clock().now(), cost)).await
     }
 }
 

@@ -3,7 +3,7 @@
 
 mod support;
 
-use sluice_core::{Key, Limit, RateLimiter, RetryAfter, Source, Store, StoreError, Timestamp, Verdict};
+use sluice_core::{Check, Key, Limit, RateLimiter, RetryAfter, Source, Store, StoreError, Verdict};
 use sluice_tower::key::PeerIp;
 use sluice_tower::{OnStoreError, RateLimitLayer};
 use std::time::Duration;
@@ -19,7 +19,8 @@ enum DownStore {
 }
 
 impl Store for DownStore {
-    async fn check(&self, _: Key<'_>, limits: &[Limit], now: Timestamp, cost: u64) -> Result<Verdict, StoreError> {
+    async fn check(&self, check: Check<'_>) -> Result<Verdict, StoreError> {
+        let Check { limits, now, cost, .. } = check;
         let source = match self {
             DownStore::Error => return Err(StoreError::Unavailable("connection refused".into())),
             DownStore::Decides(source) => *source,

@@ -7,8 +7,8 @@ use bytes::Bytes;
 use http::{Request, Response};
 use http_body_util::Full;
 use sluice_core::{
-    Key, Limit, ManualClock, MemoryStore, RateLimiter, SlidingLog, SlidingLogVariant, Store, StoreError, Timestamp,
-    Verdict,
+    Check, Key, Limit, ManualClock, MemoryStore, RateLimiter, SlidingLog, SlidingLogVariant, Store, StoreError,
+    Timestamp, Verdict,
 };
 use sluice_tower::RateLimitLayer;
 use sluice_tower::key::HeaderKey;
@@ -35,33 +35,21 @@ struct Counting {
 }
 
 impl Store for Counting {
-    fn check(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
+    fn check(&self, check: Check<'_>) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
         self.calls.awaited.fetch_add(1, Ordering::SeqCst);
-        self.inner.check(key, limits, now, cost)
+        self.inner.check(check)
     }
 
     fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send {
         self.inner.reset(key, limits)
     }
 
-    fn check_ready(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-    ) -> Option<Result<Verdict, StoreError>> {
+    fn check_ready(&self, check: Check<'_>) -> Option<Result<Verdict, StoreError>> {
         if !self.forwards_ready {
             return None;
         }
         self.calls.ready.fetch_add(1, Ordering::SeqCst);
-        self.inner.check_ready(key, limits, now, cost)
+        self.inner.check_ready(check)
     }
 }
 

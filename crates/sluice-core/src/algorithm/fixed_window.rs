@@ -14,7 +14,7 @@
 
 use super::parameters::{PolicyError, Validation};
 use super::source::{ParameterSource, ReadParameters, choice};
-use super::{Algorithm, Replacement, replace_if_admitted};
+use super::{Algorithm, LeaseTerms, Replacement, replace_if_admitted};
 use crate::{Decision, Timestamp};
 use std::time::Duration;
 
@@ -124,6 +124,16 @@ impl Algorithm for FixedWindow {
         if state.start == start && state.used > 0 {
             state.used = state.used.saturating_sub(units).max(1);
         }
+    }
+
+    fn records_rejections(&self) -> bool {
+        false
+    }
+
+    /// Units are debited in the window of the decision and spendable to its end, which an
+    /// allowed decision's `reset_after` names.
+    fn lease_terms(&self) -> LeaseTerms {
+        LeaseTerms::Debited { since_start: self.window(), after_end: Duration::ZERO }
     }
 
     fn name(&self) -> &'static str {

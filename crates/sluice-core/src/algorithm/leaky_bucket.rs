@@ -14,7 +14,7 @@
 
 use super::parameters::{PolicyError, Validation};
 use super::source::{ParameterSource, ReadParameters, choice};
-use super::{Algorithm, Replacement, replace_if_admitted};
+use super::{Algorithm, LeaseTerms, Replacement, replace_if_admitted};
 use crate::{Decision, Timestamp};
 use std::time::Duration;
 
@@ -153,6 +153,21 @@ impl Algorithm for LeakyBucket {
     fn record(&self, state: &mut Tat, plan: Self::Plan, admitted: bool) {
         replace_if_admitted(state, plan, admitted);
     }
+
+    fn records_rejections(&self) -> bool {
+        false
+    }
+
+    fn lease_terms(&self) -> LeaseTerms {
+        LeaseTerms::Refused(
+            "a unit spent later than it was leased must keep its place at the latest time it may \
+             be spent, which one check of the store cannot reserve without taking the lease's \
+             whole life from the rate (more than the lease gives)",
+        )
+    }
+
+    /// Not leased ([`lease_terms`](Algorithm::lease_terms)): nothing to take back.
+    fn give_back(&self, _: &mut Tat, _: u64, _: u64) {}
 
     fn expires_at(&self, state: &Tat) -> Timestamp {
         Timestamp::from_micros(state.0)

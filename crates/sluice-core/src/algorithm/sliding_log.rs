@@ -21,9 +21,9 @@ mod ring;
 use ring::Entries;
 pub use ring::SlidingLogState;
 
-use super::Algorithm;
 use super::parameters::{PolicyError, Validation};
 use super::source::{ParameterSource, ReadParameters, choice};
+use super::{Algorithm, LeaseTerms};
 use crate::{Decision, Timestamp};
 use std::time::Duration;
 
@@ -255,6 +255,16 @@ impl Algorithm for SlidingLog {
     fn records_rejections(&self) -> bool {
         self.variant == SlidingLogVariant::Attempts
     }
+
+    fn lease_terms(&self) -> LeaseTerms {
+        LeaseTerms::Refused(
+            "the log keeps each request's own time, so a unit leased at t and spent later would \
+             leave the log before the window that holds its real time ends, and free room early",
+        )
+    }
+
+    /// Not leased ([`lease_terms`](Algorithm::lease_terms)): nothing to take back.
+    fn give_back(&self, _: &mut SlidingLogState, _: u64, _: u64) {}
 
     fn expires_at(&self, state: &SlidingLogState) -> Timestamp {
         let newest = state.newest().map_or(0, |newest| newest.saturating_add(self.window));

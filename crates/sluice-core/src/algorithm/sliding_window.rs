@@ -24,11 +24,11 @@ mod counts;
 use counts::Counts;
 pub use counts::{BucketAdd, BucketCounts};
 
-use super::Algorithm;
 use super::fixed_window::Alignment;
 use super::parameters::{PolicyError, Validation};
 use super::sliding_log::SlidingLogVariant;
 use super::source::{ParameterSource, ReadParameters, choice};
+use super::{Algorithm, LeaseTerms};
 use crate::{Decision, Timestamp};
 use std::fmt;
 use std::time::Duration;
@@ -317,6 +317,18 @@ impl Algorithm for SlidingWindow {
 
     fn records_rejections(&self) -> bool {
         self.variant == SlidingWindowVariant::Attempts
+    }
+
+    /// Units are debited in the newest bucket, which an admitted request's `reset_after`
+    /// ends `window` after; they are spendable until that bucket ends.
+    fn lease_terms(&self) -> LeaseTerms {
+        if self.variant == SlidingWindowVariant::Attempts {
+            return LeaseTerms::Refused(
+                "the attempts variant counts rejected requests, so a lease that does not fit would \
+                 be counted as attempts nobody made",
+            );
+        }
+        LeaseTerms::Debited { since_start: self.window() + Duration::from_micros(self.width), after_end: self.window() }
     }
 
     #[inline(always)]

@@ -13,7 +13,7 @@
 
 use super::parameters::{PolicyError, Validation};
 use super::source::{ParameterSource, ReadParameters};
-use super::{Algorithm, Replacement, replace_if_admitted};
+use super::{Algorithm, LeaseTerms, Replacement, replace_if_admitted};
 use crate::{Decision, Timestamp};
 use std::time::Duration;
 
@@ -177,6 +177,20 @@ impl Algorithm for TokenBucket {
     fn record(&self, state: &mut Tokens, plan: Self::Plan, admitted: bool) {
         replace_if_admitted(state, plan, admitted);
     }
+
+    fn records_rejections(&self) -> bool {
+        false
+    }
+
+    fn lease_terms(&self) -> LeaseTerms {
+        LeaseTerms::Refused(
+            "a full bucket restarts its refill clock at the next request, so a unit spent later \
+             than it was leased can move that restart and admit a request the definition refuses",
+        )
+    }
+
+    /// Not leased ([`lease_terms`](Algorithm::lease_terms)): nothing to take back.
+    fn give_back(&self, _: &mut Tokens, _: u64, _: u64) {}
 
     fn expires_at(&self, state: &Tokens) -> Timestamp {
         let (tokens, last, now) = self.refilled(state, state.last);

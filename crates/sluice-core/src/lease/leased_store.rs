@@ -1,10 +1,10 @@
 //! [`LeasedStore`]: any shared store, with leases in front of it.
 
-use super::counters::{LeaseCounters, LeaseFigures};
+use super::counters::LeaseFigures;
 use super::held::Unspent;
 use super::ledger::{Ledger, Spend};
 use super::terms;
-use crate::store::{LeaseAnswer, Store, StoreError, Verdict};
+use crate::store::{Check, GiveBack, LeaseAnswer, Store, StoreError, Verdict};
 use crate::{Key, Limit, Timestamp};
 use std::future::Future;
 use std::sync::Arc;
@@ -31,7 +31,7 @@ pub const DEFAULT_LEASE_ENTRIES: usize = 65_536;
 ///
 /// ```
 /// use sluice_core::lease::LeasedStore;
-/// use sluice_core::{Alignment, FixedWindow, Key, Limit, MemoryStore, Store, Timestamp};
+/// use sluice_core::{Alignment, Check, FixedWindow, Key, Limit, MemoryStore, Store, Timestamp};
 /// use std::{sync::Arc, time::Duration};
 ///
 /// # tokio::runtime::Builder::new_current_thread().build()?.block_on(async {
@@ -44,7 +44,7 @@ pub const DEFAULT_LEASE_ENTRIES: usize = 65_536;
 /// let mut admitted = 0;
 /// for step in 0..300u64 {
 ///     let process = if step % 2 == 0 { &one } else { &two };
-///     let verdict = process.check(key, &limits, Timestamp::from_micros(step * 100), 1).await?;
+///     let verdict = process.check(Check::new(key, &limits, Timestamp::from_micros(step * 100), 1)).await?;
 ///     admitted += u64::from(verdict.decision.allowed);
 /// }
 /// assert_eq!(admitted, 100);
@@ -56,14 +56,7 @@ pub const DEFAULT_LEASE_ENTRIES: usize = 65_536;
 #[derive(Debug, Clone)]
 pub struct LeasedStore<S> {
     inner: S,
-    shared: Arc<Shared>,
-}
-
-#[derive(Debug)]
-struct Shared {
-    period: Duration,
-    ledger: Ledger,
-    counters: LeaseCounters,
+    ledger: Arc<Ledger>,
 }
 
 impl<S: Store> LeasedStore<S> {
@@ -75,8 +68,7 @@ impl<S: Store> LeasedStore<S> {
 
     /// [`new`](Self::new), keeping at most `entries` keys' leases.
     pub fn with_capacity(inner: S, period: Duration, entries: usize) -> Self {
-        let shared = Shared { period, ledger: Ledger::new(entries), counters: LeaseCounters::default() };
-        LeasedStore { inner, shared: Arc::new(shared) }
+        LeasedStore { inner, ledger: Arc::new(Ledger::new(entries, period)) }
     }
 
     /// The store behind the leases.
@@ -88,33 +80,33 @@ impl<S: Store> LeasedStore<S> {
     /// as another connection to the same Redis: how the threads of one process share
     /// their leases.
     pub fn in_front_of<T: Store>(&self, inner: T) -> LeasedStore<T> {
-        LeasedStore { inner, shared: Arc::clone(&self.shared) }
+        LeasedStore { inner, ledger: Arc::clone(&self.ledger) }
     }
 
     /// The lease period.
     pub fn period(&self) -> Duration {
-        self.shared.period
+        self.ledger.period()
     }
 
     /// What the leases did so far.
     pub fn figures(&self) -> LeaseFigures {
-        self.shared.counters.figures()
+        self.ledger.counters().figures()
     }
 
     /// Keys (with their limits) this store keeps lease state for.
     pub fn entries(&self) -> usize {
-        self.shared.ledger.len()
+        self.ledger.len()
     }
 
     /// Gives up the units that can no longer be spent at `now` and forgets keys idle for
     /// two periods (run it now and then; checks give up a key's expired units themselves).
     pub fn sweep(&self, now: Timestamp) {
-        self.shared.ledger.sweep(now, (self.shared.period, &self.shared.counters));
+        self.ledger.sweep(now);
     }
 
-    /// True when requests of `cost` against `limits` may be leased.
-    fn leases(&self, limits: &[Limit], cost: u64) -> bool {
-        cost > 0 && !self.shared.period.is_zero() && !limits.is_empty() && terms::leasable(limits)
+    /// True when `check` may be leased.
+    fn leases(&self, check: Check<'_>) -> bool {
+        check.cost > 0 && !self.period().is_zero() && !check.limits.is_empty() && terms::leasable(check.limits)
     }
 
     /// Gives the unspent units of `which` keys back to the store (a key's units go back
@@ -122,65 +114,52 @@ impl<S: Store> LeasedStore<S> {
     /// and when the limits change). Units the store cannot take back stay counted until
     /// their window or bucket ends, as expired ones do.
     pub async fn give_back(&self, now: Timestamp, which: Unspent) {
-        let shared = &*self.shared;
-        for back in shared.ledger.take_unspent(now, shared.period, which) {
+        let counters = self.ledger.counters();
+        for back in self.ledger.take_unspent(now, which) {
             let Ok(key) = Key::new(&back.key) else { continue };
-            match self.inner.give_back(key, &back.limits, &back.debited_in, back.units).await {
-                Ok(()) => shared.counters.returned(back.units),
-                Err(_) => shared.counters.expired(back.units),
+            match self.inner.give_back(GiveBack::new(key, &back.limits, &back.debited_in, back.units)).await {
+                Ok(()) => counters.returned(back.units),
+                Err(_) => counters.expired(back.units),
             }
         }
     }
 
-    /// The leased decision, when held units cover the request; `Err` with the units to
-    /// ask the store for otherwise (`None`: no lease for these limits).
-    fn spend(&self, key: Key<'_>, limits: &[Limit], now: Timestamp, cost: u64) -> Result<Verdict, Option<u64>> {
-        let shared = &*self.shared;
-        if !self.leases(limits, cost) {
+    /// The leased decision, when held units cover `check`; otherwise the check to send to
+    /// the store, asking for a lease when `check.lease > 0`, with `None` when these limits
+    /// get no lease at all.
+    fn spend<'a>(&self, check: Check<'a>) -> Result<Verdict, Option<Check<'a>>> {
+        if !self.leases(check) {
             return Err(None);
         }
-        match shared.ledger.spend(limits, key, (now, cost), (shared.period, &shared.counters)) {
+        match self.ledger.spend(check) {
             Spend::Covered(verdict) => {
-                shared.counters.leased_check(cost);
+                self.ledger.counters().leased_check(check.cost);
                 Ok(verdict)
             }
-            Spend::Ask { extra } => Err(Some(extra)),
+            Spend::Ask { extra } => Err(Some(check.lease(extra))),
         }
     }
 
-    /// Asks the store: for `extra` more units when `Some` (the answer taken in, even when
-    /// no unit was asked for: it says what remains), or a plain check.
-    async fn ask(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        (now, cost): (Timestamp, u64),
-        extra: Option<u64>,
-    ) -> Result<Verdict, StoreError> {
-        let shared = &*self.shared;
-        shared.counters.store_call();
-        let Some(extra) = extra else {
-            return self.inner.check(key, limits, now, cost).await;
-        };
-        let answer: LeaseAnswer = self.inner.check_and_lease(key, limits, now, cost, extra).await?;
-        let ledger = &shared.ledger;
-        Ok(ledger.settle(limits, key, now, (extra, &answer), &shared.counters))
+    /// Asks the store: for a lease when `leasing` (the answer taken in, even when no unit
+    /// was asked for: it says what remains), or a plain check.
+    async fn ask(&self, check: Check<'_>, leasing: bool) -> Result<Verdict, StoreError> {
+        self.ledger.counters().store_call();
+        if !leasing {
+            return self.inner.check(check).await;
+        }
+        let answer: LeaseAnswer = self.inner.check_and_lease(check).await?;
+        Ok(self.ledger.settle(check, &answer))
     }
 }
 
 impl<S: Store> Store for LeasedStore<S> {
-    fn check(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
-        let spent = self.spend(key, limits, now, cost);
+    fn check(&self, check: Check<'_>) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
+        let spent = self.spend(check);
         async move {
             match spent {
                 Ok(verdict) => Ok(verdict),
-                Err(extra) => self.ask(key, limits, (now, cost), extra).await,
+                Err(Some(ask)) => self.ask(ask, true).await,
+                Err(None) => self.ask(check, false).await,
             }
         }
     }
@@ -190,19 +169,12 @@ impl<S: Store> Store for LeasedStore<S> {
     }
 
     #[inline]
-    fn check_ready(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-    ) -> Option<Result<Verdict, StoreError>> {
-        if !self.leases(limits, cost) {
+    fn check_ready(&self, check: Check<'_>) -> Option<Result<Verdict, StoreError>> {
+        if !self.leases(check) {
             return None;
         }
-        let shared = &*self.shared;
-        let verdict = shared.ledger.spend_if_covered(limits, key, (now, cost), (shared.period, &shared.counters))?;
-        shared.counters.leased_check(cost);
+        let verdict = self.ledger.spend_if_covered(check)?;
+        self.ledger.counters().leased_check(check.cost);
         Some(Ok(verdict))
     }
 }

@@ -2,7 +2,7 @@
 
 use super::counters::LeaseCounters;
 use super::held::{Held, Unspent};
-use crate::store::{LeaseAnswer, Verdict};
+use crate::store::{Check, LeaseAnswer, Verdict};
 use crate::{Key, Limit, Timestamp};
 use ahash::RandomState;
 use parking_lot::Mutex;
@@ -12,12 +12,15 @@ use std::time::Duration;
 
 const SHARDS: usize = 64;
 
-/// Leases by key and set of limits, at most `capacity` entries.
+/// Leases by key and set of limits, at most `capacity` entries, each covering at most
+/// `period` of this process's own traffic; what they do is counted in `counters`.
 #[derive(Debug)]
 pub(crate) struct Ledger {
     shards: Box<[Mutex<Shard>]>,
     hasher: RandomState,
     per_shard: usize,
+    period: Duration,
+    counters: LeaseCounters,
 }
 
 #[derive(Debug, Default)]
@@ -59,49 +62,43 @@ pub(crate) enum Spend {
 }
 
 impl Ledger {
-    /// A ledger of at most `capacity` entries.
-    pub(crate) fn new(capacity: usize) -> Self {
+    /// A ledger of at most `capacity` entries, of leases covering `period`.
+    pub(crate) fn new(capacity: usize, period: Duration) -> Self {
         let shards = (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect();
-        Ledger { shards, hasher: RandomState::new(), per_shard: capacity.div_ceil(SHARDS).max(1) }
+        let per_shard = capacity.div_ceil(SHARDS).max(1);
+        Ledger { shards, hasher: RandomState::new(), per_shard, period, counters: LeaseCounters::default() }
     }
 
-    /// Spends held units on a request of `cost`, or says how much to ask the store for.
-    pub(crate) fn spend(
-        &self,
-        limits: &[Limit],
-        key: Key<'_>,
-        (now, cost): (Timestamp, u64),
-        (period, counters): (Duration, &LeaseCounters),
-    ) -> Spend {
-        self.spend_or(limits, key, (now, cost), (period, counters), |held| held.wanted(now, cost, period))
+    /// The lease period.
+    pub(crate) fn period(&self) -> Duration {
+        self.period
     }
 
-    /// Spends held units on a request of `cost` when they cover it; changes nothing
-    /// otherwise (the request is not counted: its check will be).
-    pub(crate) fn spend_if_covered(
-        &self,
-        limits: &[Limit],
-        key: Key<'_>,
-        (now, cost): (Timestamp, u64),
-        (period, counters): (Duration, &LeaseCounters),
-    ) -> Option<Verdict> {
-        match self.spend_or(limits, key, (now, cost), (period, counters), |_| 0) {
+    /// What the leases did.
+    pub(crate) fn counters(&self) -> &LeaseCounters {
+        &self.counters
+    }
+
+    /// Spends held units on `check`, or says how much to ask the store for.
+    pub(crate) fn spend(&self, check: Check<'_>) -> Spend {
+        let period = self.period;
+        self.spend_or(check, |held| held.wanted(check.now, check.cost, period))
+    }
+
+    /// Spends held units on `check` when they cover it; changes nothing otherwise (the
+    /// request is not counted: its check will be).
+    pub(crate) fn spend_if_covered(&self, check: Check<'_>) -> Option<Verdict> {
+        match self.spend_or(check, |_| 0) {
             Spend::Covered(verdict) => Some(verdict),
             Spend::Ask { .. } => None,
         }
     }
 
-    fn spend_or(
-        &self,
-        limits: &[Limit],
-        key: Key<'_>,
-        (now, cost): (Timestamp, u64),
-        (period, counters): (Duration, &LeaseCounters),
-        missed: impl FnOnce(&mut Held) -> u64,
-    ) -> Spend {
+    fn spend_or(&self, check: Check<'_>, missed: impl FnOnce(&mut Held) -> u64) -> Spend {
+        let Check { key, limits, now, cost, .. } = check;
         let (hash, shard) = self.shard(limits, key);
         let mut shard = shard.lock();
-        if !shard.entries.contains_key(&hash) && !shard.make_room(self.per_shard, now, (period, counters)) {
+        if !shard.entries.contains_key(&hash) && !self.make_room(&mut shard, now) {
             return Spend::Ask { extra: 0 };
         }
         let entry = shard.entries.entry(hash).or_insert_with(|| Entry {
@@ -112,49 +109,40 @@ impl Ledger {
         if !entry.is_for(limits, key) {
             return Spend::Ask { extra: 0 };
         }
-        match entry.held.spend(now, cost, period) {
+        match entry.held.spend(now, cost, self.period) {
             Some(verdict) => Spend::Covered(verdict),
             None => Spend::Ask { extra: missed(&mut entry.held) },
         }
     }
 
-    /// Takes in the store's answer to a request asked for `extra` units.
-    pub(crate) fn settle(
-        &self,
-        limits: &[Limit],
-        key: Key<'_>,
-        now: Timestamp,
-        (extra, answer): (u64, &LeaseAnswer),
-        counters: &LeaseCounters,
-    ) -> Verdict {
+    /// Takes in the store's `answer` to `check` (which asked for `check.lease` units).
+    pub(crate) fn settle(&self, check: Check<'_>, answer: &LeaseAnswer) -> Verdict {
+        let Check { key, limits, now, .. } = check;
         let (hash, shard) = self.shard(limits, key);
         let mut shard = shard.lock();
         let Some(entry) = shard.entries.get_mut(&hash).filter(|entry| entry.is_for(limits, key)) else {
             return answer.verdict;
         };
-        counters.expired(entry.held.expire(now));
-        let (verdict, leased) = entry.held.settle(limits, now, extra, answer);
-        counters.leased(leased);
+        self.counters.expired(entry.held.expire(now));
+        let (verdict, leased) = entry.held.settle(limits, now, check.lease, answer);
+        self.counters.leased(leased);
         verdict
     }
 
     /// Gives up every held unit that can no longer be spent at `now`, and forgets idle
     /// entries.
-    pub(crate) fn sweep(&self, now: Timestamp, (period, counters): (Duration, &LeaseCounters)) {
+    pub(crate) fn sweep(&self, now: Timestamp) {
         for shard in self.shards.iter() {
-            shard.lock().entries.retain(|_, entry| {
-                counters.expired(entry.held.expire(now));
-                !entry.held.is_idle(now, period)
-            });
+            self.forget_idle(&mut shard.lock(), now);
         }
     }
 
     /// Takes the unspent units of `which` keys, to give them back.
-    pub(crate) fn take_unspent(&self, now: Timestamp, period: Duration, which: Unspent) -> Vec<Return> {
+    pub(crate) fn take_unspent(&self, now: Timestamp, which: Unspent) -> Vec<Return> {
         let mut returns = Vec::new();
         for shard in self.shards.iter() {
             for entry in shard.lock().entries.values_mut() {
-                if let Some((units, debited_in)) = entry.held.take_unspent(now, period, which) {
+                if let Some((units, debited_in)) = entry.held.take_unspent(now, self.period, which) {
                     let (key, limits) = (entry.key.clone(), entry.limits.clone());
                     returns.push(Return { key, limits, debited_in, units });
                 }
@@ -173,19 +161,24 @@ impl Ledger {
         let hash = self.hasher.hash_one((ids.as_slice(), key.as_bytes()));
         (hash, &self.shards[(hash >> 40) as usize % SHARDS])
     }
-}
 
-impl Shard {
-    /// Room for one more entry: forgets idle ones when full. False when none is idle.
-    fn make_room(&mut self, per_shard: usize, now: Timestamp, (period, counters): (Duration, &LeaseCounters)) -> bool {
-        if self.entries.len() < per_shard {
+    /// Room in `shard` for one more entry: forgets idle ones when full. False when none is
+    /// idle.
+    fn make_room(&self, shard: &mut Shard, now: Timestamp) -> bool {
+        if shard.entries.len() < self.per_shard {
             return true;
         }
         // Only entries that hold nothing spendable.
-        self.entries.retain(|_, entry| {
-            counters.expired(entry.held.expire(now));
-            !entry.held.is_idle(now, period)
+        self.forget_idle(shard, now);
+        shard.entries.len() < self.per_shard
+    }
+
+    /// Gives up `shard`'s units that can no longer be spent at `now`, and forgets its idle
+    /// entries.
+    fn forget_idle(&self, shard: &mut Shard, now: Timestamp) {
+        shard.entries.retain(|_, entry| {
+            self.counters.expired(entry.held.expire(now));
+            !entry.held.is_idle(now, self.period)
         });
-        self.entries.len() < per_shard
     }
 }

@@ -1,7 +1,8 @@
-//! What each algorithm allows a lease: whether it can be leased at all, how long its
-//! units stay spendable, and what a leased decision may honestly report.
+//! What the limits checked together allow a lease: whether they can be leased at all, how
+//! long its units stay spendable, and what a leased decision may honestly report. Each
+//! algorithm states its own terms ([`Algorithm::lease_terms`](crate::Algorithm::lease_terms)).
 
-use crate::{Decision, Limit, Policy, SlidingLogVariant, Timestamp};
+use crate::{Decision, Limit, Policy, Timestamp};
 use std::fmt;
 use std::time::Duration;
 
@@ -64,41 +65,13 @@ pub(crate) fn leasable(limits: &[Limit]) -> bool {
 
 /// Why `policy` cannot be leased exactly, or `None` when it can.
 fn refusal(policy: &Policy) -> Option<&'static str> {
-    match policy {
-        Policy::FixedWindow(_) => None,
-        Policy::SlidingWindow(window) if window.variant() == SlidingLogVariant::Accepted => None,
-        Policy::SlidingWindow(_) => Some(
-            "the attempts variant counts rejected requests, so a lease that does not fit would be \
-             counted as attempts nobody made",
-        ),
-        Policy::LeakyBucket(_) => Some(
-            "a unit spent later than it was leased must keep its place at the latest time it may \
-             be spent, which one check of the store cannot reserve without taking the lease's \
-             whole life from the rate (more than the lease gives)",
-        ),
-        Policy::SlidingLog(_) => Some(
-            "the log keeps each request's own time, so a unit leased at t and spent later would \
-             leave the log before the window that holds its real time ends, and free room early",
-        ),
-        Policy::TokenBucket(_) => Some(
-            "a full bucket restarts its refill clock at the next request, so a unit spent later \
-             than it was leased can move that restart and admit a request the definition refuses",
-        ),
-    }
+    policy.lease_terms().refusal()
 }
 
 /// How long after the store's decision `decision` (for the lease's whole cost) units
-/// leased under `limit` may be spent: to the end of the window (fixed window) or of the
-/// bucket (sliding window) they were debited in. (Not capped by the lease period: a unit
-/// debited in a window is that window's until it ends, spent or not; the period sizes
-/// leases.)
+/// leased under `limit` may be spent ([`LeaseTerms::valid_for`](crate::algorithm::LeaseTerms::valid_for)).
 pub(crate) fn valid_for(limit: &Limit, decision: &Decision) -> Duration {
-    match limit.policy() {
-        Policy::FixedWindow(_) => decision.reset_after,
-        // An admitted request's state is fresh again `window` after its bucket ends.
-        Policy::SlidingWindow(window) => decision.reset_after.saturating_sub(window.window()),
-        Policy::SlidingLog(_) | Policy::TokenBucket(_) | Policy::LeakyBucket(_) => Duration::ZERO,
-    }
+    limit.policy().lease_terms().valid_for(decision)
 }
 
 /// The `reset_after` a leased decision reports, `elapsed` after the lease's store decision
@@ -112,11 +85,5 @@ pub(crate) fn reset_after(decision: &Decision, elapsed: Duration) -> Duration {
 /// Where the store debited a lease under `limit`: the start (µs, the store's clock) of the
 /// window or bucket its decision `decision`, made at `decided_at`, counted the units in.
 pub(crate) fn debited_in(limit: &Limit, decision: &Decision, decided_at: Timestamp) -> u64 {
-    let end = decided_at.saturating_add(decision.reset_after).as_micros();
-    let since_start = match limit.policy() {
-        Policy::FixedWindow(window) => window.window(),
-        Policy::SlidingWindow(window) => window.window() + Duration::from_micros(window.width()),
-        Policy::SlidingLog(_) | Policy::TokenBucket(_) | Policy::LeakyBucket(_) => Duration::ZERO,
-    };
-    end.saturating_sub(u64::try_from(since_start.as_micros()).unwrap_or(u64::MAX))
+    limit.policy().lease_terms().debited_in(decision, decided_at)
 }

@@ -33,7 +33,7 @@ use keyed::KeyedStates;
 use shard::{Bound, Shard};
 pub use snapshot::RestoreReport;
 
-use crate::store::{LeaseAnswer, Store, StoreError, Verdict};
+use crate::store::{Check, GiveBack, LeaseAnswer, Store, StoreError, Verdict};
 use crate::{Decision, Key, Limit, Timestamp};
 use ahash::RandomState;
 use keyed::{Request, Room};
@@ -136,20 +136,14 @@ impl MemoryStore {
         Verdict::combine(&decisions).ok_or(StoreError::NoLimits)
     }
 
-    /// [`Store::check_and_lease`] at once: `cost + extra` debited when it fits every limit
+    /// [`Store::check_and_lease`] at once: `cost + lease` debited when it fits every limit
     /// (each limit's decision for it returned), or else `cost` decided alone.
     ///
     /// # Errors
     ///
     /// As [`check_now`](Self::check_now).
-    pub fn check_and_lease_now(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-        extra: u64,
-    ) -> Result<LeaseAnswer, StoreError> {
+    pub fn check_and_lease_now(&self, check: Check<'_>) -> Result<LeaseAnswer, StoreError> {
+        let Check { key, limits, now, cost, lease: extra, .. } = check;
         let leasable = extra > 0 && cost > 0 && !limits.iter().any(|limit| limit.policy().records_rejections());
         if let Some(total) = cost.checked_add(extra).filter(|_| leasable && !limits.is_empty()) {
             let hash = self.inner.hasher.hash_one(key.as_bytes());
@@ -165,9 +159,10 @@ impl MemoryStore {
         self.check_now(key, limits, now, cost).map(LeaseAnswer::unleased)
     }
 
-    /// [`Store::give_back`] at once: takes `units` back from `key`'s state under each of
-    /// `limits`, in the window or bucket that starts at `starts[i]`.
-    pub fn give_back_now(&self, key: Key<'_>, limits: &[Limit], starts: &[u64], units: u64) {
+    /// [`Store::give_back`] at once: takes the units back from the key's state under each
+    /// limit, in the window or bucket they were debited in.
+    pub fn give_back_now(&self, back: GiveBack<'_>) {
+        let GiveBack { key, limits, debited_in: starts, units, .. } = back;
         let hash = self.inner.hasher.hash_one(key.as_bytes());
         let mut shard = self.shard(hash).lock();
         for (limit, &start) in limits.iter().zip(starts) {
@@ -391,26 +386,14 @@ impl fmt::Debug for MemoryStore {
 }
 
 impl Store for MemoryStore {
-    fn check(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-    ) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
-        let verdict: Ready<_> = ready(self.check_now(key, limits, now, cost));
+    fn check(&self, check: Check<'_>) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
+        let verdict: Ready<_> = ready(self.check_now(check.key, check.limits, check.now, check.cost));
         verdict
     }
 
     #[inline]
-    fn check_ready(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-    ) -> Option<Result<Verdict, StoreError>> {
-        Some(self.check_now(key, limits, now, cost))
+    fn check_ready(&self, check: Check<'_>) -> Option<Result<Verdict, StoreError>> {
+        Some(self.check_now(check.key, check.limits, check.now, check.cost))
     }
 
     fn reset(&self, key: Key<'_>, limits: &[Limit]) -> impl Future<Output = Result<(), StoreError>> + Send {
@@ -418,25 +401,12 @@ impl Store for MemoryStore {
         ready(Ok(()))
     }
 
-    fn check_and_lease(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-        extra: u64,
-    ) -> impl Future<Output = Result<LeaseAnswer, StoreError>> + Send {
-        ready(self.check_and_lease_now(key, limits, now, cost, extra))
+    fn check_and_lease(&self, check: Check<'_>) -> impl Future<Output = Result<LeaseAnswer, StoreError>> + Send {
+        ready(self.check_and_lease_now(check))
     }
 
-    fn give_back(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        starts: &[u64],
-        units: u64,
-    ) -> impl Future<Output = Result<(), StoreError>> + Send {
-        self.give_back_now(key, limits, starts, units);
+    fn give_back(&self, back: GiveBack<'_>) -> impl Future<Output = Result<(), StoreError>> + Send {
+        self.give_back_now(back);
         ready(Ok(()))
     }
 }

@@ -12,7 +12,7 @@
 #![allow(dead_code)]
 
 use redis::aio::ConnectionManager;
-use sluice_core::{Key, Limit, SlidingLog, SlidingLogVariant, Source, Store, Timestamp};
+use sluice_core::{Check, Key, Limit, SlidingLog, SlidingLogVariant, Source, Store, Timestamp};
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -248,7 +248,7 @@ impl Peer {
                 let key = Key::new(self.callers[index].as_bytes()).expect("a valid key");
                 let verdict = self
                     .store
-                    .check(key, std::slice::from_ref(&self.limit), Timestamp::from_micros(now_us), 1)
+                    .check(Check::new(key, std::slice::from_ref(&self.limit), Timestamp::from_micros(now_us), 1))
                     .await
                     .expect("Sluice check failed");
                 assert_eq!(verdict.source, Source::Store, "Redis did not decide");

@@ -1,8 +1,10 @@
 //! One connection to Redis and its health: what a store's clones share, and what a probe
 //! watches while Redis does not answer.
 
+use super::common::Common;
+use super::errors::within;
 use super::origin::OnDisconnect;
-use super::{CONNECT_TIMEOUT, Common, Origin, within};
+use super::origin::{CONNECT_TIMEOUT, Origin};
 use crate::deadline::wall_clock;
 pub(super) use crate::failure::PROBE_INTERVAL;
 use crate::health::{Cause, Link};
@@ -299,7 +301,7 @@ pub(crate) fn cause_of(error: &StoreError) -> Cause {
     let StoreError::Unavailable(source) = error else { return Cause::Server };
     let redis_error = source.downcast_ref::<redis::RedisError>();
     if source.is::<super::errors::TimedOut>()
-        || source.is::<super::Expired>()
+        || source.is::<super::errors::Expired>()
         || redis_error.is_some_and(redis::RedisError::is_timeout)
     {
         Cause::Timeout

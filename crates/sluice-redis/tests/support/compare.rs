@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 use sluice_core::{
-    Alignment, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, Policy, SlidingLog,
+    Alignment, Check, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, Policy, SlidingLog,
     SlidingLogVariant, SlidingWindow, SlidingWindowSettings, Source, Store, Timestamp, TokenBucket,
     TokenBucketSettings,
 };
@@ -117,7 +117,8 @@ pub fn compare(
         let key = Key::new(keys[usize::from(index % 3 == 2)].as_bytes()).unwrap();
         let at = Timestamp::from_micros(now);
         let expected = memory.check_now(key, limits, at, cost).unwrap();
-        let got = runtime.block_on(redis.check(key, limits, at, cost)).map_err(|error| format!("{error:?}"))?;
+        let got =
+            runtime.block_on(redis.check(Check::new(key, limits, at, cost))).map_err(|error| format!("{error:?}"))?;
         if got.source.is_without_store() {
             return Err(format!("request {index}: Redis did not decide ({:?})", got.source));
         }

@@ -2,7 +2,7 @@
 
 use crate::config::settings::Settings;
 use sluice_core::lease::{LeaseFigures, LeasedStore, Unspent};
-use sluice_core::{Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
+use sluice_core::{Check, Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
 use sluice_redis::{RedisSettings, RedisStore};
 
 /// The service's store. An enum, since [`Store`] is not object safe (its futures are
@@ -35,19 +35,13 @@ impl Backend {
         }
     }
 
-    /// Checks `key` against `limits`, all or nothing.
-    pub(crate) async fn check(
-        &self,
-        key: Key<'_>,
-        limits: &[Limit],
-        now: Timestamp,
-        cost: u64,
-    ) -> Result<Verdict, StoreError> {
+    /// Decides `check`, all or nothing.
+    pub(crate) async fn check(&self, check: Check<'_>) -> Result<Verdict, StoreError> {
         match self {
-            Backend::Memory(store) => store.check_now(key, limits, now, cost),
-            // Boxed: a Redis call's future is over 1 KB, and every check's future would
-            // otherwise be that large, moved and copied on the in-memory path too.
-            Backend::Redis(store) => Box::pin(store.check(key, limits, now, cost)).await,
+            Backend::Memory(store) => store.check_now(check.key, check.limits, check.now, check.cost),
+            // The store boxes its own future (over 1 KB), so every check's future stays small
+            // on the in-memory path too.
+            Backend::Redis(store) => store.check(check).await,
         }
     }
 

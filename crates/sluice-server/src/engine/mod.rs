@@ -13,7 +13,7 @@ use crate::config::service_file::ServiceConfig;
 use crate::engine::backend::Backend;
 use crate::metrics::{Metrics, PolicyCounters};
 use arc_swap::ArcSwap;
-use sluice_core::{Clock, Decision, Key, Limit, Source, StoreError, SystemClock, Timestamp, Verdict};
+use sluice_core::{Check, Clock, Decision, Key, Limit, Source, StoreError, SystemClock, Timestamp, Verdict};
 use smallvec::SmallVec;
 use std::sync::Arc;
 use std::time::Instant;
@@ -202,7 +202,7 @@ impl Engine {
     /// Asks the store, timing and counting what it answered.
     async fn decide(&self, key: Key<'_>, limits: &[Limit], cost: u64) -> Result<Verdict, RequestError> {
         let started = Instant::now();
-        let verdict = self.backend.check(key, limits, self.clock.now(), cost).await;
+        let verdict = self.backend.check(Check::new(key, limits, self.clock.now(), cost)).await;
         self.shared.metrics.observe_store(started.elapsed());
         let verdict = verdict.inspect_err(|error| self.shared.metrics.count_store_error(error))?;
         self.shared.metrics.count_source(verdict.source);

@@ -7,7 +7,7 @@ use crate::micros::micros;
 use crate::offline::trace::{TraceRequest, parse_line};
 use anyhow::{Context, bail};
 use serde::Serialize;
-use sluice_core::{Key, Limit, ManualClock, MemoryStore, Store, Verdict};
+use sluice_core::{Check, Key, Limit, ManualClock, MemoryStore, Store, Verdict};
 use sluice_redis::{RedisSettings, RedisStore};
 use std::io::{BufRead, BufWriter, Write};
 use std::process::ExitCode;
@@ -118,7 +118,7 @@ async fn replay(
 /// only what the store decided.
 async fn decide(store: &impl Store, limits: &[Limit], request: &TraceRequest<'_>) -> anyhow::Result<Verdict> {
     let key = Key::new(request.key.as_bytes())?;
-    let verdict = store.check(key, limits, request.time, request.cost).await?;
+    let verdict = store.check(Check::new(key, limits, request.time, request.cost)).await?;
     if verdict.source.is_without_store() {
         anyhow::bail!("the store did not decide (unreachable, busy, or slower than {STORE_TIMEOUT:?})");
     }
