@@ -14,6 +14,8 @@ struct Module {
     imports: BTreeMap<String, Vec<String>>,
     /// Every path the module's code names, as written (`use` trees flattened).
     paths: Vec<Vec<String>>,
+    /// The self type of each inherent `impl` block (`impl Hub`, `impl super::Hub`), as written.
+    impls: Vec<Vec<String>>,
 }
 
 /// A library crate: its modules by path.
@@ -108,6 +110,28 @@ impl Crate {
             }
         }
     }
+}
+
+/// Every inherent `impl` block written outside the module (file) that defines its type, as
+/// `module: impl Type (defined in module)`. A type's name is followed through the module's
+/// imports (and re-exports) to the module that defines it; a name not imported is the
+/// module's own (or one a macro invoked there defines).
+pub(crate) fn impls_away_from_their_type(krate: &Crate) -> Vec<String> {
+    let mut found = Vec::new();
+    for (from, module) in &krate.modules {
+        for written in &module.impls {
+            let own = written.len() == 1 && !module.imports.contains_key(&written[0]);
+            let Some(defined_in) = (if own { Some(from.clone()) } else { krate.resolve(from, written, 0) }) else {
+                continue;
+            };
+            if defined_in != *from {
+                let name = written.join("::");
+                found.push(format!("{}: impl {name} (defined in {})", display(from), display(&defined_in)));
+            }
+        }
+    }
+    found.dedup();
+    found
 }
 
 /// Each import inside a cycle: `from -> to (the path written in from)`.
@@ -232,6 +256,16 @@ impl<'ast> Visit<'ast> for ModuleReader<'_> {
         if !is_test {
             syn::visit::visit_item_mod(self, item);
         }
+    }
+
+    fn visit_item_impl(&mut self, item: &'ast syn::ItemImpl) {
+        if item.trait_.is_none()
+            && let syn::Type::Path(self_type) = &*item.self_ty
+            && self_type.qself.is_none()
+        {
+            self.module.impls.push(self_type.path.segments.iter().map(|s| s.ident.to_string()).collect());
+        }
+        syn::visit::visit_item_impl(self, item);
     }
 
     fn visit_path(&mut self, path: &'ast syn::Path) {
