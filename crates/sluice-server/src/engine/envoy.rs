@@ -4,13 +4,28 @@
 //!
 //! A descriptor that adds no hits (`hits_addend: 0`) only looks, as a peek does through the
 //! HTTP API: it is answered but not counted, in the checks or the hot keys.
+//!
+//! These checks are a view of the engine ([`Engine::envoy`]): they decide with its store,
+//! clock and metrics, as its policy checks do, and count under the counters of the
+//! configuration's Envoy rules ([`Loaded`]); they keep nothing of their own.
 
 use crate::engine::{Answer, Engine, Loaded, RequestError};
 use crate::envoy::{Rule, Unit};
-use sluice_core::{Clock, Decision, Key, Limit, StoreError};
+use sluice_core::{Decision, Key, Limit, StoreError};
 use std::time::Duration;
 
-impl Engine {
+/// The engine's checks of Envoy descriptors and RLQS shares.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EnvoyChecks<'e> {
+    engine: &'e Engine,
+}
+
+impl<'e> EnvoyChecks<'e> {
+    /// The Envoy checks of `engine`.
+    pub(super) fn new(engine: &'e Engine) -> EnvoyChecks<'e> {
+        EnvoyChecks { engine }
+    }
+
     /// Checks `key` against a rule's `limit` (`rule_shadow`: the rule is in shadow mode),
     /// counted under the rule.
     pub(crate) async fn check_rule(
@@ -22,11 +37,11 @@ impl Engine {
         rule_shadow: bool,
         cost: u64,
     ) -> Result<Answer, RequestError> {
-        let verdict = self.decide(key, std::slice::from_ref(limit), cost).await?;
+        let verdict = self.engine.decide(key, std::slice::from_ref(limit), cost).await?;
         let counters = loaded.rule_counters(rule).filter(|_| cost > 0);
-        let outcome = self.report(verdict, limit, counters, rule_shadow || self.shadow_all());
+        let outcome = self.engine.report(verdict, limit, counters, rule_shadow || self.engine.shadow_all());
         if cost > 0 {
-            self.observe(key, &outcome);
+            self.engine.observe(key, &outcome);
         }
         Ok(outcome)
     }
@@ -40,15 +55,15 @@ impl Engine {
         limit: &Limit,
         cost: u64,
     ) -> Result<Answer, RequestError> {
-        let verdict = self.decide(key, std::slice::from_ref(limit), cost).await?;
+        let verdict = self.engine.decide(key, std::slice::from_ref(limit), cost).await?;
         let counters = loaded.override_counters().filter(|_| cost > 0);
-        Ok(self.report(verdict, limit, counters, self.shadow_all()))
+        Ok(self.engine.report(verdict, limit, counters, self.engine.shadow_all()))
     }
 
     /// Counts a rule that rejects without a check (a limit of 0) when `cost` adds hits;
     /// whether the rejection is only a shadow one, to be answered as allowed.
     pub(crate) fn refuse_rule(&self, loaded: &Loaded, rule: &Rule, rule_shadow: bool, cost: u64) -> bool {
-        let shadow = rule_shadow || self.shadow_all();
+        let shadow = rule_shadow || self.engine.shadow_all();
         if let Some(counters) = loaded.rule_counters(rule).filter(|_| cost > 0) {
             counters.count(false, shadow);
         }
@@ -58,7 +73,7 @@ impl Engine {
     /// Counts a limit override that can allow nothing (0 requests per unit) when `cost`
     /// adds hits; whether the rejection is only a shadow one.
     pub(crate) fn refuse_override(&self, loaded: &Loaded, cost: u64) -> bool {
-        let shadow = self.shadow_all();
+        let shadow = self.engine.shadow_all();
         if let Some(counters) = loaded.override_counters().filter(|_| cost > 0) {
             counters.count(false, shadow);
         }
@@ -71,7 +86,7 @@ impl Engine {
     /// failure mode decided instead, nothing was recorded, so the result is
     /// `StoreError::Unavailable` (an RLQS share must be paid from the state).
     pub(crate) async fn take_quota(&self, key: Key<'_>, limit: &Limit, cost: u64) -> Result<Decision, RequestError> {
-        let verdict = self.decide(key, std::slice::from_ref(limit), cost).await?;
+        let verdict = self.engine.decide(key, std::slice::from_ref(limit), cost).await?;
         if verdict.source.is_without_store() {
             return Err(StoreError::Unavailable("the store did not decide: a failure mode did".into()).into());
         }
@@ -83,7 +98,7 @@ impl Engine {
     /// epoch, as the fixed windows of `rate_limit` rules and overrides are.
     pub(crate) fn until_window_ends(&self, unit: Unit) -> Duration {
         let window = u64::try_from(unit.duration().as_micros()).unwrap_or(u64::MAX);
-        let into = self.clock.now().as_micros() % window;
+        let into = self.engine.now().as_micros() % window;
         Duration::from_micros(window - into)
     }
 }

@@ -1,5 +1,8 @@
 //! The decision path shared by the HTTP and gRPC front ends: resolve policies, apply
 //! shadow mode, ask the store, count.
+//!
+//! [`Engine`] checks keys against named policies (the HTTP API); [`envoy::EnvoyChecks`],
+//! a view of it, checks Envoy descriptors against rules and takes RLQS shares.
 
 pub(crate) mod backend;
 mod envoy;
@@ -13,6 +16,7 @@ use crate::config::service_file::ServiceConfig;
 use crate::engine::backend::Backend;
 use crate::metrics::{Metrics, PolicyCounters};
 use arc_swap::ArcSwap;
+use envoy::EnvoyChecks;
 use sluice_core::{Check, Clock, Decision, Key, Limit, Source, StoreError, SystemClock, Timestamp, Verdict};
 use smallvec::SmallVec;
 use std::sync::Arc;
@@ -107,6 +111,11 @@ impl Engine {
     /// The store.
     pub(crate) fn backend(&self) -> &Backend {
         &self.backend
+    }
+
+    /// Its checks of Envoy descriptors and RLQS shares.
+    pub(crate) fn envoy(&self) -> EnvoyChecks<'_> {
+        EnvoyChecks::new(self)
     }
 
     fn shadow_all(&self) -> bool {

@@ -82,32 +82,32 @@ impl RateLimitGrpc {
         resolution: Resolution<'_>,
         hits: u64,
     ) -> Result<Checked, Status> {
-        let engine = &self.front.engine;
+        let envoy = self.front.engine.envoy();
         match resolution {
             Resolution::NoRule => Ok((status(Code::Ok, None, 0, None), None)),
             Resolution::Unlimited(rule) => Ok((status(Code::Ok, Some(rule), u32::MAX, None), None)),
             Resolution::Blocked(rule) => {
-                let shadow = engine.refuse_rule(loaded, rule, rule.shadow_mode(), hits);
+                let shadow = envoy.refuse_rule(loaded, rule, rule.shadow_mode(), hits);
                 let code = if shadow { Code::Ok } else { Code::OverLimit };
-                let reset = rule.unit().map(|unit| engine.until_window_ends(unit));
+                let reset = rule.unit().map(|unit| envoy.until_window_ends(unit));
                 Ok((status(code, Some(rule), 0, reset), None))
             }
             Resolution::KeyTooLong { len, .. } => Err(key_too_long(len)),
             Resolution::Overridden { limit, requests_per_unit, unit, key } => {
                 let current = override_limit(requests_per_unit, unit);
                 let Some(limit) = limit else {
-                    let code = if engine.refuse_override(loaded, hits) { Code::Ok } else { Code::OverLimit };
-                    let reset = engine.until_window_ends(unit);
+                    let code = if envoy.refuse_override(loaded, hits) { Code::Ok } else { Code::OverLimit };
+                    let reset = envoy.until_window_ends(unit);
                     return Ok((descriptor_status(code, Some(current), 0, Some(reset)), None));
                 };
-                let checked = engine.check_override(loaded, state_key(&key)?, &limit, hits).await;
+                let checked = envoy.check_override(loaded, state_key(&key)?, &limit, hits).await;
                 let outcome = as_envoy_reports(checked.map_err(grpc_error)?);
                 let (code, remaining, reset) = answer(&outcome)?;
                 Ok((descriptor_status(code, Some(current), remaining, Some(reset)), Some(outcome)))
             }
             Resolution::Limited { rule, limit, key } => {
                 let key = state_key(&key)?;
-                let checked = engine.check_rule(loaded, key, rule, limit, rule.shadow_mode(), hits).await;
+                let checked = envoy.check_rule(loaded, key, rule, limit, rule.shadow_mode(), hits).await;
                 let outcome = as_envoy_reports(checked.map_err(grpc_error)?);
                 let (code, remaining, reset) = answer(&outcome)?;
                 Ok((status(code, Some(rule), remaining, Some(reset)), Some(outcome)))

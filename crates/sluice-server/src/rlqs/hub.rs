@@ -7,25 +7,34 @@
 //! reporting, gives fresh shares as windows turn, and notices a reload (every bucket is
 //! abandoned then, to be reported again under the new rules). At shutdown, every Envoy
 //! is told to abandon every bucket before its stream ends.
+//!
+//! The hub composes what it holds, each in its own file: [`streams::Streams`] (each
+//! stream's buckets and outbox), [`buckets::Buckets`] (the shares of each limited bucket)
+//! and [`outgoing::Outgoing`] (the actions not sent yet); the streams reach it through
+//! [`handle::HubHandle`].
 
 mod buckets;
+mod handle;
+mod outgoing;
+mod shared_bucket;
 mod stream_state;
 mod streams;
 
+pub(crate) use handle::{Event, HubHandle, Outbox};
+
+use super::assignment::blanket;
 use super::report::{BucketReport, ReportBounds};
 use super::shares::StreamId;
 use super::timing::Timing;
 use crate::engine::Loaded;
 use crate::engine::service_state::ServiceState;
 use crate::runtime::shutdown::Shutdown;
-use buckets::SharedBucket;
-use envoy_types::pb::envoy::service::rate_limit_quota::v3::RateLimitQuotaResponse;
-use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_response::BucketAction;
-use std::collections::HashMap;
+use buckets::Buckets;
+use outgoing::Outgoing;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
-use stream_state::StreamState;
+use stream_state::Tracked;
+use streams::Streams;
 use tokio::sync::mpsc;
 use tonic::Status;
 
@@ -34,43 +43,6 @@ const TICK: Duration = Duration::from_millis(200);
 
 /// Events the hub queues before the streams wait to pass more on.
 const EVENTS_QUEUED: usize = 1024;
-
-/// Where a stream's responses go: the stream sends them on to Envoy.
-pub(crate) type Outbox = mpsc::Sender<Result<RateLimitQuotaResponse, Status>>;
-
-/// What a stream tells the hub.
-#[derive(Debug)]
-pub(crate) enum Event {
-    /// A stream began, in `domain` (its first report's).
-    Open { stream: StreamId, domain: String, outbox: Outbox },
-    /// A stream's report, checked.
-    Report { stream: StreamId, buckets: Vec<BucketReport> },
-    /// A stream sent something invalid: it ends with `status`.
-    Fail { stream: StreamId, status: Status },
-    /// A stream ended.
-    Close { stream: StreamId },
-}
-
-/// How streams reach the hub.
-#[derive(Clone, Debug)]
-pub(crate) struct HubHandle {
-    events: mpsc::Sender<Event>,
-    next_stream: Arc<AtomicU64>,
-    /// The bounds on reports, as the streams check them.
-    pub(crate) bounds: ReportBounds,
-}
-
-impl HubHandle {
-    /// A number for a new stream.
-    pub(crate) fn new_stream(&self) -> StreamId {
-        self.next_stream.fetch_add(1, Ordering::Relaxed)
-    }
-
-    /// Passes `event` on; false when the hub has stopped (shutdown).
-    pub(crate) async fn send(&self, event: Event) -> bool {
-        self.events.send(event).await.is_ok()
-    }
-}
 
 /// Starts the hub for `service` on the calling runtime, until `shutdown`.
 pub(crate) fn spawn(service: Arc<ServiceState>, shutdown: Shutdown) -> HubHandle {
@@ -84,12 +56,12 @@ pub(crate) fn spawn(service: Arc<ServiceState>, shutdown: Shutdown) -> HubHandle
         timing,
         bounds,
         loaded,
-        streams: HashMap::new(),
-        shared: HashMap::new(),
-        outgoing: HashMap::new(),
+        streams: Streams::default(),
+        buckets: Buckets::new(timing),
+        outgoing: Outgoing::default(),
     };
     tokio::spawn(hub.run(inbox, shutdown));
-    HubHandle { events, next_stream: Arc::new(AtomicU64::new(1)), bounds }
+    HubHandle::new(events, bounds)
 }
 
 /// The hub's state.
@@ -99,15 +71,16 @@ struct Hub {
     bounds: ReportBounds,
     /// The configuration the buckets were resolved under.
     loaded: Arc<Loaded>,
-    streams: HashMap<StreamId, StreamState>,
-    /// The buckets with a limit, by state key.
-    shared: HashMap<String, SharedBucket>,
-    /// Actions for each stream since the last [`Hub::flush`]: one response per stream per
-    /// event or tick, however many buckets changed.
-    outgoing: HashMap<StreamId, Vec<BucketAction>>,
+    streams: Streams,
+    /// The buckets with a limit.
+    buckets: Buckets,
+    /// Actions for each stream since the last [`Hub::flush`].
+    outgoing: Outgoing,
 }
 
 impl Hub {
+    /// Takes in events, and ticks, until `shutdown` (or every handle is gone); then tells
+    /// every stream to abandon every bucket.
     async fn run(mut self, mut inbox: mpsc::Receiver<Event>, shutdown: Shutdown) {
         let mut ticks = tokio::time::interval(TICK);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -130,11 +103,10 @@ impl Hub {
         self.publish();
     }
 
+    /// Does what `event` asks.
     async fn handle(&mut self, event: Event) {
         match event {
-            Event::Open { stream, domain, outbox } => {
-                self.streams.insert(stream, StreamState::new(domain, outbox));
-            }
+            Event::Open { stream, domain, outbox } => self.streams.open(stream, domain, outbox),
             Event::Report { stream, buckets } => self.report(stream, buckets).await,
             Event::Fail { stream, status } => self.fail(stream, status),
             Event::Close { stream } => self.close(stream),
@@ -149,33 +121,89 @@ impl Hub {
             self.abandon_all("reload");
             self.loaded = current;
         }
+        let engine = &self.service.engine;
+        let now = engine.now();
+        for key in self.buckets.due(now) {
+            for (stream, id) in self.buckets.drop_stale(&key, now, engine, &mut self.outgoing) {
+                self.streams.forget(stream, &id);
+            }
+            self.buckets.renew(&key, now, engine, &mut self.outgoing);
+            self.buckets.divide_when_due(&key, now, engine, &mut self.outgoing).await;
+            self.buckets.settle(&key, now);
+        }
+    }
+
+    /// Takes in `stream`'s report: each bucket is resolved the first time it is seen, its
+    /// usage counted, and its quota re-divided at once.
+    async fn report(&mut self, stream: StreamId, buckets: Vec<BucketReport>) {
         let now = self.service.engine.now();
-        let due: Vec<String> =
-            self.shared.iter().filter(|(_, bucket)| bucket.is_due(now)).map(|(key, _)| key.clone()).collect();
-        for key in due {
-            self.drop_stale(&key, now);
-            self.renew(&key, now);
-            self.divide_when_due(&key, now).await;
-            match self.shared.get_mut(&key) {
-                Some(bucket) if bucket.is_empty() => {
-                    self.shared.remove(&key);
+        let count = buckets.len();
+        let mut actions = Vec::new();
+        let mut changed = Vec::new();
+        for bucket in buckets {
+            match self.track(stream, &bucket) {
+                Err(status) => return self.fail(stream, status),
+                Ok(Tracked::NoRule) => {}
+                Ok(Tracked::Blanket { id, rule }) => actions.push(blanket(&id, rule, self.timing.ttl())),
+                Ok(Tracked::Shared { key, .. }) => {
+                    self.buckets.charge(&key, stream, now, bucket.usage, &self.service.engine).await;
+                    changed.push(key);
                 }
-                Some(bucket) => bucket.reschedule(now),
-                None => {}
             }
         }
+        let engine = &self.service.engine;
+        engine.metrics().rlqs().count_assignments(actions.len());
+        self.outgoing.extend(stream, actions);
+        changed.dedup();
+        for key in changed {
+            self.buckets.divide(&key, now, engine, &mut self.outgoing).await;
+        }
+        // Counted once taken in, so whoever sees the count sees the usage counted.
+        engine.metrics().rlqs().count_reports(count);
+    }
+
+    /// What applies to `bucket` of `stream`, resolved under the rules in force when first
+    /// seen; `RESOURCE_EXHAUSTED` when the service holds as many buckets as it may.
+    fn track(&mut self, stream: StreamId, bucket: &BucketReport) -> Result<Tracked, Status> {
+        let rules = self.loaded.config.envoy();
+        let shadow_all = self.service.settings.shadow_mode;
+        let buckets = &mut self.buckets;
+        self.streams.track(stream, bucket, self.bounds.max_buckets, |domain| {
+            buckets.resolve(rules, shadow_all, stream, domain, bucket)
+        })
+    }
+
+    /// Ends `stream` with `status`, forgetting what it held.
+    fn fail(&mut self, stream: StreamId, status: Status) {
+        self.streams.end_with(stream, status);
+        self.close(stream);
+    }
+
+    /// Forgets `stream` and what it held (its stream ended: nobody to tell).
+    fn close(&mut self, stream: StreamId) {
+        let Some(state) = self.streams.close(stream) else { return };
+        for key in state.shared_keys() {
+            self.buckets.release(key, stream);
+        }
+    }
+
+    /// Tells every stream to abandon every bucket it was assigned, and forgets them all.
+    fn abandon_all(&mut self, reason: &'static str) {
+        self.outgoing.clear();
+        let count = self.streams.abandon_all();
+        self.buckets.clear();
+        self.service.engine.metrics().rlqs().count_abandons(reason, count);
     }
 
     /// Sends each stream the actions gathered for it, as one response.
     fn flush(&mut self) {
         for (stream, actions) in self.outgoing.drain() {
-            stream_state::deliver(&self.streams, stream, actions);
+            self.streams.deliver(stream, actions);
         }
     }
 
     /// Publishes the streams and buckets held.
     fn publish(&self) {
-        let buckets = self.streams.values().map(StreamState::len).sum();
-        self.service.engine.metrics().rlqs().hold(self.streams.len(), buckets);
+        self.service.engine.metrics().rlqs().hold(self.streams.len(), self.streams.held());
     }
 }

@@ -19,14 +19,14 @@ pub(crate) trait QuotaPayer: Send + Sync {
 
 impl QuotaPayer for Engine {
     async fn remaining(&self, key: Key<'_>, limit: &Limit) -> Result<u64, StoreError> {
-        Ok(self.take_quota(key, limit, 0).await.map_err(store_error)?.remaining)
+        Ok(self.envoy().take_quota(key, limit, 0).await.map_err(store_error)?.remaining)
     }
 
     async fn take(&self, key: Key<'_>, limit: &Limit, tokens: u64) -> Result<u64, StoreError> {
         if tokens == 0 {
             return Ok(0);
         }
-        let first = self.take_quota(key, limit, tokens).await.map_err(store_error)?;
+        let first = self.envoy().take_quota(key, limit, tokens).await.map_err(store_error)?;
         if first.allowed {
             return Ok(tokens);
         }
@@ -35,7 +35,7 @@ impl QuotaPayer for Engine {
         if fits == 0 {
             return Ok(0);
         }
-        let second = self.take_quota(key, limit, fits).await.map_err(store_error)?;
+        let second = self.envoy().take_quota(key, limit, fits).await.map_err(store_error)?;
         Ok(if second.allowed { fits } else { 0 })
     }
 }

@@ -1,4 +1,9 @@
-//! Reads a crate's module tree with `syn` and finds the cycles in its import graph.
+//! Reads a crate's module tree with `syn` and finds the cycles in its import graph, and
+//! ([`impls`]) the inherent impls written away from their type.
+
+mod impls;
+
+pub(crate) use impls::impls_away_from_their_type;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -14,6 +19,8 @@ struct Module {
     imports: BTreeMap<String, Vec<String>>,
     /// Every path the module's code names, as written (`use` trees flattened).
     paths: Vec<Vec<String>>,
+    /// The self type of each inherent `impl` block (`impl Hub`, `impl super::Hub`), as written.
+    impls: Vec<Vec<String>>,
 }
 
 /// A library crate: its modules by path.
@@ -232,6 +239,16 @@ impl<'ast> Visit<'ast> for ModuleReader<'_> {
         if !is_test {
             syn::visit::visit_item_mod(self, item);
         }
+    }
+
+    fn visit_item_impl(&mut self, item: &'ast syn::ItemImpl) {
+        if item.trait_.is_none()
+            && let syn::Type::Path(self_type) = &*item.self_ty
+            && self_type.qself.is_none()
+        {
+            self.module.impls.push(self_type.path.segments.iter().map(|s| s.ident.to_string()).collect());
+        }
+        syn::visit::visit_item_impl(self, item);
     }
 
     fn visit_path(&mut self, path: &'ast syn::Path) {

@@ -1,136 +1,182 @@
-//! The hub's buckets with a limit: their shares, and what the hub does with them on
-//! reports and ticks (charge usage, renew, abandon the stale, re-divide).
+//! The hub's buckets with a limit, by state key: what applies to a bucket a stream
+//! reports (a limited one joins the shares of its state key), and what the hub does with
+//! the shares on reports and ticks (charge usage, renew, abandon the stale, re-divide).
 
-use super::Hub;
-use crate::rlqs::assignment::{abandon, token_bucket};
+use super::outgoing::Outgoing;
+use super::shared_bucket::SharedBucket;
+use super::stream_state::Tracked;
+use crate::engine::Engine;
+use crate::envoy::{Resolution, Rules};
+use crate::rlqs::assignment::{BlanketRule, abandon};
 use crate::rlqs::holder::Usage;
 use crate::rlqs::payer::QuotaPayer;
-use crate::rlqs::round;
-use crate::rlqs::shares::{BucketShares, StreamId};
+use crate::rlqs::report::BucketReport;
+use crate::rlqs::shares::StreamId;
 use crate::rlqs::timing::{Timing, Windows};
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::BucketId;
 use sluice_core::{Key, Limit, Timestamp};
 use std::collections::HashMap;
-use std::time::Duration;
+use tonic::Status;
 
-/// How long a bucket waits for another round after one that assigned nothing (unless a
-/// report comes first), so that an exhausted limit is not asked every tick.
-const RETRY_ROUND_AFTER: Duration = Duration::from_secs(1);
-
-/// A bucket with a limit, shared by the streams holding it.
+/// The buckets with a limit, by state key.
 #[derive(Debug)]
-pub(super) struct SharedBucket {
-    shares: BucketShares,
-    limit: Limit,
-    /// Each holder's bucket id, as its Envoy sent it.
-    ids: HashMap<StreamId, BucketId>,
-    next_round: Timestamp,
-    /// When the tick has something to do for it ([`BucketShares::next_due`]).
-    due_at: Timestamp,
+pub(super) struct Buckets {
+    shared: HashMap<String, SharedBucket>,
+    timing: Timing,
 }
 
-impl SharedBucket {
-    pub(super) fn new(limit: Limit, windows: Windows, timing: Timing) -> SharedBucket {
-        let shares = BucketShares::new(windows, timing);
-        SharedBucket { shares, limit, ids: HashMap::new(), next_round: Timestamp::EPOCH, due_at: Timestamp::EPOCH }
+impl Buckets {
+    /// No bucket yet; assignments will follow `timing`.
+    pub(super) fn new(timing: Timing) -> Buckets {
+        Buckets { shared: HashMap::new(), timing }
     }
 
-    /// Records that `stream` holds this bucket as `id`.
-    pub(super) fn hold(&mut self, stream: StreamId, id: &BucketId) {
-        self.ids.insert(stream, id.clone());
+    /// What applies to `bucket` of `stream` in `domain` under `rules` (`shadow_all`: every
+    /// rule in shadow mode); a limited one joins (or starts) the shares of its state key.
+    pub(super) fn resolve(
+        &mut self,
+        rules: Option<&Rules>,
+        shadow_all: bool,
+        stream: StreamId,
+        domain: &str,
+        bucket: &BucketReport,
+    ) -> Result<Tracked, Status> {
+        let entries = bucket.entries.iter().map(|(key, value)| (key.as_str(), value.as_str()));
+        let Some(rules) = rules else { return Ok(Tracked::NoRule) };
+        let id = bucket.id.clone();
+        Ok(match rules.resolve(domain, entries) {
+            Resolution::Unlimited(_) => Tracked::Blanket { id, rule: BlanketRule::AllowAll },
+            Resolution::Blocked(rule) | Resolution::Limited { rule, .. } if shadow_all || rule.shadow_mode() => {
+                Tracked::Blanket { id, rule: BlanketRule::AllowAll }
+            }
+            Resolution::Blocked(_) => Tracked::Blanket { id, rule: BlanketRule::DenyAll },
+            Resolution::Limited { limit, key, .. } => match Windows::new(limit.policy().quota_window()) {
+                Some(windows) => {
+                    let key = key.as_str().to_owned();
+                    self.join(key.clone(), limit, windows, stream, &id);
+                    Tracked::Shared { id, key }
+                }
+                None => Tracked::NoRule,
+            },
+            Resolution::KeyTooLong { len, .. } => {
+                return Err(Status::invalid_argument(format!(
+                    "bucket id too long: its state key would be {len} bytes, over the {} allowed",
+                    sluice_core::Key::MAX_LEN
+                )));
+            }
+            Resolution::NoRule | Resolution::Overridden { .. } => Tracked::NoRule,
+        })
     }
 
-    /// Forgets `stream`'s hold.
-    pub(super) fn release(&mut self, stream: StreamId) {
-        self.ids.remove(&stream);
-        self.shares.remove(stream);
+    /// Records that `stream` holds the bucket of `limit` at `key` as `id`, starting its
+    /// shares (in `windows`) when it is the first holder.
+    fn join(&mut self, key: String, limit: &Limit, windows: Windows, stream: StreamId, id: &BucketId) {
+        let timing = self.timing;
+        let shared = self.shared.entry(key);
+        shared.or_insert_with(|| SharedBucket::new(limit.clone(), windows, timing)).hold(stream, id);
     }
 
-    /// Whether the tick at `now` has something to do for it.
-    pub(super) fn is_due(&self, now: Timestamp) -> bool {
-        self.due_at <= now
+    /// Forgets `stream`'s hold on the bucket at `key`.
+    pub(super) fn release(&mut self, key: &str, stream: StreamId) {
+        if let Some(shared) = self.shared.get_mut(key) {
+            shared.release(stream);
+        }
     }
 
-    /// Sets when the tick next has something to do for it, after what happened at `now`.
-    pub(super) fn reschedule(&mut self, now: Timestamp) {
-        self.due_at = self.shares.next_due(now, self.next_round);
+    /// Forgets every bucket (all abandoned).
+    pub(super) fn clear(&mut self) {
+        self.shared.clear();
     }
 
-    /// Whether no stream holds it.
-    pub(super) fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+    /// The state keys of the buckets the tick at `now` has something to do for.
+    pub(super) fn due(&self, now: Timestamp) -> Vec<String> {
+        self.shared.iter().filter(|(_, bucket)| bucket.is_due(now)).map(|(key, _)| key.clone()).collect()
     }
-}
 
-impl Hub {
+    /// After the tick at `now`: forgets the bucket at `key` when no stream holds it any
+    /// more, or sets when the tick next has something to do for it.
+    pub(super) fn settle(&mut self, key: &str, now: Timestamp) {
+        match self.shared.get_mut(key) {
+            Some(bucket) if bucket.is_empty() => {
+                self.shared.remove(key);
+            }
+            Some(bucket) => bucket.reschedule(now),
+            None => {}
+        }
+    }
+
     /// Counts `stream`'s reported usage of the bucket at `key`: what no grant paid for is
-    /// taken from the limit's state now (real traffic, as an RLS check would count it).
-    pub(super) async fn charge(&mut self, key: &str, stream: StreamId, now: Timestamp, usage: Usage) {
+    /// taken from the limit's state now, through `engine` (real traffic, as an RLS check
+    /// would count it).
+    pub(super) async fn charge(&mut self, key: &str, stream: StreamId, now: Timestamp, usage: Usage, engine: &Engine) {
         let Some(bucket) = self.shared.get_mut(key) else { return };
-        let unpaid = bucket.shares.report(stream, now, usage);
-        bucket.reschedule(now);
+        let unpaid = bucket.charge(stream, now, usage);
         let Ok(state_key) = Key::new(key.as_bytes()) else { return };
         if unpaid > 0
-            && let Err(error) = self.service.engine.take(state_key, &bucket.limit, unpaid).await
+            && let Err(error) = engine.take(state_key, bucket.limit(), unpaid).await
         {
             tracing::warn!(key, unpaid, "RLQS usage not counted, the store did not answer: {error}");
         }
     }
 
-    /// Abandons the bucket at `key` for the holders that stopped reporting.
-    pub(super) fn drop_stale(&mut self, key: &str, now: Timestamp) {
-        let Some(bucket) = self.shared.get_mut(key) else { return };
-        let stale = bucket.shares.drop_stale(now);
-        for stream in &stale {
-            let Some(id) = bucket.ids.remove(stream) else { continue };
-            if let Some(state) = self.streams.get_mut(stream) {
-                state.forget(&id);
-            }
-            self.outgoing.entry(*stream).or_default().push(abandon(&id));
+    /// Abandons the bucket at `key` for the holders that stopped reporting (the actions go
+    /// to `outgoing`); the ids abandoned, each with its stream, for the streams to forget.
+    pub(super) fn drop_stale(
+        &mut self,
+        key: &str,
+        now: Timestamp,
+        engine: &Engine,
+        outgoing: &mut Outgoing,
+    ) -> Vec<(StreamId, BucketId)> {
+        let Some(bucket) = self.shared.get_mut(key) else { return Vec::new() };
+        let (stale, abandoned) = bucket.drop_stale(now);
+        for (stream, id) in &abandoned {
+            outgoing.push(*stream, abandon(id));
         }
-        self.service.engine.metrics().rlqs().count_abandons("stale", stale.len());
+        engine.metrics().rlqs().count_abandons("stale", stale);
+        abandoned
     }
 
-    /// Renews the grants of the bucket at `key` that are due.
-    pub(super) fn renew(&mut self, key: &str, now: Timestamp) {
+    /// Renews the grants of the bucket at `key` that are due (the actions go to `outgoing`).
+    pub(super) fn renew(&mut self, key: &str, now: Timestamp, engine: &Engine, outgoing: &mut Outgoing) {
         let Some(bucket) = self.shared.get_mut(key) else { return };
-        let renewed = bucket.shares.renew(now);
-        self.service.engine.metrics().rlqs().count_assignments(renewed.len());
+        let renewed = bucket.renew(now);
+        engine.metrics().rlqs().count_assignments(renewed.len());
         for (stream, assignment) in renewed {
-            if let Some(id) = bucket.ids.get(&stream) {
-                self.outgoing.entry(stream).or_default().push(token_bucket(id, &assignment));
+            if let Some(action) = bucket.assign(stream, &assignment) {
+                outgoing.push(stream, action);
             }
         }
     }
 
     /// Divides the bucket at `key` when its retry time has come (on a tick).
-    pub(super) async fn divide_when_due(&mut self, key: &str, now: Timestamp) {
-        if self.shared.get(key).is_some_and(|bucket| now >= bucket.next_round) {
-            self.divide(key, now).await;
+    pub(super) async fn divide_when_due(
+        &mut self,
+        key: &str,
+        now: Timestamp,
+        engine: &Engine,
+        outgoing: &mut Outgoing,
+    ) {
+        if self.shared.get(key).is_some_and(|bucket| bucket.round_due(now)) {
+            self.divide(key, now, engine, outgoing).await;
         }
     }
 
-    /// Divides the bucket at `key` among the holders that need tokens, paying for each
-    /// part first.
-    pub(super) async fn divide(&mut self, key: &str, now: Timestamp) {
+    /// Divides the bucket at `key` among the holders that need tokens, paying `engine` for
+    /// each part first (the actions go to `outgoing`).
+    pub(super) async fn divide(&mut self, key: &str, now: Timestamp, engine: &Engine, outgoing: &mut Outgoing) {
         let Some(bucket) = self.shared.get_mut(key) else { return };
         let Ok(state_key) = Key::new(key.as_bytes()) else { return };
-        let engine = &self.service.engine;
-        let (assigned, error) = round::divide(&mut bucket.shares, engine, state_key, &bucket.limit, now).await;
+        let (assigned, error) = bucket.divide(engine, state_key, now).await;
         if let Some(error) = error {
             tracing::warn!(key, "RLQS shares not divided, the store did not answer: {error}");
         }
-        if assigned.is_empty() {
-            // A new window has quota again: its first tick tries at once.
-            bucket.next_round = now.saturating_add(RETRY_ROUND_AFTER).min(bucket.shares.window_end(now));
-        }
-        bucket.reschedule(now);
         let metrics = engine.metrics().rlqs();
         metrics.count_assignments(assigned.len());
         for (stream, assignment) in assigned {
             metrics.count_tokens(assignment.tokens);
-            if let Some(id) = bucket.ids.get(&stream) {
-                self.outgoing.entry(stream).or_default().push(token_bucket(id, &assignment));
+            if let Some(action) = bucket.assign(stream, &assignment) {
+                outgoing.push(stream, action);
             }
         }
     }

@@ -2,13 +2,14 @@
 //! to it, and the outbox its responses go to.
 
 use super::Outbox;
-use crate::rlqs::assignment::{BlanketRule, responses};
+use crate::rlqs::assignment::{BlanketRule, abandon, responses};
 use crate::rlqs::report::Entries;
 use crate::rlqs::shares::StreamId;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::BucketId;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_response::BucketAction;
 use std::collections::HashMap;
 use tokio::sync::mpsc::error::TrySendError;
+use tonic::Status;
 
 /// What applies to a bucket a stream holds.
 #[derive(Clone, Debug)]
@@ -25,14 +26,20 @@ pub(super) enum Tracked {
 /// One stream: its domain, its buckets by their sorted entries, and its outbox.
 #[derive(Debug)]
 pub(super) struct StreamState {
-    pub(super) domain: String,
-    pub(super) outbox: Outbox,
-    pub(super) buckets: HashMap<Entries, Tracked>,
+    domain: String,
+    outbox: Outbox,
+    buckets: HashMap<Entries, Tracked>,
 }
 
 impl StreamState {
+    /// A stream in `domain` holding no bucket yet, answered through `outbox`.
     pub(super) fn new(domain: String, outbox: Outbox) -> StreamState {
         StreamState { domain, outbox, buckets: HashMap::new() }
+    }
+
+    /// The domain its first report named.
+    pub(super) fn domain(&self) -> &str {
+        &self.domain
     }
 
     /// The buckets it holds.
@@ -40,28 +47,61 @@ impl StreamState {
         self.buckets.len()
     }
 
+    /// What applies to its bucket of `entries`, when resolved already.
+    pub(super) fn tracked(&self, entries: &Entries) -> Option<&Tracked> {
+        self.buckets.get(entries)
+    }
+
+    /// Records what applies to its bucket of `entries`.
+    pub(super) fn record(&mut self, entries: Entries, tracked: Tracked) {
+        self.buckets.insert(entries, tracked);
+    }
+
     /// Forgets the bucket `id` (abandoned).
     pub(super) fn forget(&mut self, id: &BucketId) {
         self.buckets.remove(&entries_of(id));
     }
+
+    /// The state keys of the shared buckets it holds.
+    pub(super) fn shared_keys(&self) -> impl Iterator<Item = &str> {
+        self.buckets.values().filter_map(|tracked| match tracked {
+            Tracked::Shared { key, .. } => Some(key.as_str()),
+            Tracked::NoRule | Tracked::Blanket { .. } => None,
+        })
+    }
+
+    /// Forgets every bucket it holds: the actions abandoning those it was assigned.
+    pub(super) fn abandon_all(&mut self) -> Vec<BucketAction> {
+        self.buckets
+            .drain()
+            .filter_map(|(_, tracked)| match tracked {
+                Tracked::NoRule => None,
+                Tracked::Blanket { id, .. } | Tracked::Shared { id, .. } => Some(abandon(&id)),
+            })
+            .collect()
+    }
+
+    /// Ends the stream with `status` (the stream sends it on to Envoy, if there is room).
+    pub(super) fn end_with(&self, status: Status) {
+        let _ = self.outbox.try_send(Err(status));
+    }
+
+    /// Sends `actions` (in as few responses as they fit). A stream whose Envoy reads
+    /// nothing fills its outbox; what does not fit is dropped (and logged): the hub never
+    /// waits for one Envoy.
+    pub(super) fn deliver(&self, stream: StreamId, actions: Vec<BucketAction>) {
+        for response in responses(actions) {
+            if let Err(TrySendError::Full(response)) = self.outbox.try_send(Ok(response)) {
+                let actions = response.map_or(0, |response| response.bucket_action.len());
+                tracing::warn!(stream, actions, "an RLQS stream reads no responses: assignments were dropped");
+            }
+        }
+    }
 }
 
 /// A bucket id's entries sorted by key.
-pub(super) fn entries_of(id: &BucketId) -> Entries {
+fn entries_of(id: &BucketId) -> Entries {
     let mut entries: Entries = id.bucket.iter().map(|(key, value)| (key.clone(), value.clone())).collect();
     entries.sort();
     entries
-}
-
-/// Sends `actions` to `stream` (in as few responses as they fit), if it is still open. A
-/// stream whose Envoy reads nothing fills its outbox; what does not fit is dropped (and
-/// logged): the hub never waits for one Envoy.
-pub(super) fn deliver(streams: &HashMap<StreamId, StreamState>, stream: StreamId, actions: Vec<BucketAction>) {
-    let Some(state) = streams.get(&stream) else { return };
-    for response in responses(actions) {
-        if let Err(TrySendError::Full(response)) = state.outbox.try_send(Ok(response)) {
-            let actions = response.map_or(0, |response| response.bucket_action.len());
-            tracing::warn!(stream, actions, "an RLQS stream reads no responses: assignments were dropped");
-        }
-    }
 }

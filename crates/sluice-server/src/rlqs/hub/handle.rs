@@ -1,0 +1,52 @@
+//! How the gRPC streams reach the hub: the events they pass on, and the handle they pass
+//! them through.
+
+use crate::rlqs::report::{BucketReport, ReportBounds};
+use crate::rlqs::shares::StreamId;
+use envoy_types::pb::envoy::service::rate_limit_quota::v3::RateLimitQuotaResponse;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::sync::mpsc;
+use tonic::Status;
+
+/// Where a stream's responses go: the stream sends them on to Envoy.
+pub(crate) type Outbox = mpsc::Sender<Result<RateLimitQuotaResponse, Status>>;
+
+/// What a stream tells the hub.
+#[derive(Debug)]
+pub(crate) enum Event {
+    /// A stream began, in `domain` (its first report's).
+    Open { stream: StreamId, domain: String, outbox: Outbox },
+    /// A stream's report, checked.
+    Report { stream: StreamId, buckets: Vec<BucketReport> },
+    /// A stream sent something invalid: it ends with `status`.
+    Fail { stream: StreamId, status: Status },
+    /// A stream ended.
+    Close { stream: StreamId },
+}
+
+/// How streams reach the hub.
+#[derive(Clone, Debug)]
+pub(crate) struct HubHandle {
+    events: mpsc::Sender<Event>,
+    next_stream: Arc<AtomicU64>,
+    /// The bounds on reports, as the streams check them.
+    pub(crate) bounds: ReportBounds,
+}
+
+impl HubHandle {
+    /// A handle passing events on to `events`, for streams that check reports by `bounds`.
+    pub(super) fn new(events: mpsc::Sender<Event>, bounds: ReportBounds) -> HubHandle {
+        HubHandle { events, next_stream: Arc::new(AtomicU64::new(1)), bounds }
+    }
+
+    /// A number for a new stream.
+    pub(crate) fn new_stream(&self) -> StreamId {
+        self.next_stream.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// Passes `event` on; false when the hub has stopped (shutdown).
+    pub(crate) async fn send(&self, event: Event) -> bool {
+        self.events.send(event).await.is_ok()
+    }
+}
