@@ -86,6 +86,8 @@
 //! [`key::ForwardingHeader`]), since a proxy passes the other on as the client sent it. IPv6 clients are keyed by their /64 by default, since one
 //! subscriber usually holds a whole /64.
 
+#![forbid(unsafe_code)]
+
 mod decide;
 pub mod future;
 pub mod headers;
