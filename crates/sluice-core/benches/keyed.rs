@@ -24,6 +24,12 @@
 //! Functions: `sluice_store` (`MemoryStore::check_one` after reading a `SystemClock`),
 //! `sluice_limiter` (`RateLimiter::check`), `governor_check_key`. The share of allowed
 //! checks of each function is printed after its group.
+//!
+//! Measured with this bench and not kept (the code is in git history):
+//! - Prefetching the log's next lines: `sliding_log/allowed/1000` 85.0 → 93.2 ns per check.
+//! - Contended rejections under a shared `RwLock`: two threads on one key, 70–76 → 80–93 ns.
+//! - Tight rings for every log, or from 64 entries: 2.2× slower for a growing log (and 417.6 →
+//!   465.5 instructions in `keyed_instructions`).
 
 mod common;
 

@@ -19,8 +19,6 @@
 //! }
 //! ```
 
-#![allow(clippy::missing_panics_doc)] // every function here panics on a failed check: it is a test
-
 use crate::algorithm::Algorithm;
 use crate::{
     Alignment, Check, Decision, FixedWindow, Key, LeakMode, LeakyBucket, Limit, Policy, SlidingLog, SlidingLogVariant,

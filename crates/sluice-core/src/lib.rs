@@ -1,4 +1,5 @@
 #![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
 
 pub mod algorithm;
 #[cfg(feature = "yaml")]
@@ -30,3 +31,8 @@ pub use policy::wire::{WireError, WirePolicy};
 pub use store::memory::{MemoryStore, MemoryStoreBuilder, RestoreReport, SnapshotError};
 pub use store::{Check, GiveBack, LeaseAnswer, Source, Store, StoreError, Verdict};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
+
+/// docs/leases.md, whose Rust snippets run as this crate's doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/leases.md")]
+pub struct LeasesGuide;

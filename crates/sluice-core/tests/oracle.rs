@@ -7,7 +7,7 @@
 //! [`Algorithm::step`] (threading the state) and from [`MemoryStore::check_now`], alone and
 //! with several policies checked together all or nothing.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 #[path = "oracle/mod.rs"]
 mod oracle;

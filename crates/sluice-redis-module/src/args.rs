@@ -139,7 +139,6 @@ fn double(bytes: &[u8], index: usize) -> Result<f64, String> {
 fn integer(value: f64, name: &str, min: u64, max: u64) -> Result<u64, String> {
     // Both bounds are below 2^53, so they and every integer between are exact doubles, and
     // the cast of a value in range is exact.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
     if value.fract() == 0.0 && value >= min as f64 && value <= max as f64 {
         return Ok(value as u64);
     }

@@ -177,12 +177,10 @@ fn ttl_ms(check: &Check, expires_in: u64) -> u64 {
 
 /// One reply field (an integer below 2^53 in magnitude, so exact).
 fn double(field: i64) -> [u8; 8] {
-    #[allow(clippy::cast_precision_loss)]
     (field as f64).to_le_bytes()
 }
 
 /// A time in the reply (below 2^53, so exact).
 fn double_of(micros: u64) -> [u8; 8] {
-    #[allow(clippy::cast_precision_loss)]
     (micros as f64).to_le_bytes()
 }

@@ -52,7 +52,6 @@ pub(crate) fn command_time_ms() -> Option<u64> {
 /// `static mut` Redis fills in once when the module loads, before any command runs, is read
 /// by the caller). A missing one is a broken invariant, not an input: the panic becomes an
 /// error reply (`command.rs`).
-#[allow(clippy::expect_used)]
 fn api<F>(function: Option<F>) -> F {
     function.expect("a module API function every supported Redis provides")
 }

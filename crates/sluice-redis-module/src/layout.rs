@@ -144,7 +144,6 @@ fn doubles<const N: usize>(raw: &[u8]) -> Result<[u64; N], Malformed> {
 pub(crate) fn number(bytes: &[u8]) -> Result<u64, Malformed> {
     let value = f64::from_le_bytes(bytes.try_into().map_err(|_| Malformed)?);
     // The bound is exact, and so is the cast of an integer below it.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
     if value.fract() == 0.0 && (0.0..EXACT_LIMIT as f64).contains(&value) {
         return Ok(value as u64);
     }
@@ -165,7 +164,6 @@ pub(crate) fn pack(numbers: &[u64]) -> Bytes {
 
 /// `number` as a little-endian double (below 2^53, so exact).
 pub(crate) fn double(number: u64) -> [u8; 8] {
-    #[allow(clippy::cast_precision_loss)]
     (number as f64).to_le_bytes()
 }
 

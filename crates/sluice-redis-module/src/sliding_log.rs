@@ -70,9 +70,7 @@ impl<'a> Log<'a> {
     fn slot(&self, p: usize) -> u64 {
         let bytes = self.slots.get(8 * p..8 * p + 8).and_then(|b| <[u8; 8]>::try_from(b).ok()).unwrap_or_default();
         // Saturating cast: NaN is 0, and no value leaves u64.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let value = f64::from_le_bytes(bytes) as u64;
-        value
+        f64::from_le_bytes(bytes) as u64
     }
 
     /// The logical `index`-th entry, 0 being the oldest.

@@ -7,7 +7,8 @@
 --          (integers, as doubles; judged_at is later than now_us when the state's time was later),
 --          then Redis TIME (µs); an empty string when the deadline had passed (common.lua)
 
--- By algorithm id: script.rs's `algorithm_id` numbers them in this order.
+-- By algorithm id: the core's wire number (`Policy::WIRE_ALGORITHMS`, 1-based), in this order
+-- (a test in script.rs holds it).
 local ALGORITHMS = {
   { sl_decide, sl_record },
   { fw_decide, fw_record },

@@ -10,6 +10,8 @@
 //! read slot by slot, so a decision is O(1) Redis work in the steady state and memory is
 //! bounded by the limit.
 
+#![forbid(unsafe_code)]
+
 mod blocked;
 mod cluster;
 mod deadline;

@@ -182,7 +182,6 @@ fn integers(reply: &[u8]) -> Result<Vec<i64>, StoreError> {
         .map(|bytes| {
             let value = f64::from_le_bytes(bytes.try_into().unwrap_or_default());
             // Exact integers only: both bounds and the cast are exact below 2^53.
-            #[allow(clippy::cast_possible_truncation)]
             let integer = value as i64;
             (value.fract() == 0.0 && value.abs() < exact)
                 .then_some(integer)

@@ -17,7 +17,7 @@
 //! `cargo bench -p sluice-server --bench envoy_latency` (Envoy from scripts/test.sh, or
 //! `SLUICE_ENVOY`). Environment: `SLUICE_BENCH_ROUNDS` (default 5),
 //! `SLUICE_BENCH_ROUND_REQUESTS` (default 2 000).
-#![allow(clippy::unwrap_used, clippy::expect_used)] // a bench that cannot set up should stop loudly
+#![allow(clippy::unwrap_used)] // a bench that cannot set up should stop loudly
 
 // At the crate's root, so that envoy.rs finds `super::server` as in tests/support.
 #[allow(unreachable_pub)]

@@ -2,6 +2,8 @@
 //!
 //! Only [`run`] and the Envoy rule matching are public; everything else is the binary's own.
 
+#![forbid(unsafe_code)]
+
 mod cli;
 mod config;
 mod engine;

@@ -5,6 +5,12 @@
 //!
 //! `cargo bench -p sluice-tower --bench interleaved`; `ONLY=<variant>` runs one variant
 //! alone (for a profiler: `ONLY=sluice_tower valgrind --tool=callgrind <bench binary>`).
+//!
+//! Measured with this bench and not kept (the code is in git history): the response future
+//! built in place, a 1 KiB digit table, and six other request-path changes, none faster (for
+//! example 9 180 instructions per request against 9 144); the allowed response's fields boxed:
+//! 22 fewer instructions in one build, 23 more in another (9 088 against 9 065), and one
+//! allocation more per allowed response with fields.
 
 #[path = "support/apps.rs"]
 mod apps;

@@ -86,6 +86,8 @@
 //! [`key::ForwardingHeader`]), since a proxy passes the other on as the client sent it. IPv6 clients are keyed by their /64 by default, since one
 //! subscriber usually holds a whole /64.
 
+#![forbid(unsafe_code)]
+
 mod decide;
 pub mod future;
 pub mod headers;
@@ -113,6 +115,9 @@ pub use sluice_core::{
     SlidingLog, SlidingLogVariant, SlidingWindow, Source, Store, StoreError, SystemClock, Timestamp, TokenBucket,
     TokenBucketSettings, Verdict,
 };
+// Quota leases: a store in front of the shared one that answers most checks from units it
+// leased (docs/leases.md).
+pub use sluice_core::lease::{LeaseRefusal, LeasedStore, check_leasable};
 // The error of `Policies`: every problem of a YAML file, each with its path.
 #[cfg(feature = "yaml")]
 pub use sluice_core::ConfigError;
@@ -122,3 +127,9 @@ pub use sluice_core::ConfigError;
 pub use sluice_redis;
 #[cfg(feature = "redis")]
 pub use sluice_redis::{FailureMode, RedisSettings, RedisStore};
+
+/// docs/tower.md, whose Rust snippets run as this crate's doctests (they use the `redis`
+/// feature), so that the guide compiles against what the crate exports.
+#[cfg(all(doctest, feature = "redis"))]
+#[doc = include_str!("../../../docs/tower.md")]
+pub struct TowerGuide;

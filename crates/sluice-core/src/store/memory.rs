@@ -203,15 +203,14 @@ impl MemoryStore {
         let first_listed =
             || (0..limits.len()).filter(|&index| first_listing(limits, index)).map(|index| &limits[index]);
         // At most this much is needed, found without looking the key up.
-        let at_most =
-            first_listed().map(|limit| shard.room_for_any_key(limit, request.probe)).fold(Room::default(), add);
+        let at_most: Room = first_listed().map(|limit| shard.room_for_any_key(limit, request.probe)).sum();
         let room = shard.room_left(bound);
         if at_most.states <= room.states && at_most.bytes <= room.bytes {
             return Ok(());
         }
         loop {
             // Again after each round: making room may have dropped one of this key's states.
-            let needed = first_listed().map(|limit| shard.room_for(limit, request)).fold(Room::default(), add);
+            let needed: Room = first_listed().map(|limit| shard.room_for(limit, request)).sum();
             if needed == Room::default() || shard.fits(bound, needed) {
                 return Ok(());
             }
@@ -362,11 +361,6 @@ fn judge(shard: &mut Shard, limit: &Limit, request: Request<'_>) -> Decision {
 /// Each limit's decision for `request`, changing nothing.
 fn judge_all(shard: &mut Shard, limits: &[Limit], request: Request<'_>) -> SmallVec<[Decision; 4]> {
     limits.iter().map(|limit| judge(shard, limit, request)).collect()
-}
-
-/// Two amounts of room together.
-fn add(one: Room, other: Room) -> Room {
-    Room { states: one.states + other.states, bytes: one.bytes.saturating_add(other.bytes) }
 }
 
 impl Default for MemoryStore {

@@ -40,8 +40,8 @@ pub(super) const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 const UNACKNOWLEDGED_LIMIT: Duration = Duration::from_secs(10);
 
 /// The TCP settings of every connection to Redis. Nagle's algorithm stays on (redis-rs's
-/// default): `TCP_NODELAY` was measured slower here (`docs/benchmarks.md`, "Tried and not
-/// kept"), since commands sent while others are in flight then leave one packet each.
+/// default): `TCP_NODELAY` was measured slower here (benches/redis_throughput.rs), since
+/// commands sent while others are in flight then leave one packet each.
 pub(super) fn tcp_settings() -> redis::io::tcp::TcpSettings {
     let settings = redis::io::tcp::TcpSettings::default();
     #[cfg(target_os = "linux")]

@@ -17,8 +17,8 @@ impl From<&str> for RawSize {
 }
 
 impl RawSize {
-    /// A size as a flag or variable gives it: text, read when the settings are resolved.
-    #[allow(clippy::unnecessary_wraps, reason = "clap's value parsers return a Result")]
+    /// A size as a flag or variable gives it: text, read when the settings are resolved
+    /// (a `Result` that is never an error, since clap's value parsers return one).
     pub(crate) fn from_flag(text: &str) -> Result<RawSize, std::convert::Infallible> {
         Ok(RawSize::from(text))
     }

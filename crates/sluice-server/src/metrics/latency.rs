@@ -89,7 +89,6 @@ impl LatencyHistogram {
         }
         let count = buckets.iter().map(|&(_, count)| count).sum();
         // Exact to the nanosecond below 2^53 ns (104 days of summed latency), close after.
-        #[allow(clippy::cast_precision_loss)]
         let sum = sum_nanos as f64 / 1e9;
         (sum, count, buckets)
     }

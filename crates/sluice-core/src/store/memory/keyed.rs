@@ -40,10 +40,10 @@ pub(crate) trait KeyedStates: Send + fmt::Debug {
     fn insertion_bytes(&self, probe: Probe<'_>) -> usize;
 
     /// Forgets the state of `key`; what that freed (no state when there was none).
-    fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> Freed;
+    fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> Room;
 
     /// Drops the states `cut` selects (decrementing its `ties`); returns what that freed.
-    fn drop_expiring_before(&mut self, cut: &mut Cut, hasher: &RandomState) -> Freed;
+    fn drop_expiring_before(&mut self, cut: &mut Cut, hasher: &RandomState) -> Room;
 
     /// When each state that is not limited at `now` expires: the states eviction may drop.
     fn evictable_expiries(&self, now: Timestamp) -> Vec<Timestamp>;
@@ -95,31 +95,26 @@ pub(crate) struct Change {
     pub(crate) bytes: isize,
 }
 
-/// Room in a shard, or asked of it: a number of states and of bytes.
+/// A number of states and of bytes: the room left in a shard, the room a check asks of it,
+/// or what dropping states gave back.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Room {
     pub(crate) states: usize,
     pub(crate) bytes: usize,
 }
 
-/// What dropping states gave back.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Freed {
-    pub(crate) states: usize,
-    pub(crate) bytes: usize,
-}
+impl std::ops::Add for Room {
+    type Output = Room;
 
-impl std::ops::Add for Freed {
-    type Output = Freed;
-
-    fn add(self, other: Freed) -> Freed {
-        Freed { states: self.states + other.states, bytes: self.bytes + other.bytes }
+    /// Both amounts together (bytes saturate: a bound's worth is never near `usize::MAX`).
+    fn add(self, other: Room) -> Room {
+        Room { states: self.states + other.states, bytes: self.bytes.saturating_add(other.bytes) }
     }
 }
 
-impl std::iter::Sum for Freed {
-    fn sum<I: Iterator<Item = Freed>>(iter: I) -> Freed {
-        iter.fold(Freed::default(), |total, freed| total + freed)
+impl std::iter::Sum for Room {
+    fn sum<I: Iterator<Item = Room>>(iter: I) -> Room {
+        iter.fold(Room::default(), |total, room| total + room)
     }
 }
 
@@ -234,18 +229,18 @@ where
         }
     }
 
-    fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> Freed {
+    fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> Room {
         in_class_table!(self, probe, |table, key| {
             let before = table.allocation_size();
             let Some(owned) = table.find(hash, |(stored, _)| stored.is(key)).map(owned_bytes) else {
-                return Freed::default();
+                return Room::default();
             };
             table.remove(hash, |(stored, _)| stored.is(key), rehash(hasher));
-            Freed { states: 1, bytes: before - table.allocation_size() + owned }
+            Room { states: 1, bytes: before - table.allocation_size() + owned }
         })
     }
 
-    fn drop_expiring_before(&mut self, cut: &mut Cut, hasher: &RandomState) -> Freed {
+    fn drop_expiring_before(&mut self, cut: &mut Cut, hasher: &RandomState) -> Room {
         let algorithm = &self.algorithm;
         drop_expiring_in(algorithm, &mut self.exact, cut, hasher)
             + drop_expiring_in(algorithm, &mut self.short, cut, hasher)
@@ -382,7 +377,7 @@ fn drop_expiring_in<A: Algorithm, K: StoredKey>(
     table: &mut KeyClassTable<K, A>,
     cut: &mut Cut,
     hasher: &RandomState,
-) -> Freed
+) -> Room
 where
     A::State: HeapSize,
 {
@@ -401,7 +396,7 @@ where
         !dropped
     };
     table.retain(keep, rehash(hasher));
-    Freed { states: before - table.len(), bytes: allocated - table.allocation_size() + owned }
+    Room { states: before - table.len(), bytes: allocated - table.allocation_size() + owned }
 }
 
 /// Bytes an entry holds outside the table: its key's and its state's heap.

@@ -5,7 +5,7 @@
 //! instead of a virtual call behind two more pointers.
 
 use super::codec::states::{AnyState, Restored};
-use super::keyed::{Change, Cut, Freed, Keyed, KeyedStates, Request};
+use super::keyed::{Change, Cut, Keyed, KeyedStates, Request, Room};
 use super::stored_key::Probe;
 use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::leaky_bucket::LeakyBucket;
@@ -82,11 +82,11 @@ impl KeyedStates for LimitTable {
         with_keyed!(self, keyed => keyed.insertion_bytes(probe))
     }
 
-    fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> Freed {
+    fn remove(&mut self, hash: u64, probe: Probe<'_>, hasher: &RandomState) -> Room {
         with_keyed!(self, keyed => keyed.remove(hash, probe, hasher))
     }
 
-    fn drop_expiring_before(&mut self, cut: &mut Cut, hasher: &RandomState) -> Freed {
+    fn drop_expiring_before(&mut self, cut: &mut Cut, hasher: &RandomState) -> Room {
         with_keyed!(self, keyed => keyed.drop_expiring_before(cut, hasher))
     }
 

@@ -7,7 +7,7 @@
 //! forgetting it would lift its key's block, so a flood of new keys cannot clear one. When
 //! only limited states are left, there is no room, and the store refuses the new key.
 
-use super::keyed::{Change, Cut, Freed, KeyedStates, Request, Room};
+use super::keyed::{Change, Cut, KeyedStates, Request, Room};
 use super::limit_table::LimitTable;
 use super::shard_tables::ShardTables;
 use super::stored_key::Probe;
@@ -204,8 +204,8 @@ impl Shard {
     }
 
     /// Drops the states `cut` selects, and the tables left empty.
-    fn drop_states(&mut self, mut cut: Cut, hasher: &RandomState) -> Freed {
-        let freed: Freed = self.tables.tables_mut().map(|table| table.drop_expiring_before(&mut cut, hasher)).sum();
+    fn drop_states(&mut self, mut cut: Cut, hasher: &RandomState) -> Room {
+        let freed: Room = self.tables.tables_mut().map(|table| table.drop_expiring_before(&mut cut, hasher)).sum();
         self.states -= freed.states;
         self.bytes -= freed.bytes + self.tables.drop_empty();
         self.inserted_since_sweep = 0;

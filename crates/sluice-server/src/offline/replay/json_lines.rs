@@ -134,7 +134,6 @@ fn fractional_time(number: f64) -> Option<Timestamp> {
         number
     };
     // In range: at most 1e17 here, and `as` saturates anyway.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
     let micros = micros as u64;
     Some(Timestamp::from_micros(micros))
 }

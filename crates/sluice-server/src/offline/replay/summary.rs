@@ -127,8 +127,7 @@ impl PolicySummary {
     }
 }
 
-/// `part / whole`, 0 when `whole` is 0.
-#[allow(clippy::cast_precision_loss)] // counts stay far below 2^52
+/// `part / whole`, 0 when `whole` is 0 (counts stay far below 2^52, so exact as doubles).
 fn share(part: u64, whole: u64) -> f64 {
     if whole == 0 { 0.0 } else { part as f64 / whole as f64 }
 }
