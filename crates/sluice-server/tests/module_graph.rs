@@ -138,6 +138,19 @@ fn sluice_server_types_have_their_inherent_impls_in_the_file_that_defines_them()
 }
 
 #[test]
+fn sluice_redis_types_have_their_inherent_impls_in_the_file_that_defines_them() {
+    let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../sluice-redis/src");
+    let found = impls_away_from_their_type(&Crate::read(&src));
+    // A Cluster connection's probes (`store::cluster`) stay methods of the channel: as a type
+    // of its own, the channel's probe and the Cluster's probes would import each other.
+    let known = ["store::cluster: impl Channel (defined in store::channel)"];
+    assert_eq!(
+        found, known,
+        "inherent impls away from the file defining their type (give the concept a type of its own)"
+    );
+}
+
+#[test]
 fn the_checker_finds_an_impl_away_from_its_type() {
     let dir = std::env::temp_dir().join(format!("sluice-impl-files-{}", std::process::id()));
     let src = dir.join("src");

@@ -1,7 +1,7 @@
 //! One connection to Redis and its health: what a store's clones share, and what a probe
 //! watches while Redis does not answer.
 
-use super::common::Common;
+use super::common::{Common, PROBE};
 use super::errors::within;
 use super::origin::OnDisconnect;
 use super::origin::{CONNECT_TIMEOUT, Origin};
@@ -24,12 +24,6 @@ use std::time::Duration;
 /// How long a probe waits for Redis. Longer than a check's timeout: a probe sent to a
 /// stalled Redis is answered the moment it resumes, which ends the outage at once.
 pub(super) const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
-
-/// The probe: a write (so that a Redis refusing writes, out of memory or a replica, is
-/// not taken as up), then Redis `TIME` in µs, which samples its clock for deadlines.
-pub(super) const PROBE: &str = "redis.call('SET', KEYS[1], '1', 'PX', 60000)\n\
-                     local t = redis.call('TIME')\n\
-                     return tonumber(t[1]) * 1000000 + tonumber(t[2])";
 
 /// How long a new connection may wait for its first probe to end before it is used
 /// anyway: connecting (2 s), the probe (1 s), once more after a broken connection (1 s).

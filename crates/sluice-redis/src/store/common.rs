@@ -14,12 +14,18 @@ use crate::settings::{ModuleUse, RedisSettings, TimeSource};
 use sluice_core::{Key, Limit, MemoryStore, StoreError, Timestamp};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// The probe: a write (so that a Redis refusing writes, out of memory or a replica, is
+/// not taken as up), then Redis `TIME` in µs, which samples its clock for deadlines.
+pub(super) const PROBE: &str = "redis.call('SET', KEYS[1], '1', 'PX', 60000)\n\
+                     local t = redis.call('TIME')\n\
+                     return tonumber(t[1]) * 1000000 + tonumber(t[2])";
+
 /// What every connection of one store shares.
 pub(crate) struct Common {
     /// Where connections are made.
     pub(super) origin: Origin,
     pub(super) scripts: Scripts,
-    /// The probe script (`channel` module).
+    /// The probe script ([`PROBE`]).
     pub(super) probe: redis::Script,
     pub(super) settings: RedisSettings,
     pub(super) blocked: BlockedCache,
@@ -44,7 +50,7 @@ impl Common {
         Common {
             origin,
             scripts: Scripts::default(),
-            probe: redis::Script::new(super::channel::PROBE),
+            probe: redis::Script::new(PROBE),
             blocked: BlockedCache::default(),
             fallback: MemoryStore::builder().max_keys(settings.fallback_max_keys).build(),
             outages: Outages::new(target, settings.failure_mode),
