@@ -1,7 +1,7 @@
 //! One connection to Redis and its health: what a store's clones share, and what a probe
 //! watches while Redis does not answer.
 
-use super::common::{Common, PROBE};
+use super::common::Common;
 use super::errors::within;
 use super::origin::OnDisconnect;
 use super::origin::{CONNECT_TIMEOUT, Origin};
