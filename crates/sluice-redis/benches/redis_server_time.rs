@@ -11,14 +11,11 @@
 //! `cargo bench -p sluice-redis --bench redis_server_time`. Environment:
 //! `SLUICE_BENCH_ROUNDS` (default 5), `SLUICE_BENCH_ROUND_CHECKS` (default 20 000).
 
-#[path = "../tests/support/redis.rs"]
-mod redis_support;
-
 mod common;
 
 use common::{Kind, Peer, WARMUP_CAP, Workload, command_stats, connect, env_u64, info, machine_load, median};
 use redis::aio::ConnectionManager;
-use redis_support::RedisServer;
+use sluice_test_support::redis::RedisServer;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

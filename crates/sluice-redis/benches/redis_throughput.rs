@@ -14,16 +14,13 @@
 //! `SLUICE_BENCH_ROUNDS` (default 7), `SLUICE_BENCH_ROUND_CHECKS` (default 30 000),
 //! `SLUICE_BENCH_IN_FLIGHT` (default 64).
 
-#[path = "../tests/support/redis.rs"]
-mod redis_support;
-
 mod common;
 
 use common::{
     KEYS, Kind, Peer, WARMUP_CAP, Workload, connect, env_u64, in_flight, machine_load, median, server_cpu_seconds,
 };
 use redis::aio::ConnectionManager;
-use redis_support::RedisServer;
+use sluice_test_support::redis::RedisServer;
 use std::sync::Arc;
 use std::time::Instant;
 

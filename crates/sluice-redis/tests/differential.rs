@@ -2,14 +2,12 @@
 //! every field, to the microsecond.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-mod support;
-
 use proptest::prelude::*;
 use sluice_core::Limit;
 use sluice_redis::RedisStore;
+use sluice_test_support::compare::{CACHED, compare, long_log, long_trace, policy, settings, start_time, trace};
+use sluice_test_support::redis::RedisServer;
 use std::sync::atomic::Ordering;
-use support::compare::{CACHED, compare, long_log, long_trace, policy, settings, start_time, trace};
-use support::redis::RedisServer;
 
 fn connect(server: &RedisServer, runtime: &tokio::runtime::Runtime) -> RedisStore {
     runtime.block_on(RedisStore::connect(&server.url(), settings())).unwrap()
