@@ -138,8 +138,10 @@ impl RedisServer {
         Self::start_cluster_node_with(module, &[])
     }
 
-    /// As [`start_cluster_node`](Self::start_cluster_node), with `settings` (pairs of
-    /// `--name value` arguments) after the common ones, kept on every restart.
+    /// A Redis Cluster node (not yet joined to a cluster) on a free port, its cluster bus on
+    /// another, its cluster state in `nodes.conf` in its directory; `module`, if any, is
+    /// loaded; `settings` (pairs of `--name value` arguments) follow the common arguments,
+    /// kept on every restart.
     pub fn start_cluster_node_with(module: Option<&Path>, settings: &[&str]) -> RedisServer {
         Self::start_with(|dir| {
             let bus_port = free_port();
