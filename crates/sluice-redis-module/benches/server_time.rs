@@ -45,8 +45,6 @@
 mod harness;
 #[path = "server_time/setup.rs"]
 mod setup;
-#[path = "../../sluice-redis/tests/support/mod.rs"]
-mod support;
 
 use setup::{Peer, Server};
 use sluice_core::{

@@ -5,12 +5,10 @@
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 mod harness;
-#[path = "../../sluice-redis/tests/support/mod.rs"]
-mod support;
 
 use sluice_core::{Alignment, FixedWindow, LeakMode, LeakyBucket, Limit};
+use sluice_test_support::redis::RedisCluster;
 use std::time::Duration;
-use support::redis::RedisCluster;
 
 fn limits() -> Vec<Limit> {
     let window = FixedWindow::new(3, Duration::from_secs(60), Alignment::Aligned, Duration::ZERO).unwrap();

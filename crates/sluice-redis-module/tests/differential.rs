@@ -4,13 +4,12 @@
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 mod harness;
-#[path = "../../sluice-redis/tests/support/mod.rs"]
-mod support;
 
 use proptest::prelude::*;
 use sluice_core::{Key, Limit, ManualClock, MemoryStore, Timestamp, Verdict};
+use sluice_test_support::compare::{case_name, long_log, long_trace, policy, start_time, trace};
+use sluice_test_support::redis::RedisServer;
 use std::cell::RefCell;
-use support::compare::{case_name, long_log, long_trace, policy, start_time, trace};
 
 /// Added to every TTL: keys of injected-time traces must outlive the test, and an hour plus
 /// the state's own lifetime (rounded up to ms) still shows that lifetime in the expiry.
@@ -89,7 +88,7 @@ impl Twins {
 }
 
 /// Twins behind a `RefCell`: proptest's body is a `Fn`.
-fn twins(server: &support::redis::RedisServer) -> RefCell<Twins> {
+fn twins(server: &RedisServer) -> RefCell<Twins> {
     RefCell::new(Twins { con: harness::connect(server), loaded: Default::default() })
 }
 

@@ -4,11 +4,12 @@
 //! (every process keeps seeing demand), the merged admitted stream replays through a
 //! fresh memory store (itself held to the oracles) with nothing refused, and most checks
 //! never reach Redis.
+// The layout of `hammer`'s future (a `LeasedStore` over a `RedisStore`, each check an async
+// call into the other) takes rustc's queries deeper than the default limit of 128.
+#![recursion_limit = "256"]
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 mod harness;
-#[path = "../../sluice-redis/tests/support/mod.rs"]
-mod support;
 
 use sluice_core::lease::{LeasedStore, Unspent};
 use sluice_core::{
@@ -16,8 +17,8 @@ use sluice_core::{
     Source, Store, Timestamp,
 };
 use sluice_redis::{ModuleUse, RedisSettings, RedisStore};
+use sluice_test_support::redis::RedisCluster;
 use std::time::Duration;
-use support::redis::RedisCluster;
 
 const SECOND: u64 = 1_000_000;
 /// A whole second of µs, far from 2^53: the checks inject their own time.

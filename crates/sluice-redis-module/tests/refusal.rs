@@ -4,13 +4,11 @@
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 mod harness;
-#[path = "../../sluice-redis/tests/support/mod.rs"]
-mod support;
 
 use sluice_core::{Check, FixedWindow, Key, Limit, Source, Store, Timestamp};
 use sluice_redis::{ModuleUse, RedisSettings, RedisStore};
+use sluice_test_support::redis::query;
 use std::time::Duration;
-use support::redis::query;
 
 /// The minimal ACL of `docs/redis.md`, and `COMMAND INFO` (module detection), without
 /// `SLUICE.CHECK`.

@@ -5,15 +5,13 @@
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 mod harness;
-#[path = "../../sluice-redis/tests/support/mod.rs"]
-mod support;
 
 use sluice_core::{
     Alignment, FixedWindow, LeakMode, LeakyBucket, Limit, Policy, SlidingLog, SlidingLogVariant, SlidingWindow,
     TokenBucket, TokenBucketSettings,
 };
+use sluice_test_support::redis::RedisServer;
 use std::time::{Duration, Instant};
-use support::redis::RedisServer;
 
 /// Every algorithm and layout: whole and ring sliding logs of both variants, both window
 /// alignments, and the buckets.

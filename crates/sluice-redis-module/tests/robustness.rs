@@ -3,8 +3,6 @@
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 mod harness;
-#[path = "../../sluice-redis/tests/support/mod.rs"]
-mod support;
 
 use proptest::prelude::*;
 use std::cell::RefCell;

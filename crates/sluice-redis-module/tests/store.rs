@@ -5,14 +5,12 @@
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 mod harness;
-#[path = "../../sluice-redis/tests/support/mod.rs"]
-mod support;
 
 use sluice_core::{Check, Key, Limit, Store, Timestamp, Verdict};
 use sluice_redis::{ModuleUse, RedisSettings, RedisStore};
+use sluice_test_support::compare::{compare, policy, start_time, trace};
+use sluice_test_support::redis::{RedisCluster, RedisServer, query};
 use std::time::Duration;
-use support::compare::{compare, policy, start_time, trace};
-use support::redis::{RedisCluster, RedisServer, query};
 
 fn settings(module: ModuleUse) -> RedisSettings {
     RedisSettings { module, timeout: Duration::from_secs(2), blocked_cache: false, ..RedisSettings::injected_time() }

@@ -8,13 +8,11 @@
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 mod harness;
-#[path = "../../sluice-redis/tests/support/mod.rs"]
-mod support;
 
 use sluice_core::{Alignment, FixedWindow, Limit};
+use sluice_test_support::redis::RedisServer;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use support::redis::RedisServer;
 
 /// What the module logs when it loads on a server that skips the look-up.
 const UNVALIDATED: &str = "replicating without command validation";

@@ -16,17 +16,14 @@
 //! (default 5), `SLUICE_BENCH_ROUND_CHECKS` (default 20 000), `SLUICE_BENCH_LEASE_MS` (the
 //! lease period, default 100).
 
-#[path = "../tests/support/redis.rs"]
-mod redis_support;
-
 mod common;
 
 use common::{connect, env_u64, machine_load, median, server_cpu_seconds};
 use redis::aio::ConnectionManager;
-use redis_support::RedisServer;
 use sluice_core::lease::LeasedStore;
 use sluice_core::{Alignment, Check, FixedWindow, Key, Limit, MemoryStore, Source, Store, Timestamp};
 use sluice_redis::{RedisSettings, RedisStore};
+use sluice_test_support::redis::RedisServer;
 use std::time::{Duration, Instant};
 
 /// The limit: 10 000 a second, in aligned one-second windows.

@@ -9,14 +9,11 @@
 //!
 //! `cargo bench -p sluice-redis --bench redis_memory`.
 
-#[path = "../tests/support/redis.rs"]
-mod redis_support;
-
 mod common;
 
 use common::{Kind, Peer, Workload, machine_load};
 use redis::aio::ConnectionManager;
-use redis_support::RedisServer;
+use sluice_test_support::redis::RedisServer;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -10,12 +10,9 @@
 //! Environment: `SLUICE_BENCH_CHECKS` (default 100 000 per mode), `SLUICE_BENCH_RECOVERIES`
 //! (default 10 per fault), `SLUICE_BENCH_CONNECTIONS` (default 2: a server's workers).
 
-#[path = "../tests/support/redis.rs"]
-mod redis_support;
-
-use redis_support::{ClosedPort, RedisServer};
 use sluice_core::{Check, Key, Limit, MemoryStore, Store, Timestamp, TokenBucket, TokenBucketSettings};
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
+use sluice_test_support::redis::{ClosedPort, RedisServer};
 use std::time::{Duration, Instant};
 
 fn main() {

@@ -15,14 +15,11 @@
 //! 4.4 µs, but `sluice serve` on Redis (`scripts/loadtest.sh`, HTTP) went from 69 995–75 058 to
 //! 60 229–66 690 checks/s.
 
-#[path = "../tests/support/redis.rs"]
-mod redis_support;
-
 mod common;
 
 use common::{Kind, Peer, WARMUP_CAP, Workload, command_stats, connect, env_u64, info, machine_load, median};
 use redis::aio::ConnectionManager;
-use redis_support::RedisServer;
+use sluice_test_support::redis::RedisServer;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

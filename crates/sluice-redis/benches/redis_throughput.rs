@@ -20,16 +20,13 @@
 //! builds alternated), since commands sent while others are in flight then leave one packet
 //! each.
 
-#[path = "../tests/support/redis.rs"]
-mod redis_support;
-
 mod common;
 
 use common::{
     KEYS, Kind, Peer, WARMUP_CAP, Workload, connect, env_u64, in_flight, machine_load, median, server_cpu_seconds,
 };
 use redis::aio::ConnectionManager;
-use redis_support::RedisServer;
+use sluice_test_support::redis::RedisServer;
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -4,15 +4,13 @@
 //! error at connect that says so.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-mod support;
-
 use sluice_core::{
     Alignment, Check, FixedWindow, Key, LeakMode, LeakyBucket, Limit, SlidingLog, SlidingLogVariant, SlidingWindow,
     Source, Store, Timestamp, TokenBucket, TokenBucketSettings,
 };
 use sluice_redis::{RedisSettings, RedisStore};
+use sluice_test_support::redis::{RedisServer, query};
 use std::time::Duration;
-use support::redis::{RedisServer, query};
 
 /// The ACL `docs/redis.md` gives, for the default `sluice:` prefix.
 const MINIMAL_ACL: &str = "ACL SETUSER sluice on >s3cret resetkeys ~sluice:* resetchannels -@all \

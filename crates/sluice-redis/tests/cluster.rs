@@ -3,13 +3,11 @@
 //! decide exactly as the memory store does.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-mod support;
-
 use proptest::prelude::*;
 use sluice_core::Limit;
 use sluice_redis::RedisStore;
-use support::compare::{compare, policy, settings, start_time, trace};
-use support::redis::{RedisCluster, query};
+use sluice_test_support::compare::{compare, policy, settings, start_time, trace};
+use sluice_test_support::redis::{RedisCluster, query};
 
 #[test]
 fn a_cluster_decides_like_the_memory_store_with_keys_on_every_node() {

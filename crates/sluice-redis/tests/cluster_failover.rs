@@ -14,14 +14,12 @@
 //! bounded.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-mod support;
-
 use sluice_core::{Check, Key, Limit, Source, Store, Timestamp, TokenBucket, TokenBucketSettings};
 use sluice_redis::{FailureMode, RedisHealth, RedisSettings, RedisStore};
+use sluice_test_support::failover_cluster::FailoverCluster;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use support::failover_cluster::FailoverCluster;
 
 /// The store's timeout: long, so that a check that waited for it is told at once from one
 /// that did not, and no check of a live master reaches it on a busy machine (at 500 ms, a

@@ -3,11 +3,9 @@
 //! each check its time), each part of the suite on keys of its own.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-mod support;
-
 use sluice_redis::{RedisSettings, RedisStore};
-use support::compare::{case_name, settings};
-use support::redis::{RedisCluster, RedisServer};
+use sluice_test_support::compare::{case_name, settings};
+use sluice_test_support::redis::{RedisCluster, RedisServer};
 
 /// Settings whose keys no other store of the test uses.
 fn fresh_settings() -> RedisSettings {

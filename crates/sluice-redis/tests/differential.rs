@@ -2,14 +2,12 @@
 //! every field, to the microsecond.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-mod support;
-
 use proptest::prelude::*;
 use sluice_core::{Check, GiveBack, Key, Limit, ManualClock, MemoryStore, Store, Timestamp};
 use sluice_redis::RedisStore;
+use sluice_test_support::compare::{CACHED, compare, long_log, long_trace, policy, settings, start_time, trace};
+use sluice_test_support::redis::RedisServer;
 use std::sync::atomic::Ordering;
-use support::compare::{CACHED, compare, long_log, long_trace, policy, settings, start_time, trace};
-use support::redis::RedisServer;
 
 fn connect(server: &RedisServer, runtime: &tokio::runtime::Runtime) -> RedisStore {
     runtime.block_on(RedisStore::connect(&server.url(), settings())).unwrap()
@@ -74,7 +72,7 @@ fn compare_give_back(
     trace: &[LeaseStep],
 ) -> Result<(), String> {
     let memory = MemoryStore::builder().clock(ManualClock::default()).build();
-    let key_text = format!("{}-leased", support::compare::case_name());
+    let key_text = format!("{}-leased", sluice_test_support::compare::case_name());
     let key = Key::new(key_text.as_bytes()).unwrap();
     let mut now = start;
     for (index, &(step, cost, lease, back)) in trace.iter().enumerate() {

@@ -9,17 +9,15 @@
 //! answered within a fraction of it is known not to have waited for Redis.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-mod support;
-
 use sluice_core::{
     Alignment, Check, FixedWindow, Key, Limit, RetryAfter, Source, Store, Timestamp, TokenBucket, TokenBucketSettings,
     Verdict,
 };
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
+use sluice_test_support::faulty_link::{Fault, FaultyLink};
+use sluice_test_support::proxy::MovableProxy;
+use sluice_test_support::redis::{ClosedPort, RedisServer, query};
 use std::time::{Duration, Instant};
-use support::faulty_link::{Fault, FaultyLink};
-use support::proxy::MovableProxy;
-use support::redis::{ClosedPort, RedisServer, query};
 
 /// The store's timeout.
 const TIMEOUT: Duration = Duration::from_millis(500);

@@ -2,10 +2,9 @@
 //! crate, survive kill and restart on their port, and never outlive their tests.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-mod support;
-
 use redis::aio::MultiplexedConnection;
 use redis::cluster::ClusterClient;
+use sluice_test_support::redis::{RedisCluster, RedisServer, query};
 use std::collections::HashSet;
 use std::io::Read;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
@@ -13,7 +12,6 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use support::redis::{RedisCluster, RedisServer};
 
 /// Set in a copy of this test binary started by a test below; see [`child_process`].
 const CHILD_ENV: &str = "SLUICE_REDIS_HARNESS_CHILD";
@@ -212,7 +210,7 @@ fn servers_started_in_parallel_get_their_own_ports() {
     let dirs: HashSet<&Path> = servers.iter().map(RedisServer::dir).collect();
     assert_eq!(dirs.len(), servers.len());
     for server in &servers {
-        let replies = support::redis::query(server.port(), &["PING"]).unwrap();
+        let replies = query(server.port(), &["PING"]).unwrap();
         assert_eq!(replies, ["+PONG"]);
     }
 }

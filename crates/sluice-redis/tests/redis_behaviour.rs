@@ -2,8 +2,6 @@
 //! real Redis can show: TTLs, Redis TIME, memory per logged request.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-mod support;
-
 use sluice_core::{
     Alignment, Check, EXACT_LIMIT, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore,
     RetryAfter, SlidingLog, SlidingLogVariant, SlidingWindow, Store, StoreError, Timestamp, TokenBucket,
@@ -13,8 +11,8 @@ use sluice_redis::{RedisSettings, RedisStore, TimeSource};
 use std::time::{Duration, Instant, SystemTime};
 // Injected time with a timeout for tests (5 s), not the request path's 50 ms: on a debug
 // build on a loaded machine, a check can take longer, and would fail open by chance.
-use support::compare::settings as injected_time;
-use support::redis::RedisServer;
+use sluice_test_support::compare::settings as injected_time;
+use sluice_test_support::redis::RedisServer;
 
 const NOW: u64 = 1_763_700_000_000_000;
 

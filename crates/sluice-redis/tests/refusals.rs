@@ -5,12 +5,10 @@
 //! mode. Real redis-server, ACL changed at run time.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-mod support;
-
 use sluice_core::{Check, Key, Limit, SlidingLog, SlidingLogVariant, Source, Store, Timestamp};
 use sluice_redis::{RedisSettings, RedisStore};
+use sluice_test_support::redis::{RedisServer, query};
 use std::time::Duration;
-use support::redis::{RedisServer, query};
 
 const ACL: &str = "ACL SETUSER sluice on >s3cret resetkeys ~sluice:* resetchannels -@all \
     +evalsha +script|load +ping +hello +get +set +getrange +setrange +pexpire +time +del";

@@ -4,12 +4,10 @@
 //! counted), and the promoted replica holds the states it replicated.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-mod support;
-
 use sluice_core::{Check, Key, Limit, Source, Store, Timestamp, TokenBucket, TokenBucketSettings};
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
+use sluice_test_support::redis::{RedisServer, query};
 use std::time::{Duration, Instant};
-use support::redis::{RedisServer, query};
 
 const PRIMARY: &str = "sluice-primary";
 

@@ -4,13 +4,11 @@
 //! that name their cause when verification fails.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-mod support;
-
 use sluice_core::{Check, Key, Limit, SlidingLog, SlidingLogVariant, Source, Store, Timestamp};
 use sluice_redis::{RedisSettings, RedisStore, TlsFiles};
+use sluice_test_support::certificates::Certificates;
+use sluice_test_support::redis::RedisServer;
 use std::time::Duration;
-use support::certificates::Certificates;
-use support::redis::RedisServer;
 
 fn settings(tls: TlsFiles) -> RedisSettings {
     RedisSettings { tls, timeout: Duration::from_secs(2), ..RedisSettings::injected_time() }

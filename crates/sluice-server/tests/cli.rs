@@ -1,10 +1,9 @@
 //! `sluice check-config` and the precedence of settings (flag > environment > file).
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-#[path = "../../sluice-redis/tests/support/certificates.rs"]
-mod certificates;
 mod support;
 
+use sluice_test_support::certificates::Certificates;
 use std::process::Command;
 use support::server::{Server, TempDir, fresh_dir};
 
@@ -140,7 +139,7 @@ fn the_bounds_can_be_set_in_the_server_section_and_are_checked_there() {
 #[test]
 fn check_config_and_serve_refuse_the_same_store_settings_in_the_same_words() {
     let policy = "policies:\n  a: {algorithm: fixed_window, limit: 1, window: 1s}\n";
-    let certs = certificates::Certificates::make();
+    let certs = Certificates::make();
     let ca = certs.path("ca.pem").display().to_string();
     let plain_with_ca = format!("server: {{store: 'redis://h:1', redis_ca_file: '{ca}'}}");
     for (server, problem) in [

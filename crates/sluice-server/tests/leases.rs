@@ -6,12 +6,10 @@
 //! configurations leases cannot serve exactly are refused at start.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-#[path = "../../sluice-redis/tests/support/redis.rs"]
-mod redis_support;
 mod support;
 
-use redis_support::{RedisCluster, RedisServer};
 use serde_json::{Value, json};
+use sluice_test_support::redis::{RedisCluster, RedisServer};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 use support::server::Server;

@@ -3,8 +3,6 @@
 //! streams, and RLS checks on either, never sum above the rule's limit.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-#[path = "../../sluice-redis/tests/support/redis.rs"]
-mod redis_support;
 mod support;
 
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
@@ -14,7 +12,7 @@ use envoy_types::pb::envoy::service::rate_limit_quota::v3::{BucketId, RateLimitQ
 use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
-use redis_support::RedisServer;
+use sluice_test_support::redis::RedisServer;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use support::rlqs::{Stream, bucket, open, tokens_for};
 use support::server::Server;

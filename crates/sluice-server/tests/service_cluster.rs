@@ -7,13 +7,11 @@
 //! warnings.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-#[path = "../../sluice-redis/tests/support/mod.rs"]
-mod redis_support;
 mod support;
 
-use redis_support::failover_cluster::FailoverCluster;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use sluice_test_support::failover_cluster::FailoverCluster;
 use std::time::{Duration, Instant};
 use support::server::Server;
 

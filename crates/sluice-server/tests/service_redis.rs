@@ -3,17 +3,15 @@
 //! while Redis is down.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-#[path = "../../sluice-redis/tests/support/redis.rs"]
-mod redis_support;
 mod support;
 
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
 use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
-use redis_support::RedisServer;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use sluice_test_support::redis::{ClosedPort, RedisServer};
 use std::time::{Duration, Instant};
 use support::server::Server;
 
@@ -126,7 +124,7 @@ async fn open_mode_allows_and_says_so_while_redis_is_down() {
 /// mode means: `open` and `fallback` serve, `closed` does not.
 #[tokio::test]
 async fn a_server_starts_during_an_outage_and_follows_its_failure_mode() {
-    let closed = redis_support::ClosedPort::bind();
+    let closed = ClosedPort::bind();
     let url = format!("redis://127.0.0.1:{}", closed.port());
     for (mode, check_status, ready) in [
         ("open", StatusCode::OK, StatusCode::OK),

@@ -4,13 +4,11 @@
 //! counts it, until it is mended. Real redis-server, real binary.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-#[path = "../../sluice-redis/tests/support/redis.rs"]
-mod redis_support;
 mod support;
 
-use redis_support::{RedisServer, query};
 use reqwest::StatusCode;
 use serde_json::json;
+use sluice_test_support::redis::{RedisServer, query};
 use std::time::{Duration, Instant};
 use support::server::{Server, fresh_dir};
 

@@ -6,14 +6,12 @@
 //! failure mode answered would be a 503.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-#[path = "../../sluice-redis/tests/support/redis.rs"]
-mod redis_support;
 mod support;
 
 use futures_util::future::join_all;
-use redis_support::{RedisCluster, RedisServer};
 use reqwest::StatusCode;
 use serde_json::json;
+use sluice_test_support::redis::{RedisCluster, RedisServer};
 use std::time::{Duration, Instant};
 use support::server::Server;
 

@@ -4,15 +4,11 @@
 //! one given a CA that did not sign Redis's certificate does not start, saying what to do.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-#[path = "../../sluice-redis/tests/support/certificates.rs"]
-mod certificates;
-#[path = "../../sluice-redis/tests/support/redis.rs"]
-mod redis_support;
 mod support;
 
-use certificates::Certificates;
-use redis_support::RedisServer;
 use serde_json::{Value, json};
+use sluice_test_support::certificates::Certificates;
+use sluice_test_support::redis::RedisServer;
 use std::time::Duration;
 use support::server::Server;
 

@@ -2,10 +2,7 @@
 //! prints exactly what the embedded store prints.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
-#[path = "../../sluice-redis/tests/support/redis.rs"]
-mod redis_support;
-
-use redis_support::{RedisCluster, RedisServer};
+use sluice_test_support::redis::{ClosedPort, RedisCluster, RedisServer};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -64,7 +61,7 @@ fn redis_cluster_prints_what_memory_prints() {
 
 #[test]
 fn an_unreachable_redis_is_a_clear_error() {
-    let closed = redis_support::ClosedPort::bind();
+    let closed = ClosedPort::bind();
     let port = closed.port();
     let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
         .current_dir(env!("CARGO_MANIFEST_DIR"))

@@ -4,10 +4,7 @@
 
 mod support;
 
-#[path = "../../sluice-redis/tests/support/redis.rs"]
-mod redis_server;
-
-use redis_server::RedisServer;
+use sluice_test_support::redis::RedisServer;
 use std::time::{Duration, Instant};
 use support::example::Example;
 

@@ -4,13 +4,10 @@
 
 mod support;
 
-#[path = "../../sluice-redis/tests/support/redis.rs"]
-mod redis_server;
-
 use axum::Router;
-use redis_server::RedisServer;
 use sluice_core::RateLimiter;
 use sluice_redis::{FailureMode, RedisSettings, RedisStore};
+use sluice_test_support::redis::{ClosedPort, RedisServer};
 use sluice_tower::RateLimitLayer;
 use sluice_tower::key::PeerIp;
 use std::time::{Duration, Instant};
@@ -92,7 +89,7 @@ async fn when_redis_is_down_the_failure_mode_decides_within_the_timeout() {
 /// at once (the store opened without waiting), and `open` lets it through.
 #[tokio::test]
 async fn a_redis_that_never_started_is_an_outage_for_a_new_client() {
-    let closed_port = redis_server::ClosedPort::bind();
+    let closed_port = ClosedPort::bind();
     let url = format!("redis://127.0.0.1:{}", closed_port.port());
     for (failure_mode, status) in [(FailureMode::Closed, 503), (FailureMode::Open, 200)] {
         let settings =

@@ -2,9 +2,9 @@
 //! Sluice module and redis-cell loaded, either as the tests start it or under callgrind, and
 //! what each peer costs it.
 
-use crate::support::redis::{RedisServer, free_port, query, server_binary};
 use crate::{harness, send};
 use sluice_core::Limit;
+use sluice_test_support::redis::{RedisServer, free_port, query, server_binary};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

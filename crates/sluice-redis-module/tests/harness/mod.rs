@@ -4,8 +4,8 @@
 //! checked twice.
 #![allow(dead_code, unreachable_pub)]
 
-use crate::support::redis::RedisServer;
 use sluice_core::{Decision, Limit, Policy, Quota, RetryAfter};
+use sluice_test_support::redis::RedisServer;
 use std::path::PathBuf;
 use std::time::Duration;
 

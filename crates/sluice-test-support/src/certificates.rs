@@ -1,19 +1,19 @@
 //! Certificates for TLS tests, made by the test: a CA, Redis's certificate for 127.0.0.1 and
-//! a client certificate, as PEM files in a temporary directory. Shared with the service's
-//! tests (`#[path]`), where nothing of it is exported.
-#![allow(unreachable_pub, dead_code)]
+//! a client certificate, as PEM files in a temporary directory.
 
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
 use std::path::{Path, PathBuf};
 
 /// A directory with `ca.pem`, `cert.pem` and `key.pem` (Redis's, for 127.0.0.1),
 /// `client.pem` and `client-key.pem`, and `other-ca.pem` (a CA that signed none of them).
+#[derive(Debug)]
 pub struct Certificates {
     /// The directory holding the files, removed on drop.
     pub dir: PathBuf,
 }
 
 impl Certificates {
+    /// Makes a CA and the certificates it signs, in a new temporary directory.
     pub fn make() -> Certificates {
         let nanos =
             std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |since| since.as_nanos());
@@ -70,6 +70,7 @@ impl Certificates {
         Certificates { dir }
     }
 
+    /// The path of the file `name` (`ca.pem`, `cert.pem`…) in [`dir`](Self::dir).
     pub fn path(&self, name: &str) -> PathBuf {
         self.dir.join(name)
     }

@@ -24,6 +24,7 @@ pub enum Fault {
 }
 
 /// The proxy; it stops accepting when dropped (open connections end with their peers).
+#[derive(Debug)]
 pub struct FaultyLink {
     address: SocketAddr,
     fault: watch::Sender<Fault>,

@@ -9,6 +9,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 /// The proxy; it stops accepting when dropped.
+#[derive(Debug)]
 pub struct MovableProxy {
     address: SocketAddr,
     target: Arc<Mutex<u16>>,

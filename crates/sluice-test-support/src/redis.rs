@@ -14,7 +14,6 @@
 //!
 //! Nothing here is global except the ports the kernel hands out; tests may start servers from
 //! parallel threads. Every wait is bounded, and every failure panics with the server's log.
-#![allow(dead_code, unreachable_pub)]
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Write};
@@ -139,8 +138,10 @@ impl RedisServer {
         Self::start_cluster_node_with(module, &[])
     }
 
-    /// As [`start_cluster_node`](Self::start_cluster_node), with `settings` (pairs of
-    /// `--name value` arguments) after the common ones, kept on every restart.
+    /// A Redis Cluster node (not yet joined to a cluster) on a free port, its cluster bus on
+    /// another, its cluster state in `nodes.conf` in its directory; `module`, if any, is
+    /// loaded; `settings` (pairs of `--name value` arguments) follow the common arguments,
+    /// kept on every restart.
     pub fn start_cluster_node_with(module: Option<&Path>, settings: &[&str]) -> RedisServer {
         Self::start_with(|dir| {
             let bus_port = free_port();
@@ -553,6 +554,7 @@ fn is_ok(info: &str) -> bool {
         .all(|field| info.lines().any(|line| line.trim_end() == *field))
 }
 
+/// `CLUSTER INFO` of the node on `port`: its text, or the error reply (or I/O error) as text.
 pub fn cluster_info(port: u16) -> Result<String, String> {
     let mut replies = query(port, &["CLUSTER INFO"]).map_err(|e| e.to_string())?;
     let info = replies.swap_remove(0);
@@ -563,9 +565,10 @@ pub fn cluster_info(port: u16) -> Result<String, String> {
 /// it that never listens, so a connection is refused at once, and no server started by a
 /// test running in parallel can take the port (its bind fails) and answer in its place, as
 /// it could with a port that was merely free a moment ago.
+#[derive(Debug)]
 pub struct ClosedPort {
     /// Held, never read: the port stays taken until this is dropped.
-    socket: tokio::net::TcpSocket,
+    _socket: tokio::net::TcpSocket,
     port: u16,
 }
 
@@ -579,7 +582,7 @@ impl ClosedPort {
         let socket = tokio::net::TcpSocket::new_v4().expect("cannot create a TCP socket");
         socket.bind((Ipv4Addr::LOCALHOST, 0).into()).expect("cannot bind a TCP socket on 127.0.0.1");
         let port = socket.local_addr().expect("a bound socket has an address").port();
-        ClosedPort { socket, port }
+        ClosedPort { _socket: socket, port }
     }
 
     /// The port.
@@ -651,6 +654,7 @@ fn read_reply(reader: &mut impl BufRead) -> io::Result<String> {
     }
 }
 
+/// The last lines of `text` (a server's log), for a failure's message.
 pub fn tail(text: &str) -> String {
     let lines: Vec<&str> = text.lines().collect();
     lines[lines.len().saturating_sub(LOG_TAIL_LINES)..].join("\n")

@@ -1,9 +1,8 @@
 //! A Redis Cluster that fails over: three masters, each with one replica, on loopback ports,
 //! with a short `cluster-node-timeout`, so that a killed master's replica is promoted within
 //! seconds. Every wait is bounded and waits on what the nodes report.
-#![allow(dead_code, unreachable_pub)]
 
-use super::redis::{RedisServer, cluster_info, query, tail};
+use crate::redis::{RedisServer, cluster_info, query, tail};
 use std::fs;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -49,8 +48,8 @@ impl FailoverCluster {
     /// The slot of `key`, as a live node computes it.
     pub fn slot_of(&self, key: &str) -> u16 {
         let node = self.live().next().expect("a live node");
-        let reply = query(node.port(), &[&format!("CLUSTER KEYSLOT {key}")]).unwrap();
-        reply[0].trim_start_matches(':').parse().unwrap()
+        let reply = query(node.port(), &[&format!("CLUSTER KEYSLOT {key}")]).expect("CLUSTER KEYSLOT answered");
+        reply[0].trim_start_matches(':').parse().expect("a slot number")
     }
 
     /// Kills (SIGKILL) the node on `port`.
@@ -91,29 +90,36 @@ impl FailoverCluster {
     /// `redis-cli --cluster create … --cluster-replicas 1 --cluster-yes`, bounded in time.
     fn create(&self) {
         let log = self.nodes[0].dir().join("cluster-create.log");
-        let output = fs::File::create(&log).unwrap();
+        let output = fs::File::create(&log).expect("the cluster-create log");
         let mut cli = Command::new("redis-cli")
             .args(["--cluster", "create"])
             .args(self.nodes.iter().map(|node| format!("127.0.0.1:{}", node.port())))
             .args(["--cluster-replicas", "1", "--cluster-yes"])
             .stdin(Stdio::null())
-            .stdout(output.try_clone().unwrap())
+            .stdout(output.try_clone().expect("the log, twice"))
             .stderr(output)
             .spawn()
             .expect("redis-cli not found: run scripts/test.sh or install redis-tools");
         let deadline = Instant::now() + PATIENCE;
         let status = loop {
-            if let Some(status) = cli.try_wait().unwrap() {
+            if let Some(status) = cli.try_wait().expect("redis-cli's status") {
                 break status;
             }
             if Instant::now() >= deadline {
                 let _ = cli.kill();
                 let _ = cli.wait();
-                panic!("redis-cli --cluster create did not finish: {}", tail(&fs::read_to_string(&log).unwrap()));
+                panic!(
+                    "redis-cli --cluster create did not finish: {}",
+                    tail(&fs::read_to_string(&log).unwrap_or_default())
+                );
             }
             std::thread::sleep(Duration::from_millis(20));
         };
-        assert!(status.success(), "redis-cli --cluster create failed: {}", tail(&fs::read_to_string(&log).unwrap()));
+        assert!(
+            status.success(),
+            "redis-cli --cluster create failed: {}",
+            tail(&fs::read_to_string(&log).unwrap_or_default())
+        );
     }
 }
 

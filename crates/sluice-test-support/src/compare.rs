@@ -27,12 +27,12 @@ pub fn policy() -> impl Strategy<Value = Policy> {
     prop_oneof![
         (limit.clone(), window.clone(), any::<bool>()).prop_map(|(n, w, attempts)| {
             let variant = if attempts { SlidingLogVariant::Attempts } else { SlidingLogVariant::Accepted };
-            SlidingLog::new(n, us(w), variant).unwrap().into()
+            SlidingLog::new(n, us(w), variant).expect("a valid sliding log").into()
         }),
         (limit.clone(), window.clone(), any::<bool>(), 0u64..60).prop_map(|(n, w, anchored, offset)| {
             let (alignment, offset) =
                 if anchored { (Alignment::Anchored, 0) } else { (Alignment::Aligned, offset % w) };
-            FixedWindow::new(n, us(w), alignment, us(offset)).unwrap().into()
+            FixedWindow::new(n, us(w), alignment, us(offset)).expect("a valid fixed window").into()
         }),
         (limit.clone(), 1u64..20, 1u64..6, any::<bool>(), any::<bool>()).prop_map(
             |(n, width, b, attempts, anchored)| {
@@ -40,7 +40,7 @@ pub fn policy() -> impl Strategy<Value = Policy> {
                 let alignment = if anchored { Alignment::Anchored } else { Alignment::Aligned };
                 let settings =
                     SlidingWindowSettings { limit: n, window: us(width * b), buckets: b, variant, alignment };
-                SlidingWindow::with_settings(settings).unwrap().into()
+                SlidingWindow::with_settings(settings).expect("a valid sliding window").into()
             }
         ),
         (limit, 1u64..4, window).prop_map(|(c, amount, interval)| TokenBucket::new(TokenBucketSettings {
@@ -48,11 +48,11 @@ pub fn policy() -> impl Strategy<Value = Policy> {
             refill_amount: amount,
             refill_interval: us(interval)
         })
-        .unwrap()
+        .expect("a valid token bucket")
         .into()),
         (1u64..30, 0u64..5, any::<bool>()).prop_map(|(interval, burst, delay)| {
             let mode = if delay { LeakMode::Delay } else { LeakMode::NoDelay };
-            LeakyBucket::new(us(interval), burst, mode).unwrap().into()
+            LeakyBucket::new(us(interval), burst, mode).expect("a valid leaky bucket").into()
         }),
     ]
 }
@@ -101,6 +101,7 @@ pub fn case_name() -> String {
 
 /// Runs `trace` on two interleaved keys through a fresh memory store and `redis`;
 /// returns the first mismatch.
+#[allow(clippy::unwrap_used)] // a key or a memory check that fails is the test's own bug
 pub fn compare(
     runtime: &tokio::runtime::Runtime,
     redis: &RedisStore,
