@@ -4,9 +4,6 @@
 //! (every process keeps seeing demand), the merged admitted stream replays through a
 //! fresh memory store (itself held to the oracles) with nothing refused, and most checks
 //! never reach Redis.
-// The layout of `hammer`'s future (a `LeasedStore` over a `RedisStore`, each check an async
-// call into the other) takes rustc's queries deeper than the default limit of 128.
-#![recursion_limit = "256"]
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 mod harness;

@@ -2,6 +2,7 @@
 
 use crate::engine::front::Front;
 use crate::http::api::PolicyInfo;
+use crate::metrics::Gauges;
 use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -85,9 +86,13 @@ const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0;
 pub(crate) async fn metrics(State(front): State<Arc<Front>>) -> Response {
     let service = &front.service;
     let backend = service.engine.backend();
-    let keys = backend.memory().map(sluice_core::MemoryStore::len);
-    let age = service.last_snapshot.lock().map(|at| at.elapsed());
-    let text = service.engine.metrics().render(keys, (backend.redis_health(), backend.lease_figures()), age);
+    let gauges = Gauges {
+        keys: backend.memory().map(sluice_core::MemoryStore::len),
+        redis: backend.redis_health(),
+        leases: backend.lease_figures(),
+        snapshot_age: service.last_snapshot.lock().map(|at| at.elapsed()),
+    };
+    let text = service.engine.metrics().render(gauges);
     ([(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)], text).into_response()
 }
 

@@ -231,14 +231,9 @@ impl Metrics {
         self.snapshots.get_or_create(&ResultLabels { result: if ok { "ok" } else { "failed" } }).inc();
     }
 
-    /// Renders every metric, with the gauges read now: `keys` of the embedded store, or
-    /// `redis`'s health and the `leases`' figures.
-    pub(crate) fn render(
-        &self,
-        keys: Option<usize>,
-        (redis, leases): (Option<RedisHealth>, Option<LeaseFigures>),
-        snapshot_age: Option<Duration>,
-    ) -> String {
+    /// Renders every metric, with the gauges read now.
+    pub(crate) fn render(&self, gauges: Gauges) -> String {
+        let Gauges { keys, redis, leases, snapshot_age } = gauges;
         self.keys.set(keys.map_or(0, |keys| i64::try_from(keys).unwrap_or(i64::MAX)));
         self.redis.update(&redis.unwrap_or_default());
         self.leases.update(&leases.unwrap_or_default());
@@ -248,4 +243,17 @@ impl Metrics {
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
         text
     }
+}
+
+/// What `/metrics` reads at each scrape, from the store and the service.
+#[derive(Debug, Default)]
+pub(crate) struct Gauges {
+    /// The states the embedded store holds; `None` on Redis.
+    pub(crate) keys: Option<usize>,
+    /// Redis's health; `None` on the embedded store.
+    pub(crate) redis: Option<RedisHealth>,
+    /// What the leases did; `None` without leases.
+    pub(crate) leases: Option<LeaseFigures>,
+    /// How long ago the last snapshot was written; `None` before the first.
+    pub(crate) snapshot_age: Option<Duration>,
 }
