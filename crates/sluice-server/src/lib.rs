@@ -31,9 +31,20 @@ pub fn run() -> ExitCode {
     };
     match result {
         Ok(code) => code,
+        // The reader went away (`sluice simulate … | head -1`): nothing is left to say.
+        Err(error) if is_closed_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("sluice: {error:#}");
             ExitCode::from(2)
         }
     }
+}
+
+/// True when `error` comes from writing to a pipe whose reader has closed.
+fn is_closed_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+            || cause.downcast_ref::<serde_json::Error>().and_then(serde_json::Error::io_error_kind)
+                == Some(std::io::ErrorKind::BrokenPipe)
+    })
 }

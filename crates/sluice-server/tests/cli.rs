@@ -174,3 +174,40 @@ fn check_config_and_serve_refuse_the_same_store_settings_in_the_same_words() {
         assert!(!served_err.contains("InvalidClientConfig") && !served_err.contains("s3cret"), "{served_err}");
     }
 }
+
+/// Runs `sluice` with `args`, its standard output a pipe whose reader has already closed (as
+/// `| head -1` leaves it): every write fails with a broken pipe, whatever the timing.
+fn into_a_closed_pipe(args: &[&str], stdin: &str) -> std::process::Output {
+    use std::io::Write as _;
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sluice"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    // The child may exit before reading it all: a write error here is its business.
+    let _ = input.write_all(stdin.as_bytes());
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn every_subcommand_exits_quietly_into_a_closed_pipe() {
+    let trace = include_str!("../../../examples/trace.txt").repeat(50);
+    let policies = "../../examples/policies.yaml";
+    let runs: [(&[&str], &str); 3] = [
+        (&["check-config", "service.yaml"], ""),
+        (&["simulate", "--config", policies, "--policy", "burst2"], trace.as_str()),
+        (&["replay", "--config", policies, "--policy", "burst2", "../../examples/access.log"], ""),
+    ];
+    for (args, stdin) in runs {
+        let output = into_a_closed_pipe(args, stdin);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success() && stderr.is_empty(), "{args:?}: {:?}, stderr: {stderr}", output.status);
+    }
+}

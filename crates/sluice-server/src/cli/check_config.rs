@@ -3,6 +3,8 @@
 use crate::cli::CheckConfigArgs;
 use crate::config::service_file::ServiceConfig;
 use crate::envoy::{Quota, Rule, Rules};
+use std::fmt::Write as _;
+use std::io::Write as _;
 use std::process::ExitCode;
 
 /// Prints what the file defines, or every problem in it; exit status 0 when valid, 2 when
@@ -16,32 +18,36 @@ pub(crate) fn run(args: &CheckConfigArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let mut listing = String::new();
     let policies = crate::config::policy_text::policies(config.policies().len());
-    println!("{}: valid, {policies}", args.file.display());
+    let _ = writeln!(listing, "{}: valid, {policies}", args.file.display());
     for entry in config.policies() {
         let policy = entry.limit.policy();
-        println!(
-            "  {} ({}): {}",
-            entry.limit.name(),
-            policy.algorithm_name(),
-            crate::config::policy_text::describe(policy)
-        );
+        let words = crate::config::policy_text::describe(policy);
+        let _ = writeln!(listing, "  {} ({}): {words}", entry.limit.name(), policy.algorithm_name());
     }
     if let Some(rules) = config.envoy() {
-        print_rules(rules);
+        list_rules(&mut listing, rules);
     }
-    ExitCode::SUCCESS
+    match std::io::stdout().lock().write_all(listing.as_bytes()) {
+        // A reader that went away (`| head -1`) read what it wanted.
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("sluice: cannot write the listing: {error}");
+            ExitCode::from(2)
+        }
+        _ => ExitCode::SUCCESS,
+    }
 }
 
 /// Lists the Envoy domains and, under each, its rules in file order.
-fn print_rules(rules: &Rules) {
+fn list_rules(listing: &mut String, rules: &Rules) {
     let mut domains: Vec<&str> = rules.domains().collect();
     domains.sort_unstable();
-    println!("{} Envoy rules in {} domains", rules.len(), domains.len());
+    let _ = writeln!(listing, "{} Envoy rules in {} domains", rules.len(), domains.len());
     for domain in domains {
-        println!("  domain {domain}");
+        let _ = writeln!(listing, "  domain {domain}");
         for rule in rules.rules().filter(|rule| rule.domain() == domain) {
-            println!("    {}: {}", rule.path(), describe(rule));
+            let _ = writeln!(listing, "    {}: {}", rule.path(), describe(rule));
         }
     }
 }

@@ -27,7 +27,9 @@ use anyhow::Context;
 use futures_util::future::join_all;
 use sluice_core::Limit;
 use sluice_core::lease::Unspent;
+use std::fmt::Write as _;
 use std::future::Future;
+use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -230,35 +232,41 @@ async fn serve_front(
     served_grpc.context("gRPC server")
 }
 
-/// Prints where the service listens and what it serves (standard output, for people and scripts).
+/// Prints where the service listens and what it serves (standard output, for people and
+/// scripts). A closed standard output (`sluice serve | head -1`) does not stop the service.
 fn announce(service: &ServiceState, http: &TcpListener, grpc: &TcpListener) -> anyhow::Result<()> {
+    let mut lines = served(service);
+    let _ = writeln!(lines, "HTTP listening on http://{}", http.local_addr()?);
+    let _ = writeln!(lines, "gRPC listening on {}", grpc.local_addr()?);
+    let _ = std::io::stdout().lock().write_all(lines.as_bytes());
+    Ok(())
+}
+
+/// What the service serves, in the start-up lines' words.
+fn served(service: &ServiceState) -> String {
     let loaded = service.engine.loaded();
     let source =
         service.config_path.as_ref().map_or_else(|| "built-in example".to_owned(), |p| p.display().to_string());
     let policies = crate::config::policy_text::policies(loaded.config.policies().len());
-    println!("sluice {} serving {policies} from {source}", env!("CARGO_PKG_VERSION"));
+    let mut lines = format!("sluice {} serving {policies} from {source}\n", env!("CARGO_PKG_VERSION"));
     for entry in loaded.config.policies() {
         let shadow = if entry.shadow { " (shadow mode)" } else { "" };
         // In check-config's words: `api (token_bucket): capacity 100, 10 per 1 s`.
         let policy = entry.limit.policy();
         let words = crate::config::policy_text::describe(policy);
-        println!("  policy {} ({}): {words}{shadow}", entry.limit.name(), policy.algorithm_name());
+        let _ = writeln!(lines, "  policy {} ({}): {words}{shadow}", entry.limit.name(), policy.algorithm_name());
     }
     if let Some(rules) = loaded.config.envoy() {
-        println!("Envoy rules: {} in domains {}", rules.len(), rules.domains().collect::<Vec<_>>().join(", "));
+        let domains = rules.domains().collect::<Vec<_>>().join(", ");
+        let _ = writeln!(lines, "Envoy rules: {} in domains {domains}", rules.len());
     }
-    println!("store: {}", service.settings.store);
+    let _ = writeln!(lines, "store: {}", service.settings.store);
     if let (Some(path), Some(_)) = (&service.settings.snapshot, service.engine.backend().memory()) {
-        println!(
-            "snapshot: {} (every {} s and at shutdown)",
-            snapshot::absolute(path).display(),
-            service.settings.snapshot_interval.as_secs_f64()
-        );
+        let every = service.settings.snapshot_interval.as_secs_f64();
+        let _ = writeln!(lines, "snapshot: {} (every {every} s and at shutdown)", snapshot::absolute(path).display());
     }
-    println!("workers: {}", service.settings.workers);
-    println!("HTTP listening on http://{}", http.local_addr()?);
-    println!("gRPC listening on {}", grpc.local_addr()?);
-    Ok(())
+    let _ = writeln!(lines, "workers: {}", service.settings.workers);
+    lines
 }
 
 /// The log filter without `RUST_LOG`: `info`, but only errors from redis-rs's Cluster
