@@ -46,6 +46,9 @@ async fn state_survives_kill_9() {
         assert_eq!(check(&server, "log").await, StatusCode::OK);
     }
     wait_for_a_later_snapshot(&server).await;
+    let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+    let age = metrics.lines().find_map(|line| line.strip_prefix("sluice_snapshot_age_seconds{} "));
+    assert!(age.is_some_and(|age| age.parse::<f64>().is_ok_and(f64::is_finite)), "a snapshot's age:\n{metrics}");
     server.signal("KILL");
     let server = server.restart();
     assert_eq!(check(&server, "p").await, StatusCode::TOO_MANY_REQUESTS, "the window's count survived");

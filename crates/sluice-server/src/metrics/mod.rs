@@ -3,7 +3,7 @@
 //! Per-policy counters are looked up once per configuration ([`PolicyCounters`]), so a
 //! check touches only atomics.
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, LabelSetEncoder};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -61,7 +61,8 @@ pub(crate) struct Metrics {
     reloads: Family<ResultLabels, Counter>,
     snapshots: Family<ResultLabels, Counter>,
     keys: Gauge,
-    snapshot_age: Gauge<f64, AtomicU64>,
+    /// One series once a snapshot was written, none before (or with snapshots off).
+    snapshot_age: Family<NoLabels, Gauge<f64, AtomicU64>>,
     hot_keys: HotKeys,
     per_second: PerSecond,
     redis: RedisHealthMetrics,
@@ -108,7 +109,7 @@ impl Metrics {
             reloads: Family::default(),
             snapshots: Family::default(),
             keys: Gauge::default(),
-            snapshot_age: Gauge::default(),
+            snapshot_age: Family::default(),
             redis: RedisHealthMetrics::default(),
             leases: LeaseMetrics::default(),
             hot_keys: HotKeys::default(),
@@ -141,7 +142,7 @@ impl Metrics {
         registry.register("keys", "States held by the in-memory store (one per policy and key)", self.keys.clone());
         registry.register(
             "snapshot_age_seconds",
-            "Seconds since the last snapshot was written",
+            "Seconds since the last snapshot was written (no series before the first)",
             self.snapshot_age.clone(),
         );
         // Every series exists from the start, at 0, so rates and alerts see the first event.
@@ -237,7 +238,10 @@ impl Metrics {
         self.keys.set(keys.map_or(0, |keys| i64::try_from(keys).unwrap_or(i64::MAX)));
         self.redis.update(&redis.unwrap_or_default());
         self.leases.update(&leases.unwrap_or_default());
-        self.snapshot_age.set(snapshot_age.map_or(f64::NAN, |age| age.as_secs_f64()));
+        match snapshot_age {
+            Some(age) => _ = self.snapshot_age.get_or_create(&NoLabels).set(age.as_secs_f64()),
+            None => self.snapshot_age.clear(),
+        }
         let mut text = String::new();
         // Writing to a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut text, &self.registry);
@@ -256,4 +260,14 @@ pub(crate) struct Gauges {
     pub(crate) leases: Option<LeaseFigures>,
     /// How long ago the last snapshot was written; `None` before the first.
     pub(crate) snapshot_age: Option<Duration>,
+}
+
+/// The label set of a series that has none: a family of it holds one series or none.
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
+struct NoLabels;
+
+impl EncodeLabelSet for NoLabels {
+    fn encode(&self, _: &mut LabelSetEncoder<'_>) -> Result<(), std::fmt::Error> {
+        Ok(())
+    }
 }
