@@ -243,6 +243,10 @@ fn check_config_refuses_leases_that_cannot_be_exact() {
             "limit `login` (sliding_log) cannot be leased exactly",
         ),
         ("server: {lease_period: 100ms}\n".to_owned() + CONFIG, "needs a shared store"),
+        (
+            "server: {store: \"redis://127.0.0.1:6379\", lease_period: 100ms}\npolicies:\n  login: {algorithm: sliding_log, limit: 5, window: 15m}\n  api: {algorithm: fixed_window, limit: 9, window: 1m}\n  bucket: {algorithm: token_bucket, capacity: 5, refill_interval: 1s}\n".to_owned(),
+            "2 limits cannot be leased exactly:\n  limit `login` (sliding_log) cannot be leased exactly",
+        ),
     ];
     for (index, (config, expected)) in cases.iter().enumerate() {
         let path = dir.join(format!("config-{index}.yaml"));
@@ -253,4 +257,10 @@ fn check_config_refuses_leases_that_cannot_be_exact() {
         assert_eq!(output.status.code(), Some(2), "{stderr}");
         assert!(stderr.contains("server.lease_period") && stderr.contains(expected), "{stderr}");
     }
+    // Every refused limit is named at once, as every other configuration problem is.
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"));
+    let output = command.arg("check-config").arg(dir.join("config-2.yaml")).output().unwrap();
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("limit `bucket` (token_bucket) cannot be leased exactly"), "{stderr}");
+    assert!(!stderr.contains("`api`"), "a leasable limit is not named: {stderr}");
 }

@@ -10,7 +10,8 @@ use sluice_core::Limit;
 ///
 /// # Errors
 ///
-/// What is wrong and what to do, naming the policy (or Envoy rule) and the reason.
+/// What is wrong and what to do, naming every policy (or Envoy rule) that cannot be leased
+/// and the reason for each.
 pub(crate) fn check_leases<'a>(settings: &Settings, limits: impl IntoIterator<Item = &'a Limit>) -> Result<(), String> {
     if settings.lease_period.is_zero() {
         return Ok(());
@@ -20,9 +21,18 @@ pub(crate) fn check_leases<'a>(settings: &Settings, limits: impl IntoIterator<It
                     on the embedded store every check is already local"
             .to_owned());
     }
-    for limit in limits {
-        sluice_core::lease::check_leasable(std::slice::from_ref(limit))
-            .map_err(|refusal| format!("--lease-period (server.lease_period) is on, but {refusal}"))?;
+    let refused: Vec<String> = limits
+        .into_iter()
+        .filter_map(|limit| sluice_core::lease::check_leasable(std::slice::from_ref(limit)).err())
+        .map(|refusal| refusal.to_string())
+        .collect();
+    match refused.as_slice() {
+        [] => Ok(()),
+        [one] => Err(format!("--lease-period (server.lease_period) is on, but {one}")),
+        several => Err(format!(
+            "--lease-period (server.lease_period) is on, but {} limits cannot be leased exactly:\n  {}",
+            several.len(),
+            several.join("\n  ")
+        )),
     }
-    Ok(())
 }
