@@ -7,8 +7,8 @@ mod support;
 
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescriptor;
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
-use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
+use envoy_types::pb::envoy::service::ratelimit::v3::{RateLimitRequest, RateLimitResponse};
 use reqwest::StatusCode;
 use serde_json::{Value, json};
 use sluice_test_support::redis::{ClosedPort, RedisServer};
@@ -33,11 +33,15 @@ async fn check(server: &Server, key: &str) -> (StatusCode, Value) {
 }
 
 async fn grpc(server: &Server, user: &str) -> Result<i32, tonic::Status> {
+    grpc_response(server, user).await.map(|response| response.overall_code)
+}
+
+async fn grpc_response(server: &Server, user: &str) -> Result<RateLimitResponse, tonic::Status> {
     let mut client = RateLimitServiceClient::connect(format!("http://{}", server.grpc)).await.unwrap();
     let entries = vec![Entry { key: "user".into(), value: user.into() }];
     let descriptors = vec![RateLimitDescriptor { entries, ..RateLimitDescriptor::default() }];
     let request = RateLimitRequest { domain: "edge".into(), descriptors, hits_addend: 1 };
-    client.should_rate_limit(request).await.map(|response| response.into_inner().overall_code)
+    client.should_rate_limit(request).await.map(tonic::Response::into_inner)
 }
 
 /// A server on `redis` whose checks fail after `timeout` (short where Redis is taken away,
@@ -107,14 +111,22 @@ async fn closed_mode_answers_503_and_unavailable_while_redis_is_down() {
     assert_eq!(reqwest::get(server.url("/readyz")).await.unwrap().status(), StatusCode::OK);
 }
 
+/// A failed-open answer claims no quota nobody read: no rate-limit fields and `remaining`
+/// null over HTTP, no `current_limit` (so no `x-ratelimit-*` from Envoy) over RLS.
 #[tokio::test]
 async fn open_mode_allows_and_says_so_while_redis_is_down() {
     let mut redis = RedisServer::start();
     let server = start(&redis, "open", "200ms");
     redis.kill();
-    let (status, body) = check(&server, "u").await;
+    let body = json!({"key": "u", "policies": ["three_per_hour"]});
+    let response = reqwest::Client::new().post(server.url("/v1/check")).json(&body).send().await.unwrap();
+    let fields = ["ratelimit", "ratelimit-policy", "x-ratelimit-remaining", "x-ratelimit-limit"];
+    assert!(fields.iter().all(|field| response.headers().get(*field).is_none()), "{:?}", response.headers());
+    let (status, body): (StatusCode, Value) = (response.status(), response.json().await.unwrap());
     assert_eq!((status, body["source"].as_str()), (StatusCode::OK, Some("failed_open")));
-    assert_eq!(grpc(&server, "u").await.unwrap(), 1, "OK");
+    assert!(body["remaining"].is_null(), "{body}");
+    let status = &grpc_response(&server, "u").await.unwrap().statuses[0];
+    assert_eq!((status.code, status.current_limit.as_ref(), status.limit_remaining), (1, None, 0), "{status:?}");
     let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
     assert!(metrics.contains("sluice_decisions_without_store_total{source=\"failed_open\"} 2"), "{metrics}");
 }

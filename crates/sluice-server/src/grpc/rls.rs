@@ -102,6 +102,9 @@ impl RateLimitGrpc {
                 };
                 let checked = envoy.check_override(loaded, state_key(&key)?, &limit, hits).await;
                 let outcome = as_envoy_reports(checked.map_err(grpc_error)?);
+                if outcome.source == Source::FailedOpen {
+                    return Ok((failed_open(), Some(outcome)));
+                }
                 let (code, remaining, reset) = answer(&outcome)?;
                 Ok((descriptor_status(code, Some(current), remaining, Some(reset)), Some(outcome)))
             }
@@ -109,6 +112,9 @@ impl RateLimitGrpc {
                 let key = state_key(&key)?;
                 let checked = envoy.check_rule(loaded, key, rule, limit, rule.shadow_mode(), hits).await;
                 let outcome = as_envoy_reports(checked.map_err(grpc_error)?);
+                if outcome.source == Source::FailedOpen {
+                    return Ok((failed_open(), Some(outcome)));
+                }
                 let (code, remaining, reset) = answer(&outcome)?;
                 Ok((status(code, Some(rule), remaining, Some(reset)), Some(outcome)))
             }
@@ -125,6 +131,13 @@ fn as_envoy_reports(mut outcome: Outcome) -> Outcome {
         outcome.decision.remaining = 0;
     }
     outcome
+}
+
+/// The status of a descriptor the `open` failure mode let through while the store was down:
+/// `OK`, claiming no quota (no `current_limit`, nothing remaining, no reset), since none was
+/// read; Envoy then adds no `x-ratelimit-*` header for it, nor does `envoy_headers`.
+fn failed_open() -> DescriptorStatus {
+    descriptor_status(Code::Ok, None, 0, None)
 }
 
 /// A descriptor's state key as the store takes it.

@@ -71,8 +71,9 @@ pub(crate) struct CheckResponse<'a> {
     pub(crate) policy: &'a str,
     /// That policy's limit (token bucket: capacity; leaky bucket: burst + 1).
     pub(crate) limit: u64,
-    /// Cost-1 requests that would still pass right now.
-    pub(crate) remaining: u64,
+    /// Cost-1 requests that would still pass right now; null when no quota was read (the
+    /// store was down and the `open` failure mode let the request through).
+    pub(crate) remaining: Option<u64>,
     /// µs until all quota is back if no request came.
     pub(crate) reset_after_us: u64,
     /// µs until a request of the same cost could pass; null when allowed, or when the cost
@@ -100,7 +101,8 @@ impl<'a> CheckResponse<'a> {
             allowed: decision.allowed,
             policy: outcome.limit.name(),
             limit: decision.limit,
-            remaining: decision.remaining,
+            // A failed-open answer made up a fresh state: it claims no quota.
+            remaining: (outcome.source != Source::FailedOpen).then_some(decision.remaining),
             reset_after_us: micros(decision.reset_after),
             retry_after_us,
             cost_exceeds_limit,
@@ -127,7 +129,8 @@ impl CheckResponse<'_> {
         // Writing to memory cannot fail; serde_json escapes the name.
         let _ = serde_json::to_writer(&mut *out, self.policy);
         field(out, ",\"limit\":", digits.format(self.limit).as_bytes());
-        field(out, ",\"remaining\":", digits.format(self.remaining).as_bytes());
+        let remaining = self.remaining.map_or(&b"null"[..], |remaining| digits.format(remaining).as_bytes());
+        field(out, ",\"remaining\":", remaining);
         field(out, ",\"reset_after_us\":", digits.format(self.reset_after_us).as_bytes());
         let retry_after = self.retry_after_us.map_or(&b"null"[..], |micros| digits.format(micros).as_bytes());
         field(out, ",\"retry_after_us\":", retry_after);
@@ -185,7 +188,7 @@ mod tests {
             allowed: bool,
             policy in any::<String>(),
             limit: u64,
-            remaining: u64,
+            remaining: Option<u64>,
             reset_after_us: u64,
             retry_after_us: Option<u64>,
             cost_exceeds_limit: bool,

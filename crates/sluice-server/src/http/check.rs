@@ -110,14 +110,17 @@ fn respond(outcome: &Answer, fields: Fields) -> Response {
     let mut buffer = Vec::with_capacity(384 + 3 * outcome.limit.name().len());
     CheckResponse::from_outcome(outcome).write_json(&mut buffer);
     let body_length = buffer.len();
-    let ranges = write_rate_limit_headers(outcome, fields, &mut buffer);
+    // No rate-limit fields on a failed-open answer: no quota was read to announce.
+    let ranges = (outcome.source != Source::FailedOpen).then(|| write_rate_limit_headers(outcome, fields, &mut buffer));
     let buffer = Bytes::from(buffer);
     let mut response = Response::new(Body::from(buffer.slice(..body_length)));
     *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.reserve(8);
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    insert_rate_limit_headers(headers, ranges, &buffer);
+    if let Some(ranges) = ranges {
+        insert_rate_limit_headers(headers, ranges, &buffer);
+    }
     response
 }
 
