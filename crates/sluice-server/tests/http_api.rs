@@ -584,3 +584,22 @@ fn random_bodies_get_a_decision_or_a_4xx() {
     let health = runtime.block_on(async { reqwest::get(server.url("/healthz")).await.unwrap().status() });
     assert_eq!(health, StatusCode::OK);
 }
+
+/// Every endpoint words a body that does not parse alike: `invalid request body: ` and the
+/// parser's message, never the web framework's own text.
+#[tokio::test]
+async fn every_endpoint_words_a_bad_body_alike() {
+    let server = Server::start(CONFIG, &[]);
+    for path in ["/v1/check", "/v1/peek", "/v1/reset"] {
+        for body in [json!({"policies": ["two_per_hour"]}), json!({"key": "k", "extra": 1})] {
+            let response = post(&server, path, body.clone()).await;
+            assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{path} {body}");
+            let answer: Value = response.json().await.unwrap();
+            let message = answer["message"].as_str().unwrap();
+            assert!(
+                message.starts_with("invalid request body: ") && message.contains(" at line 1 column "),
+                "{path}: {message}"
+            );
+        }
+    }
+}

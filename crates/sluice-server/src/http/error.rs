@@ -47,8 +47,24 @@ impl From<JsonRejection> for ApiError {
             }
             _ => (StatusCode::BAD_REQUEST, "bad_request"),
         };
-        ApiError::new(status, code, rejection.body_text())
+        let message = match &rejection {
+            // In the words check and peek use (`json_body`): serde's own message.
+            JsonRejection::JsonDataError(_) | JsonRejection::JsonSyntaxError(_) => {
+                format!("invalid request body: {}", deepest_cause(&rejection))
+            }
+            _ => rejection.body_text(),
+        };
+        ApiError::new(status, code, message)
     }
+}
+
+/// The last error in `error`'s chain of sources: the parser's own message.
+fn deepest_cause<'a>(error: &'a (dyn std::error::Error + 'static)) -> &'a (dyn std::error::Error + 'static) {
+    let mut deepest = error;
+    while let Some(source) = deepest.source() {
+        deepest = source;
+    }
+    deepest
 }
 
 /// A request body as the handlers read it: axum's, or hyper's own.
