@@ -34,10 +34,10 @@ fn two_per_second_prints_every_field() {
     let output = simulate(&["two_per_second"], "100000 alice\n400000 alice\n500000 alice\n1100000 alice\n");
     assert!(output.status.success(), "{}", stderr(&output));
     let expected = [
-        json!({"t": 100000, "key": "alice", "cost": 1, "allowed": true, "remaining": 1, "reset_after_us": 1000000, "retry_after_us": null, "delay_us": 0, "policy": "two_per_second"}),
-        json!({"t": 400000, "key": "alice", "cost": 1, "allowed": true, "remaining": 0, "reset_after_us": 1000000, "retry_after_us": null, "delay_us": 0, "policy": "two_per_second"}),
-        json!({"t": 500000, "key": "alice", "cost": 1, "allowed": false, "remaining": 0, "reset_after_us": 900000, "retry_after_us": 600000, "delay_us": 0, "policy": "two_per_second"}),
-        json!({"t": 1100000, "key": "alice", "cost": 1, "allowed": true, "remaining": 0, "reset_after_us": 1000000, "retry_after_us": null, "delay_us": 0, "policy": "two_per_second"}),
+        json!({"t": 100000, "key": "alice", "cost": 1, "allowed": true, "remaining": 1, "reset_after_us": 1000000, "retry_after_us": null, "cost_exceeds_limit": false, "delay_us": 0, "policy": "two_per_second"}),
+        json!({"t": 400000, "key": "alice", "cost": 1, "allowed": true, "remaining": 0, "reset_after_us": 1000000, "retry_after_us": null, "cost_exceeds_limit": false, "delay_us": 0, "policy": "two_per_second"}),
+        json!({"t": 500000, "key": "alice", "cost": 1, "allowed": false, "remaining": 0, "reset_after_us": 900000, "retry_after_us": 600000, "cost_exceeds_limit": false, "delay_us": 0, "policy": "two_per_second"}),
+        json!({"t": 1100000, "key": "alice", "cost": 1, "allowed": true, "remaining": 0, "reset_after_us": 1000000, "retry_after_us": null, "cost_exceeds_limit": false, "delay_us": 0, "policy": "two_per_second"}),
     ];
     assert_eq!(lines(&output), expected);
 }
@@ -64,6 +64,7 @@ fn blank_lines_comments_costs_and_never() {
     assert_eq!((lines[1]["allowed"].clone(), lines[1]["remaining"].clone()), (json!(true), json!(1)));
     assert_eq!((&lines[0]["peek"], &lines[1]["peek"]), (&Value::Null, &json!(true)), "a peek says it is one");
     assert_eq!((lines[2]["allowed"].clone(), lines[2]["retry_after_us"].clone()), (json!(false), Value::Null));
+    assert_eq!((&lines[0]["cost_exceeds_limit"], &lines[2]["cost_exceeds_limit"]), (&json!(false), &json!(true)));
 }
 
 /// Issue 36.7: a cost-0 line on an exhausted key prints `allowed: false` (a cost-1 request

@@ -7,7 +7,7 @@ use crate::micros::micros;
 use crate::offline::trace::{TraceRequest, parse_line};
 use anyhow::{Context, bail};
 use serde::Serialize;
-use sluice_core::{Check, Key, Limit, ManualClock, MemoryStore, Store, Verdict};
+use sluice_core::{Check, Key, Limit, ManualClock, MemoryStore, RetryAfter, Store, Verdict};
 use sluice_redis::{RedisSettings, RedisStore};
 use std::io::{BufRead, BufWriter, Write};
 use std::process::ExitCode;
@@ -30,6 +30,8 @@ struct Line<'a> {
     reset_after_us: u64,
     /// `null` when allowed or when the cost can never be allowed.
     retry_after_us: Option<u64>,
+    /// The cost is more than the policy can ever allow (as in the HTTP API's answer).
+    cost_exceeds_limit: bool,
     delay_us: u64,
     policy: &'a str,
 }
@@ -141,6 +143,7 @@ fn write_decision(
         remaining: decision.remaining,
         reset_after_us: micros(decision.reset_after),
         retry_after_us: decision.retry_after_micros(),
+        cost_exceeds_limit: decision.retry_after == Some(RetryAfter::Never),
         delay_us: micros(decision.delay),
         policy: limits[limit].name(),
     };
