@@ -1,6 +1,7 @@
 //! The fields of one YAML mapping, read by name, each problem recorded with its path.
 
 use crate::ConfigError;
+use crate::suggest::did_you_mean;
 use crate::values::{join, show, text};
 use serde_yaml_ng::{Mapping, Value};
 
@@ -75,7 +76,8 @@ impl<'a> Fields<'a> {
             let found = value.as_str().and_then(|text| choices.iter().copied().find(|&choice| name_of(choice) == text));
             found.ok_or_else(|| {
                 let names: Vec<&str> = choices.iter().map(|&choice| name_of(choice)).collect();
-                format!("must be one of {}, got {}", names.join(", "), show(value))
+                let hint = value.as_str().map(|text| did_you_mean(text, names.iter().copied())).unwrap_or_default();
+                format!("must be one of {}, got {}{hint}", names.join(", "), show(value))
             })
         })
     }
@@ -90,7 +92,8 @@ impl<'a> Fields<'a> {
             let message = if name.is_some_and(|name| unsupported.contains(&name)) {
                 "is a newer envoyproxy/ratelimit feature that sluice does not support".to_owned()
             } else {
-                format!("unknown field, expected one of: {}", known.join(", "))
+                let hint = name.map(|name| did_you_mean(name, known.iter().copied())).unwrap_or_default();
+                format!("unknown field, expected one of: {}{hint}", known.join(", "))
             };
             problems.push(&self.path(&show(key)), message);
         }

@@ -25,9 +25,11 @@
 mod duration;
 mod error;
 mod fields;
+mod suggest;
 mod values;
 
 pub use duration::parse_duration;
 pub use error::{ConfigError, Problem};
 pub use fields::Fields;
+pub use suggest::{closest, did_you_mean};
 pub use values::{count, duration, join, show, text};

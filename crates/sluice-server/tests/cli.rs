@@ -52,6 +52,20 @@ fn check_config_prints_every_problem() {
     assert!(err.contains("descriptors[0].rate_limit.unit"), "{err}");
 }
 
+/// A misspelt field or algorithm gets the name it probably meant, as `server:` settings do.
+#[test]
+fn check_config_suggests_the_name_meant() {
+    let text = "server: {stor: memory}\npolicies:\n  a: {algorithm: fixd_window, limit: 1, window: 1s}\n  b: {algorithm: sliding_log, limt: 1, window: 1s}\n";
+    let (code, _, err) = check_config(text);
+    assert_eq!(code, 2);
+    assert!(err.contains("server.stor: unknown setting (did you mean `store`?)"), "{err}");
+    assert!(
+        err.contains("policies.a.algorithm: must be one of") && err.contains("(did you mean `fixed_window`?)"),
+        "{err}"
+    );
+    assert!(err.contains("policies.b.limt: unknown field") && err.contains("(did you mean `limit`?)"), "{err}");
+}
+
 #[test]
 fn a_missing_file_is_named() {
     let output =

@@ -4,7 +4,7 @@
 use crate::algorithm::source::ParameterSource;
 use crate::{Policy, PolicyError};
 use serde_yaml_ng::{Mapping, Value};
-use sluice_config::{ConfigError, Fields, count, duration, show};
+use sluice_config::{ConfigError, Fields, count, did_you_mean, duration, show};
 use std::time::Duration;
 
 /// Parses one policy body at `path`; `None` (with every problem recorded) when it is invalid.
@@ -12,7 +12,10 @@ pub(super) fn parse_policy(body: &Mapping, path: &str, problems: &mut ConfigErro
     let fields = Fields::new(body, path);
     let algorithm = fields.require("algorithm", problems, |value| {
         let found = value.as_str().and_then(|name| Policy::ALGORITHMS.iter().position(|known| *known == name));
-        found.ok_or_else(|| format!("must be one of {}, got {}", Policy::ALGORITHMS.join(", "), show(value)))
+        found.ok_or_else(|| {
+            let hint = value.as_str().map(|name| did_you_mean(name, Policy::ALGORITHMS.iter().copied()));
+            format!("must be one of {}, got {}{}", Policy::ALGORITHMS.join(", "), show(value), hint.unwrap_or_default())
+        })
     })?;
     let before = problems.len();
     let mut known = vec!["algorithm"];

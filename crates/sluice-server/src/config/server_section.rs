@@ -53,33 +53,10 @@ fn readable_fields(fields: &Mapping, problems: &mut ConfigError) -> ServerSectio
 
 /// The problem of a field no setting has: the setting it probably meant, when one is close.
 fn unknown_field(name: &Value) -> String {
-    let closest = name.as_str().and_then(|name| {
-        SETTING_NAMES
-            .iter()
-            .map(|known| (edit_distance(name, known), *known))
-            .min()
-            .filter(|(distance, _)| *distance <= 2)
-    });
-    match closest {
-        Some((_, known)) => format!("unknown setting (did you mean `{known}`?)"),
+    match name.as_str().and_then(|name| sluice_config::closest(name, SETTING_NAMES.iter().copied())) {
+        Some(known) => format!("unknown setting (did you mean `{known}`?)"),
         None => "unknown setting (`sluice serve --help` lists them)".to_owned(),
     }
-}
-
-/// Levenshtein distance between two short names.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, a_char) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, b_char) in b.iter().enumerate() {
-            let substituted = diagonal + usize::from(a_char != *b_char);
-            diagonal = row[j + 1];
-            row[j + 1] = substituted.min(row[j] + 1).min(diagonal + 1);
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]
@@ -120,8 +97,7 @@ mod tests {
     }
 
     #[test]
-    fn edit_distances() {
-        assert_eq!((edit_distance("stor", "store"), edit_distance("wrokers", "workers")), (1, 2));
-        assert_eq!(edit_distance("", "ui"), 2);
+    fn two_letters_swapped_are_still_a_typo() {
+        assert!(problems("{wrokers: 2}").contains("server.wrokers: unknown setting (did you mean `workers`?)"));
     }
 }

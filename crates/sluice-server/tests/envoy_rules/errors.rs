@@ -53,7 +53,7 @@ descriptors:
     assert_eq!(
         problems(file),
         [
-            "domian: unknown field, expected one of: domain, descriptors, policies",
+            "domian: unknown field, expected one of: domain, descriptors, policies (did you mean `domain`?)",
             "descriptors[0].rate_limit.burst: unknown field, expected one of: unit, requests_per_unit, unlimited, name, replaces",
             "descriptors[0].limit: unknown field, expected one of: key, value, rate_limit, policy, shadow_mode, detailed_metric, descriptors",
             "descriptors[0].share_threshold: is a newer envoyproxy/ratelimit feature that sluice does not support",
@@ -179,7 +179,7 @@ fn the_top_level_must_be_one_of_the_two_forms() {
     assert_eq!(
         problems("domain: d\ndomains: []"),
         [
-            "domain: unknown field, expected one of: domains, policies",
+            "domain: unknown field, expected one of: domains, policies (did you mean `domains`?)",
             "domains: must be a list of at least one domain, each with `domain` and `descriptors`",
         ]
     );
