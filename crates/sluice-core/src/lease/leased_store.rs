@@ -140,15 +140,18 @@ impl<S: Store> LeasedStore<S> {
         }
     }
 
-    /// Asks the store: for a lease when `leasing` (the answer taken in, even when no unit
-    /// was asked for: it says what remains), or a plain check.
-    async fn ask(&self, check: Check<'_>, leasing: bool) -> Result<Verdict, StoreError> {
+    /// Asks the store for the lease `check` carries, and takes the answer in (even when no
+    /// unit was asked for: it says what remains).
+    async fn lease(&self, check: Check<'_>) -> Result<Verdict, StoreError> {
         self.ledger.counters().store_call();
-        if !leasing {
-            return self.inner.check(check).await;
-        }
         let answer: LeaseAnswer = self.inner.check_and_lease(check).await?;
         Ok(self.ledger.settle(check, &answer))
+    }
+
+    /// Asks the store for a plain check: these limits get no lease.
+    async fn unleased(&self, check: Check<'_>) -> Result<Verdict, StoreError> {
+        self.ledger.counters().store_call();
+        self.inner.check(check).await
     }
 }
 
@@ -158,8 +161,8 @@ impl<S: Store> Store for LeasedStore<S> {
         async move {
             match spent {
                 Ok(verdict) => Ok(verdict),
-                Err(Some(ask)) => self.ask(ask, true).await,
-                Err(None) => self.ask(check, false).await,
+                Err(Some(asked)) => self.lease(asked).await,
+                Err(None) => self.unleased(check).await,
             }
         }
     }
