@@ -10,7 +10,8 @@
 //! fails `tests/algorithm_homes.rs` (sluice-server), which reads this list.
 //!
 //! 1. `algorithm/<name>.rs`: the parameters, validated in the constructor, and
-//!    [`Algorithm`] (`decide`, `record`, `records_rejections`, `lease_terms`, `give_back`,
+//!    [`Algorithm`] (`decide`, `record`, `records_rejections`, `lease_terms`,
+//!    `decide_leased`, `give_back`,
 //!    `expires_at`, `impossible`, `parameters`, `quota_window`, `look_ahead`) and
 //!    `ReadParameters`, which reads the parameters from a configuration file and from a
 //!    limit's definition by the names `parameters` writes.
@@ -41,6 +42,7 @@
 //!    `sluice-server`'s `http/api.rs`.
 
 pub mod fixed_window;
+mod holds;
 pub mod leaky_bucket;
 mod lease_terms;
 mod parameters;
@@ -50,7 +52,8 @@ pub(crate) mod source;
 pub mod token_bucket;
 
 use crate::{Decision, Timestamp};
-pub use lease_terms::LeaseTerms;
+pub use holds::{Hold, Holds, Lease, MAX_HOLDS};
+pub use lease_terms::{LeaseTerms, Returned};
 pub use parameters::{EXACT_LIMIT, ParameterProblem, PolicyError};
 use std::fmt;
 use std::time::Duration;
@@ -112,15 +115,22 @@ pub trait Algorithm {
     /// leased exactly.
     fn lease_terms(&self) -> LeaseTerms;
 
+    /// Judges a request of `cost` at `now` that also asks for `lease`, changing nothing: the
+    /// decision for both together (allowed only when the lease fits too), whose plan
+    /// [`record`](Self::record) applies. Algorithms leased by their window
+    /// ([`LeaseTerms::Debited`]) judge `cost + lease.units` as one request; those whose store
+    /// holds leases ([`LeaseTerms::Held`]) keep the units apart until `lease.deadline`.
+    fn decide_leased(&self, state: &Self::State, now: Timestamp, cost: u64, lease: Lease) -> (Decision, Self::Plan);
+
     /// When `state` becomes equivalent to `Default` and may be dropped.
     fn expires_at(&self, state: &Self::State) -> Timestamp;
 
-    /// Takes back `units` of cost counted in the window or bucket that starts at `start`
-    /// (µs), when `state` still counts that window or bucket; changes nothing otherwise. A
-    /// lease's unspent units go back this way (docs/leases.md); only the algorithms that can
-    /// be leased ([`lease_terms`](Self::lease_terms)) take anything back, and never the last
-    /// unit of a window or bucket (a lease's first unit was spent there, so it stays live).
-    fn give_back(&self, state: &mut Self::State, start: u64, units: u64);
+    /// Takes back a lease's unspent units, when `state` still holds the lease where it was
+    /// debited ([`Returned::debited_in`]); changes nothing otherwise. Only the algorithms
+    /// that can be leased ([`lease_terms`](Self::lease_terms)) take anything back; a window
+    /// never takes back its last unit (a lease's first unit was spent there, so it stays
+    /// live).
+    fn give_back(&self, state: &mut Self::State, back: Returned);
 
     /// Why `state` cannot have been written by this algorithm, if it cannot (more counted
     /// than the limit allows, a malformed layout). Stores that read states from outside the
@@ -135,6 +145,18 @@ pub trait Algorithm {
         self.record(&mut next, plan, decision.allowed);
         (decision, next)
     }
+}
+
+/// [`Algorithm::decide`], or [`Algorithm::decide_leased`] when `lease` asks for units.
+#[inline(always)]
+pub(crate) fn decide_with<A: Algorithm>(
+    algorithm: &A,
+    state: &A::State,
+    now: Timestamp,
+    cost: u64,
+    lease: Lease,
+) -> (Decision, A::Plan) {
+    if lease.units == 0 { algorithm.decide(state, now, cost) } else { algorithm.decide_leased(state, now, cost, lease) }
 }
 
 /// `what` holds `value`, more than `limit` allows, if it does: the message of

@@ -9,10 +9,12 @@
 //! the lease period). A request they cannot cover goes to the store, which decides it
 //! exactly. docs/leases.md has the argument for each algorithm and the bounds.
 //!
-//! Only limits that can be leased exactly are leased: fixed windows and sliding windows
-//! (`accepted`). [`check_leasable`] says why the others cannot be; a [`LeasedStore`]
-//! checks those against the store on every request, and `sluice serve` refuses them when
-//! leases are on.
+//! Only limits that can be leased exactly are leased: every algorithm but the `attempts`
+//! variants. Windows are debited in the window or bucket of the decision; the sliding log
+//! and the buckets hold leased units apart until the lease's deadline
+//! ([`LeaseTerms`](crate::algorithm::LeaseTerms)). [`check_leasable`] says why the others
+//! cannot be; a [`LeasedStore`] checks those against the store on every request, and
+//! `sluice serve` refuses them when leases are on.
 
 mod counters;
 mod held;

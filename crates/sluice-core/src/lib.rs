@@ -29,7 +29,7 @@ pub use limiter::{BuildError, CheckError, RateLimiter, RateLimiterBuilder};
 pub use policy::Policy;
 pub use policy::wire::{WireError, WirePolicy};
 pub use store::memory::{MemoryStore, MemoryStoreBuilder, RestoreReport, SnapshotError};
-pub use store::{Check, GiveBack, LeaseAnswer, Source, Store, StoreError, Verdict};
+pub use store::{Check, GiveBack, LeaseAnswer, Receipt, Source, Store, StoreError, Verdict};
 pub use time::{Clock, ManualClock, SystemClock, Timestamp};
 
 /// docs/leases.md, whose Rust snippets run as this crate's doctests.

@@ -4,13 +4,13 @@
 mod arbitrary;
 pub(crate) mod wire;
 
-use crate::algorithm::LeaseTerms;
 use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::leaky_bucket::LeakyBucket;
 use crate::algorithm::sliding_log::SlidingLog;
 use crate::algorithm::sliding_window::SlidingWindow;
 use crate::algorithm::source::{FieldNames, ParameterSource, ReadParameters};
 use crate::algorithm::token_bucket::TokenBucket;
+use crate::algorithm::{Lease, LeaseTerms};
 use crate::{Algorithm, Decision, PolicyError, Timestamp};
 use std::time::Duration;
 
@@ -77,10 +77,16 @@ impl Policy {
     /// The decision for a key never seen before: what a store that lost every state would
     /// decide (used when a store fails open).
     pub fn decide_fresh(&self, now: Timestamp, cost: u64) -> Decision {
-        fn fresh<A: Algorithm>(algorithm: &A, now: Timestamp, cost: u64) -> Decision {
-            algorithm.decide(&A::State::default(), now, cost).0
+        self.decide_fresh_leased(now, cost, Lease::default())
+    }
+
+    /// [`decide_fresh`](Self::decide_fresh) for a request that also asks for `lease`
+    /// ([`Algorithm::decide_leased`]).
+    pub(crate) fn decide_fresh_leased(&self, now: Timestamp, cost: u64, lease: Lease) -> Decision {
+        fn fresh<A: Algorithm>(algorithm: &A, now: Timestamp, cost: u64, lease: Lease) -> Decision {
+            crate::algorithm::decide_with(algorithm, &A::State::default(), now, cost, lease).0
         }
-        with_algorithm!(self, algorithm => fresh(algorithm, now, cost))
+        with_algorithm!(self, algorithm => fresh(algorithm, now, cost, lease))
     }
 
     /// True when a rejected request still changes the state (the `attempts` variants of

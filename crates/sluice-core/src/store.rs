@@ -4,7 +4,7 @@ mod check;
 pub mod memory;
 
 use crate::{Decision, Key, Limit, Timestamp};
-pub use check::{Check, GiveBack};
+pub use check::{Check, GiveBack, Receipt};
 use std::future::Future;
 
 /// A store of per-key states that decides requests atomically.
@@ -120,19 +120,28 @@ pub struct LeaseAnswer {
     /// the lease was granted: with each decision's `reset_after`, where the units were
     /// debited, for [`Store::give_back`].
     pub decided_at: Option<Timestamp>,
+    /// Per limit, the stamp of the state that debited the lease ([`Receipt::stamp`]),
+    /// from stores that stamp their states; empty from the others.
+    pub stamps: Vec<u64>,
 }
 
 impl LeaseAnswer {
     /// An answer with the verdict alone: no lease.
     pub fn unleased(verdict: Verdict) -> Self {
-        LeaseAnswer { verdict, leased: Vec::new(), decided_at: None }
+        LeaseAnswer { verdict, leased: Vec::new(), decided_at: None, stamps: Vec::new() }
     }
 
     /// An answer granting the lease, decided at `decided_at`: `leased` holds each limit's
     /// decision for `cost + lease`.
     pub fn granted(leased: Vec<Decision>, decided_at: Timestamp) -> Option<Self> {
         let verdict = Verdict::combine(&leased)?;
-        Some(LeaseAnswer { verdict, leased, decided_at: Some(decided_at) })
+        Some(LeaseAnswer { verdict, leased, decided_at: Some(decided_at), stamps: Vec::new() })
+    }
+
+    /// The same answer, with the stamps of the states that debited the lease, one per limit.
+    #[must_use]
+    pub fn stamped(self, stamps: Vec<u64>) -> Self {
+        LeaseAnswer { stamps, ..self }
     }
 }
 

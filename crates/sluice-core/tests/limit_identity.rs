@@ -169,15 +169,41 @@ fn version_1_tables_of_unknown_limits_are_skipped() {
     assert_eq!((report.restored, report.skipped_limits, report.skipped_states), (0, 9, 18));
 }
 
-/// Snapshots written now carry the new identities, their limits' definitions and format
-/// version 4.
+/// `tests/fixtures/snapshot-v4.bin` was written by the release before states carried the
+/// leases they hold (`alice` and `bob` checked once under each limit at its clock): every
+/// state reads back, holding no lease, and decides as the store that wrote it would.
 #[test]
-fn new_snapshots_are_version_4() {
+fn version_4_snapshots_still_read() {
+    let clock = ManualClock::at(Timestamp::from_micros(1_700_000_000_000_000));
+    let restored = MemoryStore::builder().clock(clock.clone()).build();
+    let report = restored.restore(include_bytes!("fixtures/snapshot-v4.bin"), &limits()).unwrap();
+    let written = MemoryStore::builder().clock(clock.clone()).build();
+    for key in [&b"alice"[..], b"bob"] {
+        written.check_now(Key::new(key).unwrap(), &limits(), clock.now(), 1).unwrap();
+    }
+    assert_eq!(report.restored, written.len());
+    let later = clock.now().saturating_add(std::time::Duration::from_millis(1));
+    for key in [&b"alice"[..], b"bob", b"carol"] {
+        let key = Key::new(key).unwrap();
+        for limit in limits() {
+            let limits = [limit];
+            assert_eq!(
+                restored.check_now(key, &limits, later, 1).unwrap(),
+                written.check_now(key, &limits, later, 1).unwrap()
+            );
+        }
+    }
+}
+
+/// Snapshots written now carry the new identities, their limits' definitions, the leases
+/// states hold, and format version 5.
+#[test]
+fn new_snapshots_are_version_5() {
     let clock = ManualClock::at(Timestamp::from_micros(1_700_000_000_000_000));
     let store = MemoryStore::builder().clock(clock.clone()).build();
     store.check_now(Key::new(b"alice").unwrap(), &limits(), clock.now(), 1).unwrap();
     let snapshot = store.snapshot();
-    assert_eq!(&snapshot[8..10], &4u16.to_le_bytes());
+    assert_eq!(&snapshot[8..10], &5u16.to_le_bytes());
     let report = MemoryStore::builder().clock(clock).build().restore(&snapshot, &limits()).unwrap();
     assert_eq!(report.restored, 9);
 }

@@ -7,8 +7,8 @@ mod support;
 
 use proptest::prelude::*;
 use sluice_core::{
-    Clock, Key, Limit, LimitId, ManualClock, MemoryStore, SlidingLog, SlidingLogVariant, SlidingWindow, SnapshotError,
-    Timestamp, TokenBucket, TokenBucketSettings, Verdict,
+    Check, Clock, Key, Limit, LimitId, ManualClock, MemoryStore, SlidingLog, SlidingLogVariant, SlidingWindow,
+    SnapshotError, Timestamp, TokenBucket, TokenBucketSettings, Verdict,
 };
 use std::time::Duration;
 use support::{ms, policies};
@@ -54,8 +54,8 @@ fn requests(seed: u64, count: usize) -> Vec<(u64, u64, usize, usize)> {
         .collect()
 }
 
-/// Runs `requests` on every store given (the same clock drives them all); returns the
-/// verdicts, one list per store.
+/// Runs `requests` on every store given (the same clock drives them all), a third of them
+/// asking for a lease; returns the verdicts, one list per store.
 fn run(stores: &[&MemoryStore], clock: &ManualClock, requests: &[(u64, u64, usize, usize)]) -> Vec<Vec<Verdict>> {
     let (limits, keys) = (limits(), keys());
     let mut verdicts = vec![Vec::new(); stores.len()];
@@ -67,8 +67,11 @@ fn run(stores: &[&MemoryStore], clock: &ManualClock, requests: &[(u64, u64, usiz
             0 => &limits[..],
             other => std::slice::from_ref(&limits[(choice / 8 + other) % limits.len()]),
         };
+        // Now and then a lease: the states then hold leases (logged at their deadlines).
+        let check = Check::new(key, checked, clock.now(), cost);
+        let check = if choice % 3 == 0 { check.lease(2, ms(20)) } else { check };
         for (store, verdicts) in stores.iter().zip(&mut verdicts) {
-            verdicts.push(store.check_now(key, checked, clock.now(), cost).unwrap());
+            verdicts.push(store.check_and_lease_now(check).unwrap().verdict);
         }
     }
     verdicts
@@ -254,10 +257,10 @@ fn the_envelope_is_checked_first() {
     assert_eq!(refusal(b"{\"not\": \"a snapshot\"}", &limits).to_string(), "not a Sluice snapshot");
     assert_eq!(refusal(b"", &limits), SnapshotError::Truncated { offset: 0 });
     assert_eq!(refusal(b"SLUICE", &limits), SnapshotError::Truncated { offset: 6 });
-    let future = forge_version(5, &[]);
+    let future = forge_version(6, &[]);
     let error = refusal(&future, &limits);
-    assert_eq!(error, SnapshotError::UnsupportedVersion { found: 5 });
-    assert!(error.to_string().contains("version 5"), "{error}");
+    assert_eq!(error, SnapshotError::UnsupportedVersion { found: 6 });
+    assert!(error.to_string().contains("version 6"), "{error}");
     let mut corrupted = forge(&[]);
     corrupted[12] ^= 1;
     assert_eq!(refusal(&corrupted, &limits), SnapshotError::Checksum);
@@ -450,4 +453,43 @@ fn a_version_3_sliding_window_state_is_read_without_an_anchor() {
         let (want, have) = (live.check_now(key, &limits, now, 1).unwrap(), restored.check_now(key, &limits, now, 1));
         assert_eq!(have.unwrap(), want, "at {at} µs");
     }
+}
+
+/// A version-5 state's leases are read without trusting them: more than a state can hold,
+/// an empty lease or leases out of order are refused, and well-formed ones are restored.
+#[test]
+fn version_5_leases_are_checked() {
+    let bucket = Limit::new(
+        "bucket",
+        TokenBucket::new(TokenBucketSettings { capacity: 10, refill_amount: 1, refill_interval: ms(1) }).unwrap(),
+    );
+    let limits = [bucket.clone()];
+    let state = |holds: &[(u64, u64)], count: u8, ended: u8| {
+        let pairs: Vec<u64> = holds.iter().flat_map(|&(deadline, units)| [deadline, units]).collect();
+        [&u64s(&[3, 1])[..], &[count, ended], &u64s(&pairs)].concat()
+    };
+    let at = |version, state: Vec<u8>| {
+        let definition = bucket.definition();
+        let mut table = vec![4];
+        table.extend_from_slice(&bucket.id().0.to_le_bytes());
+        table.extend_from_slice(&(definition.len() as u32).to_le_bytes());
+        table.extend_from_slice(definition.as_bytes());
+        table.extend_from_slice(&1u64.to_le_bytes());
+        table.extend_from_slice(&1u16.to_le_bytes());
+        table.push(b'k');
+        table.extend_from_slice(&state);
+        forge_version(version, &table)
+    };
+    let invalid = |bytes: Vec<u8>| refusal(&bytes, &limits).to_string();
+    assert!(invalid(at(5, state(&[], 17, 0))).contains("17 leases held"));
+    assert!(invalid(at(5, state(&[], 0, 2))).contains("ended mark 2"));
+    assert!(invalid(at(5, state(&[(9, 1), (8, 1)], 2, 0))).contains("out of order"));
+    assert!(invalid(at(5, state(&[(9, 0)], 1, 0))).contains("empty"));
+    let clock = ManualClock::at(Timestamp::from_micros(5));
+    let store = store_on(&clock, 4);
+    let report = store.restore(&at(5, state(&[(9, 2)], 1, 0)), &limits).unwrap();
+    assert_eq!(report.restored, 1);
+    // 3 taken (2 of them held until 9 µs), so 7 remain.
+    let peek = store.check_now(Key::new(b"k").unwrap(), &limits, clock.now(), 0).unwrap();
+    assert_eq!(peek.decision.remaining, 7);
 }

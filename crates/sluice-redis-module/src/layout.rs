@@ -51,7 +51,7 @@ impl Layout for TokenBucket {
     fn read(&self, raw: Option<&[u8]>) -> Result<Tokens, Malformed> {
         let Some(raw) = raw else { return Ok(Tokens::default()) };
         let [taken, last] = doubles(raw)?;
-        possible(self, Tokens { taken, last })
+        possible(self, Tokens::new(taken, last))
     }
 
     fn write(&self, state: &Tokens) -> Bytes {
@@ -68,11 +68,11 @@ impl Layout for LeakyBucket {
     fn read(&self, raw: Option<&[u8]>) -> Result<Tat, Malformed> {
         let Some(raw) = raw else { return Ok(Tat::default()) };
         let [tat] = doubles(raw)?;
-        Ok(Tat(tat))
+        Ok(Tat::at(tat))
     }
 
     fn write(&self, state: &Tat) -> Bytes {
-        pack(&[state.0])
+        pack(&[state.arrival])
     }
 
     fn judged_at(&self, _: &Tat, now: u64) -> u64 {

@@ -289,7 +289,7 @@ impl Store for RedisStore {
     /// script call and its timeouts (over 1 KB), which a caller's own future then need not
     /// hold nor lay out (a future nesting it stays small, and quick to compile).
     fn check(&self, check: Check<'_>) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
-        let decided = Box::pin(Decide::decide(&self.channel, check.lease(0)));
+        let decided = Box::pin(Decide::decide(&self.channel, check.lease(0, std::time::Duration::ZERO)));
         async move { Ok(decided.await?.verdict) }
     }
 

@@ -3,7 +3,8 @@
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 use proptest::prelude::*;
-use sluice_core::{Check, GiveBack, Key, Limit, ManualClock, MemoryStore, Store, Timestamp};
+use sluice_core::algorithm::LeaseTerms;
+use sluice_core::{Check, GiveBack, Key, Limit, ManualClock, MemoryStore, Receipt, Store, Timestamp};
 use sluice_redis::RedisStore;
 use sluice_test_support::compare::{CACHED, compare, long_log, long_trace, policy, settings, start_time, trace};
 use sluice_test_support::redis::RedisServer;
@@ -57,6 +58,9 @@ fn long_sliding_log_traces_decide_the_same_in_redis() {
 /// then, when granted, `back` of them given back.
 type LeaseStep = (i64, u64, u64, u64);
 
+/// The lease period the traces ask for.
+const PERIOD: std::time::Duration = std::time::Duration::from_millis(100);
+
 fn lease_trace() -> impl Strategy<Value = Vec<LeaseStep>> {
     prop::collection::vec((0i64..400_000, 1u64..4, 0u64..6, 0u64..8), 1..40)
 }
@@ -77,7 +81,7 @@ fn compare_give_back(
     let mut now = start;
     for (index, &(step, cost, lease, back)) in trace.iter().enumerate() {
         now = now.saturating_add_signed(step);
-        let check = Check::new(key, limits, Timestamp::from_micros(now), cost).lease(lease);
+        let check = Check::new(key, limits, Timestamp::from_micros(now), cost).lease(lease, PERIOD);
         let expected = memory.check_and_lease_now(check).unwrap();
         let got = runtime.block_on(redis.check_and_lease(check)).map_err(|error| format!("{error:?}"))?;
         if (got.verdict.decision, &got.leased, got.decided_at)
@@ -86,12 +90,15 @@ fn compare_give_back(
             return Err(format!("lease {index} at {now}:\n memory {expected:?}\n redis  {got:?}"));
         }
         let Some(decided_at) = expected.decided_at else { continue };
-        let debited_in: Vec<u64> = limits
+        let receipts: Vec<Receipt> = limits
             .iter()
             .zip(&expected.leased)
-            .map(|(limit, decision)| limit.policy().lease_terms().debited_in(decision, decided_at))
+            .map(|(limit, decision)| Receipt {
+                debited_in: limit.policy().lease_terms().debited_in(decision, decided_at, PERIOD),
+                stamp: 0,
+            })
             .collect();
-        let give_back = GiveBack::new(key, limits, &debited_in, back);
+        let give_back = GiveBack::new(key, limits, &receipts, lease, back, Timestamp::from_micros(now));
         memory.give_back_now(give_back);
         runtime.block_on(redis.give_back(give_back)).map_err(|error| format!("{error:?}"))?;
         let peek = Check::new(key, limits, Timestamp::from_micros(now), 0);
@@ -113,6 +120,8 @@ fn give_back_follows_the_core_on_every_leased_algorithm() {
     let redis = connect(&server, &runtime);
     let taken_back = std::cell::Cell::new(0u32);
     proptest!(ProptestConfig::with_cases(300), |(policy in policy(), start in 1u64 << 50..1u64 << 51, trace in lease_trace())| {
+        // The scripts lease windows and buckets only (not yet the leases a store holds apart).
+        prop_assume!(matches!(policy.lease_terms(), LeaseTerms::Debited { .. } | LeaseTerms::Refused(_)));
         let limits = [Limit::new("p", policy.clone())];
         prop_assert_eq!(compare_give_back(&runtime, &redis, &limits, start, &trace), Ok(()), "{:?}", policy);
         taken_back.set(taken_back.get() + u32::from(policy.lease_terms().refusal().is_none()));

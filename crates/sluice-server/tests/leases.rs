@@ -193,7 +193,7 @@ async fn four_servers_on_a_cluster_admit_exactly_the_limit() {
 #[test]
 fn leases_are_refused_where_they_cannot_be_exact() {
     let redis = RedisServer::start();
-    let log = "policies:\n  login: {algorithm: sliding_log, limit: 5, window: 15m}\n";
+    let log = "policies:\n  login: {algorithm: sliding_log, limit: 5, window: 15m, variant: attempts}\n";
     let dir = support::server::fresh_dir("lease-refused");
     std::fs::write(dir.join("config.yaml"), log).unwrap();
     let error = Server::try_start_in(dir, &["--store", &redis.url(), "--lease-period", "100ms"]).err().unwrap();
@@ -239,12 +239,12 @@ fn check_config_refuses_leases_that_cannot_be_exact() {
     let dir = support::server::fresh_dir("lease-check-config");
     let cases = [
         (
-            "server: {store: \"redis://127.0.0.1:6379\", lease_period: 100ms}\npolicies:\n  login: {algorithm: sliding_log, limit: 5, window: 15m}\n".to_owned(),
+            "server: {store: \"redis://127.0.0.1:6379\", lease_period: 100ms}\npolicies:\n  login: {algorithm: sliding_log, limit: 5, window: 15m, variant: attempts}\n".to_owned(),
             "limit `login` (sliding_log) cannot be leased exactly",
         ),
         ("server: {lease_period: 100ms}\n".to_owned() + CONFIG, "needs a shared store"),
         (
-            "server: {store: \"redis://127.0.0.1:6379\", lease_period: 100ms}\npolicies:\n  login: {algorithm: sliding_log, limit: 5, window: 15m}\n  api: {algorithm: fixed_window, limit: 9, window: 1m}\n  bucket: {algorithm: token_bucket, capacity: 5, refill_interval: 1s}\n".to_owned(),
+            "server: {store: \"redis://127.0.0.1:6379\", lease_period: 100ms}\npolicies:\n  login: {algorithm: sliding_log, limit: 5, window: 15m, variant: attempts}\n  api: {algorithm: fixed_window, limit: 9, window: 1m}\n  bucket: {algorithm: sliding_window, limit: 5, window: 1m, variant: attempts}\n".to_owned(),
             "2 limits cannot be leased exactly:\n  limit `login` (sliding_log) cannot be leased exactly",
         ),
     ];
@@ -261,6 +261,6 @@ fn check_config_refuses_leases_that_cannot_be_exact() {
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_sluice"));
     let output = command.arg("check-config").arg(dir.join("config-2.yaml")).output().unwrap();
     let stderr = String::from_utf8(output.stderr).unwrap();
-    assert!(stderr.contains("limit `bucket` (token_bucket) cannot be leased exactly"), "{stderr}");
+    assert!(stderr.contains("limit `bucket` (sliding_window) cannot be leased exactly"), "{stderr}");
     assert!(!stderr.contains("`api`"), "a leasable limit is not named: {stderr}");
 }

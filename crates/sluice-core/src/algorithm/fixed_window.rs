@@ -14,7 +14,7 @@
 
 use super::parameters::{PolicyError, Validation};
 use super::source::{ParameterSource, ReadParameters, choice};
-use super::{Algorithm, LeaseTerms, Replacement, replace_if_admitted};
+use super::{Algorithm, Lease, LeaseTerms, Replacement, Returned, replace_if_admitted};
 use crate::{Decision, Timestamp};
 use std::time::Duration;
 
@@ -120,10 +120,15 @@ impl Algorithm for FixedWindow {
     type State = WindowCount;
     type Plan = Replacement<WindowCount>;
 
-    fn give_back(&self, state: &mut WindowCount, start: u64, units: u64) {
-        if state.start == start && state.used > 0 {
-            state.used = state.used.saturating_sub(units).max(1);
+    fn give_back(&self, state: &mut WindowCount, back: Returned) {
+        if state.start == back.debited_in && state.used > 0 {
+            state.used = state.used.saturating_sub(back.unspent).max(1);
         }
+    }
+
+    /// The lease is debited with the request, in its window.
+    fn decide_leased(&self, state: &WindowCount, now: Timestamp, cost: u64, lease: Lease) -> (Decision, Self::Plan) {
+        self.decide(state, now, cost.saturating_add(lease.units))
     }
 
     fn records_rejections(&self) -> bool {

@@ -14,7 +14,7 @@
 
 use super::parameters::{PolicyError, Validation};
 use super::source::{ParameterSource, ReadParameters, choice};
-use super::{Algorithm, LeaseTerms, Replacement, replace_if_admitted};
+use super::{Algorithm, Hold, Holds, Lease, LeaseTerms, MAX_HOLDS, Returned};
 use crate::{Decision, Timestamp};
 use std::time::Duration;
 
@@ -88,6 +88,43 @@ impl LeakyBucket {
         self.tolerance().saturating_sub(tat.saturating_sub(now)) / self.interval
     }
 
+    /// The arrival time with every lease ended by `now` folded in, each as spent at its
+    /// deadline.
+    fn folded(&self, state: &Tat, now: u64) -> u64 {
+        state.holds.ended_by(now).fold(state.arrival, |arrival, hold| {
+            arrival.max(hold.deadline).saturating_add(hold.units.saturating_mul(self.interval))
+        })
+    }
+
+    /// The decision for `cost` (and `lease`, when it asks units) at `now`: as if every unit
+    /// held out were spent just before the request.
+    #[inline(always)]
+    fn judge(&self, state: &Tat, now: u64, cost: u64, lease: Lease) -> (Decision, Option<ArrivalPlan>) {
+        let limit = self.burst + 1;
+        let arrival = self.folded(state, now);
+        let held = state.holds.live_units(now).saturating_mul(self.interval);
+        let tat = arrival.max(now).saturating_add(held);
+        let reset_after = tat - now;
+        let room = self.room(tat, now);
+        if cost.max(1) > limit {
+            return (Decision::never(limit, room, reset_after), None);
+        }
+        let judged = cost.max(1).saturating_add(lease.units);
+        // Saturating: a time near the end of `u64` must not overflow (nor panic).
+        let end = tat.saturating_add(judged.saturating_mul(self.interval));
+        if end - now > self.tolerance() {
+            let retry = end - self.tolerance() - now;
+            return (Decision::reject(limit, room, reset_after, retry), None);
+        }
+        let wait = self.delay(tat - now);
+        if cost == 0 {
+            return (Decision::allow(limit, room, reset_after).with_delay(wait), None);
+        }
+        let hold = (lease.units > 0).then_some(Hold { deadline: lease.deadline.as_micros(), units: lease.units });
+        let plan = ArrivalPlan { arrival: arrival.max(now).saturating_add(cost * self.interval), now, hold };
+        (Decision::allow(limit, self.room(end, now), end - now).with_delay(wait), Some(plan))
+    }
+
     fn delay(&self, wait: u64) -> u64 {
         if self.mode == LeakMode::Delay { wait } else { 0 }
     }
@@ -95,7 +132,7 @@ impl LeakyBucket {
 
 impl Algorithm for LeakyBucket {
     type State = Tat;
-    type Plan = Replacement<Tat>;
+    type Plan = Option<ArrivalPlan>;
 
     fn name(&self) -> &'static str {
         "leaky_bucket"
@@ -126,56 +163,59 @@ impl Algorithm for LeakyBucket {
 
     #[inline(always)]
     fn decide(&self, state: &Tat, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
-        let now = now.as_micros();
-        let limit = self.burst + 1;
-        let start = state.0.max(now);
-        let reset_after = state.0.saturating_sub(now);
-        let room = self.room(state.0, now);
-        let judged = cost.max(1);
-        if judged > limit {
-            return (Decision::never(limit, room, reset_after), None);
-        }
-        // Saturating: a time near the end of `u64` must not overflow (nor panic).
-        let end = start.saturating_add(judged * self.interval);
-        if end - now > self.tolerance() {
-            let retry = end - self.tolerance() - now;
-            return (Decision::reject(limit, room, reset_after, retry), None);
-        }
-        let wait = self.delay(start - now);
-        if cost == 0 {
-            return (Decision::allow(limit, room, reset_after).with_delay(wait), None);
-        }
-        let decision = Decision::allow(limit, self.room(end, now), end - now);
-        (decision.with_delay(wait), Some(Tat(end)))
+        self.judge(state, now.as_micros(), cost, Lease::default())
     }
 
     #[inline(always)]
     fn record(&self, state: &mut Tat, plan: Self::Plan, admitted: bool) {
-        replace_if_admitted(state, plan, admitted);
+        let (true, Some(plan)) = (admitted, plan) else { return };
+        state.arrival = plan.arrival;
+        if !state.holds.is_clear() || plan.hold.is_some() {
+            state.holds.drop_ended(plan.now);
+            state.holds.add(plan.hold.unwrap_or_default());
+            state.holds.clear_ended();
+        }
     }
 
     fn records_rejections(&self) -> bool {
         false
     }
 
+    /// The store holds leased units apart (docs/leases.md): a decision counts them as spent
+    /// just before it, and a lease that ends unreported as spent at its deadline.
     fn lease_terms(&self) -> LeaseTerms {
-        LeaseTerms::Refused(
-            "a unit spent later than it was leased must keep its place at the latest time it may \
-             be spent, which one check of the store cannot reserve without taking the lease's \
-             whole life from the rate (more than the lease gives)",
-        )
+        LeaseTerms::Held
     }
 
-    /// Not leased ([`lease_terms`](Algorithm::lease_terms)): nothing to take back.
-    fn give_back(&self, _: &mut Tat, _: u64, _: u64) {}
+    fn decide_leased(&self, state: &Tat, now: Timestamp, cost: u64, lease: Lease) -> (Decision, Self::Plan) {
+        let now = now.as_micros();
+        if lease.units > 0 && !state.holds.has_room(now) {
+            return (Decision::reject(self.burst + 1, 0, 0, 0), None);
+        }
+        self.judge(state, now, cost, lease)
+    }
 
+    /// Folds the lease's spent units in as spent at the give-back (those never spent are
+    /// simply no longer held).
+    fn give_back(&self, state: &mut Tat, back: Returned) {
+        let now = back.now.as_micros();
+        state.arrival = self.folded(state, now);
+        state.holds.drop_ended(now);
+        if state.holds.take(back.debited_in, back.leased, back.leased) {
+            let spent = back.leased.saturating_sub(back.unspent);
+            state.arrival = state.arrival.max(now).saturating_add(spent.saturating_mul(self.interval));
+        }
+        state.holds.clear_ended();
+    }
+
+    /// Once every lease held has ended and been folded in.
     fn expires_at(&self, state: &Tat) -> Timestamp {
-        Timestamp::from_micros(state.0)
+        Timestamp::from_micros(self.folded(state, u64::MAX))
     }
 
     /// Any arrival time is possible: one far ahead only blocks its key, as it did.
-    fn impossible(&self, _: &Tat) -> Option<String> {
-        None
+    fn impossible(&self, state: &Tat) -> Option<String> {
+        super::over("leases held", state.holds.len() as u64, MAX_HOLDS as u64)
     }
 }
 
@@ -188,6 +228,37 @@ impl ReadParameters for LeakyBucket {
     }
 }
 
-/// A key's theoretical arrival time, µs since the epoch (0 for a fresh key).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Tat(pub u64);
+/// A key's theoretical arrival time, and the units leased out of it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tat {
+    /// The theoretical arrival time, µs since the epoch (0 for a fresh key), not counting
+    /// the units held out.
+    pub arrival: u64,
+    /// Units leased out: spent, at the latest, at their deadlines.
+    pub holds: Holds,
+}
+
+impl Tat {
+    /// The state of a key whose theoretical arrival time is `arrival`, with nothing leased.
+    pub fn at(arrival: u64) -> Self {
+        Tat { arrival, holds: Holds::default() }
+    }
+}
+
+/// What [`LeakyBucket::record`](Algorithm::record) applies to an admitted request's state.
+#[derive(Clone, Copy, Debug)]
+pub struct ArrivalPlan {
+    /// The new arrival time, without the units held out.
+    arrival: u64,
+    /// The time of the decision: leases ended by then were folded into `arrival`.
+    now: u64,
+    /// The lease granted with the request.
+    hold: Option<Hold>,
+}
+
+impl ArrivalPlan {
+    /// True when the request takes a lease.
+    pub(crate) fn leases(&self) -> bool {
+        self.hold.is_some()
+    }
+}

@@ -16,6 +16,7 @@
 //! beyond), with the ring's capacity following the entries in the window (doubling and
 //! shrinking, amortized O(1)), plus a 32-byte header.
 
+mod holding;
 mod ring;
 
 use ring::Entries;
@@ -23,7 +24,7 @@ pub use ring::SlidingLogState;
 
 use super::parameters::{PolicyError, Validation};
 use super::source::{ParameterSource, ReadParameters, choice};
-use super::{Algorithm, LeaseTerms};
+use super::{Algorithm, Hold, Lease, LeaseTerms, MAX_HOLDS, Returned};
 use crate::{Decision, Timestamp};
 use std::time::Duration;
 
@@ -143,7 +144,24 @@ impl SlidingLog {
     #[inline(always)]
     pub(crate) fn record_resizing(&self, state: &mut SlidingLogState, plan: SlidingLogPlan, admitted: bool) -> isize {
         let logs_attempts = self.variant == SlidingLogVariant::Attempts;
-        if admitted || logs_attempts { state.append(&plan, self.limit as usize) } else { 0 }
+        let grown = if admitted || logs_attempts { state.append(&plan, self.limit as usize) } else { 0 };
+        if state.holds().is_clear() && plan.hold.is_none() {
+            return grown;
+        }
+        grown + self.record_holds(state, plan, admitted)
+    }
+
+    /// Drops the leases that left the window at `plan.now` and logs the one granted;
+    /// returns how many bytes the list's heap grew by.
+    #[inline(never)]
+    fn record_holds(&self, state: &mut SlidingLogState, plan: SlidingLogPlan, admitted: bool) -> isize {
+        let before = state.holds().heap_bytes();
+        let holds = state.holds_mut();
+        holds.drop_where(|hold| self.expired(hold.deadline, plan.now));
+        if let (true, Some(hold)) = (admitted, plan.hold) {
+            holds.add(hold);
+        }
+        state.holds().heap_bytes() as isize - before as isize
     }
 
     /// `t + window − now` for the `rank`-th newest entry (1 = newest).
@@ -192,6 +210,8 @@ pub struct SlidingLogPlan {
     first_live: usize,
     /// Whether the window is short enough that the live entries always fit a narrow ring.
     narrow_window: bool,
+    /// The lease granted with the request, logged at its deadline.
+    hold: Option<Hold>,
 }
 
 impl Algorithm for SlidingLog {
@@ -224,13 +244,17 @@ impl Algorithm for SlidingLog {
 
     #[inline(always)]
     fn decide(&self, state: &SlidingLogState, now: Timestamp, cost: u64) -> (Decision, SlidingLogPlan) {
+        if !state.holds().is_clear() {
+            return self.decide_holding(state, now, cost, Lease::default());
+        }
         // Time never runs backwards inside a state: decide at the newest entry at the earliest.
         let entries = state.view();
         let newest = entries.newest();
         let now = now.as_micros().max(newest);
         let first_live = self.first_live(&entries, newest, now);
         let live = (state.len() - first_live) as u64;
-        let plan = SlidingLogPlan { newest, now, cost, first_live, narrow_window: self.window <= ring::NARROW_SPAN };
+        let narrow_window = self.window <= ring::NARROW_SPAN;
+        let plan = SlidingLogPlan { newest, now, cost, first_live, narrow_window, hold: None };
         let n = self.limit;
         let decision = if cost == 0 {
             if live < n {
@@ -252,27 +276,49 @@ impl Algorithm for SlidingLog {
         self.record_resizing(state, plan, admitted);
     }
 
+    fn decide_leased(
+        &self,
+        state: &SlidingLogState,
+        now: Timestamp,
+        cost: u64,
+        lease: Lease,
+    ) -> (Decision, SlidingLogPlan) {
+        self.decide_holding(state, now, cost, lease)
+    }
+
     fn records_rejections(&self) -> bool {
         self.variant == SlidingLogVariant::Attempts
     }
 
+    /// The store logs leased units at the lease's deadline (docs/leases.md): a unit spent
+    /// before it leaves the real window no later than the store's copy does.
     fn lease_terms(&self) -> LeaseTerms {
-        LeaseTerms::Refused(
-            "the log keeps each request's own time, so a unit leased at t and spent later would \
-             leave the log before the window that holds its real time ends, and free room early",
-        )
+        match self.variant {
+            SlidingLogVariant::Accepted => LeaseTerms::Held,
+            SlidingLogVariant::Attempts => LeaseTerms::Refused(
+                "the attempts variant logs rejected requests too, so an attempt the store rejects \
+                 while units are leased out fills the window before they are spent, and the \
+                 definition would then refuse them",
+            ),
+        }
     }
 
-    /// Not leased ([`lease_terms`](Algorithm::lease_terms)): nothing to take back.
-    fn give_back(&self, _: &mut SlidingLogState, _: u64, _: u64) {}
+    /// The unspent units leave the log; the spent ones stay logged at the deadline.
+    fn give_back(&self, state: &mut SlidingLogState, back: Returned) {
+        let holds = state.holds_mut();
+        holds.take(back.debited_in, back.leased, back.unspent);
+        holds.clear_ended();
+    }
 
     fn expires_at(&self, state: &SlidingLogState) -> Timestamp {
-        let newest = state.newest().map_or(0, |newest| newest.saturating_add(self.window));
-        Timestamp::from_micros(newest)
+        let newest = state.newest().unwrap_or(0).max(state.holds().last_deadline().unwrap_or(0));
+        let expiry = if state.is_empty() && state.holds().is_empty() { 0 } else { newest.saturating_add(self.window) };
+        Timestamp::from_micros(expiry)
     }
 
     fn impossible(&self, state: &SlidingLogState) -> Option<String> {
         super::over("a sliding log holding", state.len() as u64, self.limit)
+            .or_else(|| super::over("leases held", state.holds().len() as u64, MAX_HOLDS as u64))
     }
 }
 

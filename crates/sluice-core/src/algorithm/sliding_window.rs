@@ -28,7 +28,7 @@ use super::fixed_window::Alignment;
 use super::parameters::{PolicyError, Validation};
 use super::sliding_log::SlidingLogVariant;
 use super::source::{ParameterSource, ReadParameters, choice};
-use super::{Algorithm, LeaseTerms};
+use super::{Algorithm, Lease, LeaseTerms, Returned};
 use crate::{Decision, Timestamp};
 use std::fmt;
 use std::time::Duration;
@@ -311,8 +311,13 @@ impl Algorithm for SlidingWindow {
         parameters
     }
 
-    fn give_back(&self, state: &mut BucketCounts, start: u64, units: u64) {
-        state.take_back(start, units, self.width, self.buckets() + 1);
+    fn give_back(&self, state: &mut BucketCounts, back: Returned) {
+        state.take_back(back.debited_in, back.unspent, self.width, self.buckets() + 1);
+    }
+
+    /// The lease is debited with the request, in its bucket.
+    fn decide_leased(&self, state: &BucketCounts, now: Timestamp, cost: u64, lease: Lease) -> (Decision, Self::Plan) {
+        self.decide(state, now, cost.saturating_add(lease.units))
     }
 
     fn records_rejections(&self) -> bool {

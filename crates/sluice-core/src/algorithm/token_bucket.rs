@@ -13,7 +13,7 @@
 
 use super::parameters::{PolicyError, Validation};
 use super::source::{ParameterSource, ReadParameters};
-use super::{Algorithm, LeaseTerms, Replacement, replace_if_admitted};
+use super::{Algorithm, Hold, Holds, Lease, LeaseTerms, MAX_HOLDS, Returned};
 use crate::{Decision, Timestamp};
 use std::time::Duration;
 
@@ -91,7 +91,11 @@ impl TokenBucket {
     }
 
     /// The bucket refilled up to `now` (never before its last refill): `(tokens, last, now)`.
+    #[inline(always)]
     fn refilled(&self, state: &Tokens, now: u64) -> (u64, u64, u64) {
+        if !state.holds.is_clear() {
+            return self.refilled_holding(state, now);
+        }
         if state.taken == 0 {
             // A full bucket has no refill phase: it starts at the request that empties it.
             return (self.capacity, now, now);
@@ -103,6 +107,63 @@ impl TokenBucket {
         let tokens = tokens as u64;
         let last = if tokens == self.capacity { now } else { state.last + ticks * self.refill_interval };
         (tokens, last, now)
+    }
+
+    /// [`refilled`](Self::refilled) for a bucket with units leased out, or ended since it was
+    /// last full with nothing held (docs/leases.md): it never refills above the capacity
+    /// less the units still held (each lease ended by `now` raises that cap at its
+    /// deadline, in turn), and its refill clock restarts whenever it comes within one refill
+    /// of the cap, as a full bucket's does, so that the real bucket, whenever the held units
+    /// are spent, is never behind the store's.
+    #[inline(never)]
+    fn refilled_holding(&self, state: &Tokens, now: u64) -> (u64, u64, u64) {
+        let now = now.max(state.last);
+        let mut held = state.holds.live_units(state.last);
+        let mut bucket = (self.capacity - state.taken, state.last);
+        for ended in state.holds.ended_by(now).filter(|hold| hold.deadline > state.last) {
+            bucket = self.refill_capped(bucket, ended.deadline, self.capacity.saturating_sub(held));
+            held = held.saturating_sub(ended.units);
+        }
+        let (tokens, last) = self.refill_capped(bucket, now, self.capacity.saturating_sub(held));
+        (tokens, last, now)
+    }
+
+    /// `(tokens, last)` refilled up to `until`, never above `cap`; the refill clock restarts
+    /// at `until` when the bucket ends within one refill of the cap.
+    fn refill_capped(&self, (tokens, last): (u64, u64), until: u64, cap: u64) -> (u64, u64) {
+        let ticks = (until - last) / self.refill_interval;
+        let gained = u128::from(ticks) * u128::from(self.refill_amount);
+        let tokens = (u128::from(tokens) + gained).min(u128::from(cap)) as u64;
+        let near_cap = tokens.saturating_add(self.refill_amount) > cap;
+        (tokens, if near_cap { until } else { last + ticks * self.refill_interval })
+    }
+
+    /// The decision for `cost` (and `lease`, when it asks units) at `now`.
+    #[inline(always)]
+    fn judge(&self, state: &Tokens, now: Timestamp, cost: u64, lease: Lease) -> (Decision, Option<TokensPlan>) {
+        let c = self.capacity;
+        let (tokens, last, now) = self.refilled(state, now.as_micros());
+        let reset_after = self.wait_for(tokens, last, now, c);
+        if cost == 0 {
+            let decision = if tokens >= 1 {
+                Decision::allow(c, tokens, reset_after)
+            } else {
+                Decision::reject(c, 0, reset_after, self.wait_for(tokens, last, now, 1))
+            };
+            return (decision, None);
+        }
+        if cost > c {
+            return (Decision::never(c, tokens, reset_after), None);
+        }
+        let taken = cost.saturating_add(lease.units);
+        if taken > tokens {
+            let retry = self.wait_for(tokens, last, now, cost);
+            return (Decision::reject(c, tokens, reset_after, retry), None);
+        }
+        let left = tokens - taken;
+        let hold = (lease.units > 0).then_some(Hold { deadline: lease.deadline.as_micros(), units: lease.units });
+        let plan = TokensPlan { taken: c - left, last, now, hold };
+        (Decision::allow(c, left, self.wait_for(left, last, now, c)), Some(plan))
     }
 
     /// µs from `now` until the bucket holds `wanted` tokens.
@@ -119,7 +180,7 @@ impl TokenBucket {
 
 impl Algorithm for TokenBucket {
     type State = Tokens;
-    type Plan = Replacement<Tokens>;
+    type Plan = Option<TokensPlan>;
 
     fn name(&self) -> &'static str {
         "token_bucket"
@@ -150,55 +211,68 @@ impl Algorithm for TokenBucket {
 
     #[inline(always)]
     fn decide(&self, state: &Tokens, now: Timestamp, cost: u64) -> (Decision, Self::Plan) {
-        let c = self.capacity;
-        let (tokens, last, now) = self.refilled(state, now.as_micros());
-        let reset_after = self.wait_for(tokens, last, now, c);
-        if cost == 0 {
-            let decision = if tokens >= 1 {
-                Decision::allow(c, tokens, reset_after)
-            } else {
-                Decision::reject(c, 0, reset_after, self.wait_for(tokens, last, now, 1))
-            };
-            return (decision, None);
-        }
-        if cost > c {
-            return (Decision::never(c, tokens, reset_after), None);
-        }
-        if cost > tokens {
-            let retry = self.wait_for(tokens, last, now, cost);
-            return (Decision::reject(c, tokens, reset_after, retry), None);
-        }
-        let left = tokens - cost;
-        let next = Tokens { taken: c - left, last };
-        (Decision::allow(c, left, self.wait_for(left, last, now, c)), Some(next))
+        self.judge(state, now, cost, Lease::default())
     }
 
     #[inline(always)]
     fn record(&self, state: &mut Tokens, plan: Self::Plan, admitted: bool) {
-        replace_if_admitted(state, plan, admitted);
+        let (true, Some(plan)) = (admitted, plan) else { return };
+        (state.taken, state.last) = (plan.taken, plan.last);
+        if !state.holds.is_clear() || plan.hold.is_some() {
+            state.holds.drop_ended(plan.now);
+            state.holds.add(plan.hold.unwrap_or_default());
+            if state.taken == 0 && state.holds.is_empty() {
+                state.holds.clear_ended();
+            }
+        }
     }
 
     fn records_rejections(&self) -> bool {
         false
     }
 
+    /// The store holds leased units apart (docs/leases.md): the bucket never refills above
+    /// the capacity less the units held out.
     fn lease_terms(&self) -> LeaseTerms {
-        LeaseTerms::Refused(
-            "a full bucket restarts its refill clock at the next request, so a unit spent later \
-             than it was leased can move that restart and admit a request the definition refuses",
-        )
+        LeaseTerms::Held
     }
 
-    /// Not leased ([`lease_terms`](Algorithm::lease_terms)): nothing to take back.
-    fn give_back(&self, _: &mut Tokens, _: u64, _: u64) {}
+    fn decide_leased(&self, state: &Tokens, now: Timestamp, cost: u64, lease: Lease) -> (Decision, Self::Plan) {
+        if lease.units > 0 && !state.holds.has_room(now.as_micros()) {
+            return (Decision::reject(self.capacity, 0, 0, 0), None);
+        }
+        self.judge(state, now, cost, lease)
+    }
 
+    /// The unspent units return to the bucket (never above the capacity less the units
+    /// still held); the lease is no longer held.
+    fn give_back(&self, state: &mut Tokens, back: Returned) {
+        let (tokens, last, now) = self.refilled(state, back.now.as_micros());
+        (state.taken, state.last) = (self.capacity - tokens, last);
+        state.holds.drop_ended(now);
+        if state.holds.take(back.debited_in, back.leased, back.leased) {
+            let cap = self.capacity - state.holds.live_units(now).min(self.capacity);
+            state.taken = self.capacity - tokens.saturating_add(back.unspent).min(cap);
+        }
+        if state.taken == 0 && state.holds.is_empty() {
+            state.holds.clear_ended();
+        }
+    }
+
+    /// Once the bucket is full again and every lease held has ended and refilled.
     fn expires_at(&self, state: &Tokens) -> Timestamp {
-        let (tokens, last, now) = self.refilled(state, state.last);
-        Timestamp::from_micros(now.saturating_add(self.wait_for(tokens, last, now, self.capacity)))
+        let unheld = Tokens { taken: state.taken, last: state.last, holds: Holds::default() };
+        let (tokens, last, now) = self.refilled(&unheld, state.last);
+        let full = now.saturating_add(self.wait_for(tokens, last, now, self.capacity));
+        let held = state.holds.last_deadline().map_or(0, |deadline| {
+            deadline.saturating_add(u64::try_from(self.quota_window().as_micros()).unwrap_or(u64::MAX))
+        });
+        Timestamp::from_micros(full.max(held))
     }
 
     fn impossible(&self, state: &Tokens) -> Option<String> {
         super::over("a token bucket missing", state.taken, self.capacity)
+            .or_else(|| super::over("leases held", state.holds.len() as u64, MAX_HOLDS as u64))
     }
 }
 
@@ -212,13 +286,41 @@ impl ReadParameters for TokenBucket {
     }
 }
 
-/// A key's bucket: tokens taken out of a full bucket, and the time of the last refill.
+/// A key's bucket: tokens taken out of a full bucket, the time of the last refill, and the
+/// units leased out of it.
 ///
 /// Counting tokens *taken* makes the default state (`taken = 0`) a full bucket.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Tokens {
-    /// `capacity − tokens`.
+    /// `capacity − tokens`: tokens spent and tokens leased out.
     pub taken: u64,
     /// When the bucket was last refilled, µs since the epoch.
     pub last: u64,
+    /// Units leased out, until their deadlines.
+    pub holds: Holds,
+}
+
+impl Tokens {
+    /// A bucket missing `taken` tokens, last refilled at `last`, with nothing leased out.
+    pub fn new(taken: u64, last: u64) -> Self {
+        Tokens { taken, last, holds: Holds::default() }
+    }
+}
+
+/// What [`TokenBucket::record`](Algorithm::record) applies to an admitted request's state.
+#[derive(Clone, Copy, Debug)]
+pub struct TokensPlan {
+    taken: u64,
+    last: u64,
+    /// The time of the decision: leases ended by then no longer cap the bucket.
+    now: u64,
+    /// The lease granted with the request.
+    hold: Option<Hold>,
+}
+
+impl TokensPlan {
+    /// True when the request takes a lease.
+    pub(crate) fn leases(&self) -> bool {
+        self.hold.is_some()
+    }
 }

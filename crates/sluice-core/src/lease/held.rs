@@ -3,7 +3,7 @@
 
 use super::sizing::{Demand, LastWord, extra_units};
 use super::terms;
-use crate::store::{LeaseAnswer, Source, Verdict};
+use crate::store::{LeaseAnswer, Receipt, Source, Verdict};
 use crate::{Decision, Limit, Timestamp};
 use smallvec::SmallVec;
 use std::time::Duration;
@@ -22,8 +22,27 @@ pub(crate) struct Held {
     /// This process's own recent demand for the key.
     demand: Demand,
     /// Where the store debited the units held: per limit, the start of the window or
-    /// bucket (store time), for giving them back; empty when unknown.
-    debited_in: SmallVec<[u64; 2]>,
+    /// bucket, or the lease's deadline (store time), for giving them back; empty when
+    /// unknown.
+    receipts: SmallVec<[Receipt; 2]>,
+    /// The units the store debited there as leases: what a give-back names.
+    leased: u64,
+}
+
+/// Units a lease's answer changed: newly held, and given up because they were debited
+/// elsewhere than the new ones (they stay counted there until it ends).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Settled {
+    pub(crate) leased: u64,
+    pub(crate) dropped: u64,
+}
+
+/// Unspent units to give back, with where and as what lease they were debited.
+#[derive(Debug)]
+pub(crate) struct Returning {
+    pub(crate) units: u64,
+    pub(crate) leased: u64,
+    pub(crate) receipts: SmallVec<[Receipt; 2]>,
 }
 
 /// Which keys' unspent units to give back.
@@ -52,7 +71,8 @@ impl Held {
             quote: None,
             last_word: None,
             demand: Demand::starting(now),
-            debited_in: SmallVec::new(),
+            receipts: SmallVec::new(),
+            leased: 0,
         }
     }
 
@@ -91,17 +111,13 @@ impl Held {
 
     /// Takes the units held that may still be spent, with where the store debited them, to
     /// give them back: those of `which` keys.
-    pub(crate) fn take_unspent(
-        &mut self,
-        now: Timestamp,
-        period: Duration,
-        which: Unspent,
-    ) -> Option<(u64, SmallVec<[u64; 2]>)> {
+    pub(crate) fn take_unspent(&mut self, now: Timestamp, period: Duration, which: Unspent) -> Option<Returning> {
         let quiet = which == Unspent::All || self.demand.is_quiet(now, period);
-        if self.units == 0 || now >= self.until || !quiet || self.debited_in.is_empty() {
+        if self.units == 0 || now >= self.until || !quiet || self.receipts.is_empty() {
             return None;
         }
-        Some((std::mem::take(&mut self.units), self.debited_in.clone()))
+        let units = std::mem::take(&mut self.units);
+        Some(Returning { units, leased: std::mem::take(&mut self.leased), receipts: self.receipts.clone() })
     }
 
     /// True when it holds nothing and its demand is stale: safe to forget.
@@ -110,47 +126,62 @@ impl Held {
     }
 
     /// Takes in the store's `answer` to a request asked at `now` with `extra` spendable
-    /// units (call [`expire`](Self::expire) first): holds them when granted. Returns the
-    /// request's verdict (counting the units now held as remaining, which they are, for
-    /// this process) and the units newly held.
+    /// units for `period` (call [`expire`](Self::expire) first): holds them when granted.
+    /// Returns the request's verdict (counting the units now held as remaining, which they
+    /// are, for this process) and what changed.
     pub(crate) fn settle(
         &mut self,
         limits: &[Limit],
         now: Timestamp,
-        extra: u64,
+        (extra, period): (u64, Duration),
         answer: &LeaseAnswer,
-    ) -> (Verdict, u64) {
+    ) -> (Verdict, Settled) {
         let verdict = answer.verdict;
-        self.last_word = Some((last_word(&limits[verdict.limit], &verdict.decision), now));
+        let last = last_word(&limits[verdict.limit], &verdict.decision, period);
+        self.last_word = Some((last, now));
         if answer.leased.is_empty() || extra == 0 {
-            return (verdict, 0);
+            return (verdict, Settled::default());
         }
         let valid = limits
             .iter()
             .zip(&answer.leased)
-            .map(|(limit, decision)| terms::valid_for(limit, decision))
+            .map(|(limit, decision)| terms::valid_for(limit, decision, period))
             .min()
             .unwrap_or(Duration::ZERO);
         let until = now.saturating_add(valid);
+        let receipts: SmallVec<[Receipt; 2]> = match answer.decided_at {
+            Some(at) => limits
+                .iter()
+                .zip(&answer.leased)
+                .enumerate()
+                .map(|(index, (limit, decision))| Receipt {
+                    debited_in: terms::debited_in(limit, decision, at, period),
+                    stamp: answer.stamps.get(index).copied().unwrap_or(0),
+                })
+                .collect(),
+            None => SmallVec::new(),
+        };
+        // Units held from an earlier lease join the new ones only when the store debited
+        // both in the same place (their give-back names one place); otherwise they are
+        // given up, still counted where they were debited until that ends.
+        let dropped = if receipts == self.receipts { 0 } else { std::mem::take(&mut self.units) };
         // Units from two leases stay spendable only while both leases are (expired ones
         // were given up by `expire` before).
         self.until = if self.units > 0 { self.until.min(until) } else { until };
+        self.leased = if self.units > 0 { self.leased.saturating_add(extra) } else { extra };
         self.units = self.units.saturating_add(extra);
         self.quote = Some(Quote { decision: verdict.decision, limit: verdict.limit, at: now });
-        self.debited_in = match answer.decided_at {
-            Some(at) => limits.iter().zip(&answer.leased).map(|(limit, d)| terms::debited_in(limit, d, at)).collect(),
-            None => SmallVec::new(),
-        };
+        self.receipts = receipts;
         let decision = verdict.decision.with_remaining(verdict.decision.remaining.saturating_add(self.units));
-        (Verdict::new(decision, verdict.limit, verdict.source), extra)
+        (Verdict::new(decision, verdict.limit, verdict.source), Settled { leased: extra, dropped })
     }
 }
 
-/// What the store's `decision` under `limit` says for the next lease: what remains, and
-/// how long units would stay spendable (unknown after a rejection: none then).
-fn last_word(limit: &Limit, decision: &Decision) -> LastWord {
+/// What the store's `decision` under `limit` says for the next lease of `period`: what
+/// remains, and how long units would stay spendable (unknown after a rejection: none then).
+fn last_word(limit: &Limit, decision: &Decision, period: Duration) -> LastWord {
     if !decision.allowed {
         return LastWord { remaining: 0, spendable_for: Duration::ZERO };
     }
-    LastWord { remaining: decision.remaining, spendable_for: terms::valid_for(limit, decision) }
+    LastWord { remaining: decision.remaining, spendable_for: terms::valid_for(limit, decision, period) }
 }

@@ -117,7 +117,8 @@ impl<S: Store> LeasedStore<S> {
         let counters = self.ledger.counters();
         for back in self.ledger.take_unspent(now, which) {
             let Ok(key) = Key::new(&back.key) else { continue };
-            match self.inner.give_back(GiveBack::new(key, &back.limits, &back.debited_in, back.units)).await {
+            let returned = GiveBack::new(key, &back.limits, &back.receipts, back.leased, back.units, now);
+            match self.inner.give_back(returned).await {
                 Ok(()) => counters.returned(back.units),
                 Err(_) => counters.expired(back.units),
             }
@@ -136,7 +137,7 @@ impl<S: Store> LeasedStore<S> {
                 self.ledger.counters().leased_check(check.cost);
                 Ok(verdict)
             }
-            Spend::Ask { extra } => Err(Some(check.lease(extra))),
+            Spend::Ask { extra } => Err(Some(check.lease(extra, self.period()))),
         }
     }
 

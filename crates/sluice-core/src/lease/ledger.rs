@@ -1,8 +1,8 @@
 //! The leases one process holds, by key and set of limits: sharded, bounded.
 
 use super::counters::LeaseCounters;
-use super::held::{Held, Unspent};
-use crate::store::{Check, LeaseAnswer, Verdict};
+use super::held::{Held, Returning, Unspent};
+use crate::store::{Check, LeaseAnswer, Receipt, Verdict};
 use crate::{Key, Limit, Timestamp};
 use ahash::RandomState;
 use parking_lot::Mutex;
@@ -47,8 +47,11 @@ impl Entry {
 pub(crate) struct Return {
     pub(crate) key: Box<[u8]>,
     pub(crate) limits: Box<[Limit]>,
-    /// Per limit, the start of the window or bucket (store time).
-    pub(crate) debited_in: SmallVec<[u64; 2]>,
+    /// Per limit, where the store debited them (store time).
+    pub(crate) receipts: SmallVec<[Receipt; 2]>,
+    /// The units the lease granted.
+    pub(crate) leased: u64,
+    /// The units given back.
     pub(crate) units: u64,
 }
 
@@ -124,8 +127,9 @@ impl Ledger {
             return answer.verdict;
         };
         self.counters.expired(entry.held.expire(now));
-        let (verdict, leased) = entry.held.settle(limits, now, check.lease, answer);
-        self.counters.leased(leased);
+        let (verdict, settled) = entry.held.settle(limits, now, (check.lease, self.period), answer);
+        self.counters.leased(settled.leased);
+        self.counters.expired(settled.dropped);
         verdict
     }
 
@@ -142,9 +146,9 @@ impl Ledger {
         let mut returns = Vec::new();
         for shard in self.shards.iter() {
             for entry in shard.lock().entries.values_mut() {
-                if let Some((units, debited_in)) = entry.held.take_unspent(now, self.period, which) {
+                if let Some(Returning { units, leased, receipts }) = entry.held.take_unspent(now, self.period, which) {
                     let (key, limits) = (entry.key.clone(), entry.limits.clone());
-                    returns.push(Return { key, limits, debited_in, units });
+                    returns.push(Return { key, limits, receipts, leased, units });
                 }
             }
         }

@@ -22,7 +22,7 @@ impl fmt::Display for LeaseRefusal {
         write!(
             f,
             "limit `{}` ({}) cannot be leased exactly: {}; turn leases off (lease period 0) or use \
-             fixed_window or sliding_window (variant accepted) for it",
+             the variant `accepted` for it",
             self.limit, self.algorithm, self.reason
         )
     }
@@ -43,7 +43,7 @@ impl fmt::Display for LeaseRefusal {
 ///
 /// let window = FixedWindow::new(100, Duration::from_secs(60), Alignment::Aligned, Duration::ZERO)?;
 /// assert!(check_leasable(&[Limit::new("api", window)]).is_ok());
-/// let log = SlidingLog::new(100, Duration::from_secs(60), SlidingLogVariant::Accepted)?;
+/// let log = SlidingLog::new(100, Duration::from_secs(60), SlidingLogVariant::Attempts)?;
 /// let refused = check_leasable(&[Limit::new("login", log)]).unwrap_err();
 /// assert_eq!(refused.limit, "login");
 /// # Ok::<(), sluice_core::PolicyError>(())
@@ -69,9 +69,10 @@ fn refusal(policy: &Policy) -> Option<&'static str> {
 }
 
 /// How long after the store's decision `decision` (for the lease's whole cost) units
-/// leased under `limit` may be spent ([`LeaseTerms::valid_for`](crate::algorithm::LeaseTerms::valid_for)).
-pub(crate) fn valid_for(limit: &Limit, decision: &Decision) -> Duration {
-    limit.policy().lease_terms().valid_for(decision)
+/// leased under `limit` for `period` may be spent
+/// ([`LeaseTerms::valid_for`](crate::algorithm::LeaseTerms::valid_for)).
+pub(crate) fn valid_for(limit: &Limit, decision: &Decision, period: Duration) -> Duration {
+    limit.policy().lease_terms().valid_for(decision, period)
 }
 
 /// The `reset_after` a leased decision reports, `elapsed` after the lease's store decision
@@ -82,8 +83,9 @@ pub(crate) fn reset_after(decision: &Decision, elapsed: Duration) -> Duration {
     decision.reset_after.saturating_sub(elapsed)
 }
 
-/// Where the store debited a lease under `limit`: the start (µs, the store's clock) of the
-/// window or bucket its decision `decision`, made at `decided_at`, counted the units in.
-pub(crate) fn debited_in(limit: &Limit, decision: &Decision, decided_at: Timestamp) -> u64 {
-    limit.policy().lease_terms().debited_in(decision, decided_at)
+/// Where the store debited a lease of `period` under `limit` (µs, the store's clock): the
+/// start of the window or bucket its decision `decision`, made at `decided_at`, counted the
+/// units in, or the lease's deadline.
+pub(crate) fn debited_in(limit: &Limit, decision: &Decision, decided_at: Timestamp, period: Duration) -> u64 {
+    limit.policy().lease_terms().debited_in(decision, decided_at, period)
 }

@@ -1,6 +1,7 @@
 //! The one request value every store takes: a [`Check`], and a lease's return, [`GiveBack`].
 
 use crate::{Key, Limit, Timestamp};
+use std::time::Duration;
 
 /// One request at the store seam: `key` checked against every limit in `limits` at `now`,
 /// for `cost` units, all or nothing (docs/semantics.md), and the units to lease with it.
@@ -36,20 +37,25 @@ pub struct Check<'a> {
     /// fits every limit ([`Store::check_and_lease`](crate::Store::check_and_lease)); 0 asks
     /// for none. [`Store::check`](crate::Store::check) ignores it.
     pub lease: u64,
+    /// How long the leased units may be spent after the store's decision: where the store
+    /// holds them apart ([`LeaseTerms::Held`](crate::algorithm::LeaseTerms::Held)), it counts
+    /// them as spent, at the latest, this long after it decided.
+    pub lease_period: Duration,
 }
 
 impl<'a> Check<'a> {
     /// A check of `key` against `limits` at `now` for `cost` units, asking no lease.
     #[inline]
     pub fn new(key: Key<'a>, limits: &'a [Limit], now: Timestamp, cost: u64) -> Self {
-        Check { key, limits, now, cost, lease: 0 }
+        Check { key, limits, now, cost, lease: 0, lease_period: Duration::ZERO }
     }
 
-    /// The same check, asking for `units` more as a lease.
+    /// The same check, asking for `units` more as a lease, to be spent within `period` of
+    /// the store's decision.
     #[inline]
     #[must_use]
-    pub fn lease(self, units: u64) -> Self {
-        Check { lease: units, ..self }
+    pub fn lease(self, units: u64, period: Duration) -> Self {
+        Check { lease: units, lease_period: period, ..self }
     }
 }
 
@@ -62,17 +68,42 @@ pub struct GiveBack<'a> {
     pub key: Key<'a>,
     /// The limits they were debited under.
     pub limits: &'a [Limit],
-    /// Per limit, the start (µs, the store's clock) of the window or bucket they were
-    /// debited in: a state that no longer counts it takes nothing back.
-    pub debited_in: &'a [u64],
-    /// The units given back, under every limit.
+    /// Per limit, where the store debited the lease. A state that no longer holds it takes
+    /// nothing back.
+    pub receipts: &'a [Receipt],
+    /// The units the lease granted.
+    pub leased: u64,
+    /// The units given back (never spent), under every limit.
     pub units: u64,
+    /// The time of the give-back (a store with its own clock, such as Redis, uses its own).
+    pub now: Timestamp,
 }
 
 impl<'a> GiveBack<'a> {
-    /// `units` of `key` given back under each of `limits`, debited in the window or bucket
-    /// starting at `debited_in[i]`.
-    pub fn new(key: Key<'a>, limits: &'a [Limit], debited_in: &'a [u64], units: u64) -> Self {
-        GiveBack { key, limits, debited_in, units }
+    /// `units` of `key` given back at `now` under each of `limits`, of a lease of `leased`
+    /// units debited where `receipts[i]` says.
+    pub fn new(
+        key: Key<'a>,
+        limits: &'a [Limit],
+        receipts: &'a [Receipt],
+        leased: u64,
+        units: u64,
+        now: Timestamp,
+    ) -> Self {
+        GiveBack { key, limits, receipts, leased, units, now }
     }
+}
+
+/// Where a store debited one limit's share of a lease: what a [`GiveBack`] names, so that
+/// units go back only into the state that counted them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Receipt {
+    /// µs, the store's clock: the start of the window or bucket the units were debited in,
+    /// or the lease's deadline where the store holds leases
+    /// ([`LeaseTerms::debited_in`](crate::algorithm::LeaseTerms::debited_in)).
+    pub debited_in: u64,
+    /// The stamp of the state that debited them, from stores that can lose a state and make
+    /// a new one for the same window (Redis: a flush, a restart without persistence, a
+    /// failover); 0 from stores that cannot.
+    pub stamp: u64,
 }

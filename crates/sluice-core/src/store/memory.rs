@@ -33,6 +33,7 @@ use keyed::KeyedStates;
 use shard::{Bound, Shard};
 pub use snapshot::RestoreReport;
 
+use crate::algorithm::{Lease, Returned};
 use crate::store::{Check, GiveBack, LeaseAnswer, Store, StoreError, Verdict};
 use crate::{Decision, Key, Limit, Timestamp};
 use ahash::RandomState;
@@ -129,45 +130,56 @@ impl MemoryStore {
         let key = key.as_bytes();
         let hash = self.inner.hasher.hash_one(key);
         let mut shard = self.shard(hash).lock();
-        let request = Request { hash, probe: Probe::of(key), now, cost };
+        let request = Request { hash, probe: Probe::of(key), now, cost, lease: Lease::default() };
         self.make_room_for(&mut shard, limits, request)?;
         let decisions = judge_all(&mut shard, limits, request);
         self.record_all(&mut shard, limits, request, decisions.iter().all(|d| d.allowed));
         Verdict::combine(&decisions).ok_or(StoreError::NoLimits)
     }
 
-    /// [`Store::check_and_lease`] at once: `cost + lease` debited when it fits every limit
-    /// (each limit's decision for it returned), or else `cost` decided alone.
+    /// [`Store::check_and_lease`] at once, in one step under the key's lock: the request
+    /// with its lease when both fit every limit (each limit's decision for them returned),
+    /// or else the request decided alone. Limits that cannot be leased exactly
+    /// ([`LeaseTerms::Refused`](crate::algorithm::LeaseTerms::Refused)) get no lease.
     ///
     /// # Errors
     ///
     /// As [`check_now`](Self::check_now).
     pub fn check_and_lease_now(&self, check: Check<'_>) -> Result<LeaseAnswer, StoreError> {
-        let Check { key, limits, now, cost, lease: extra, .. } = check;
-        let leasable = extra > 0 && cost > 0 && !limits.iter().any(|limit| limit.policy().records_rejections());
-        if let Some(total) = cost.checked_add(extra).filter(|_| leasable && !limits.is_empty()) {
-            let hash = self.inner.hasher.hash_one(key.as_bytes());
-            let mut shard = self.shard(hash).lock();
-            let request = Request { hash, probe: Probe::of(key.as_bytes()), now, cost: total };
-            self.make_room_for(&mut shard, limits, request)?;
-            let decisions = judge_all(&mut shard, limits, request);
-            if decisions.iter().all(|d| d.allowed) {
-                self.record_all(&mut shard, limits, request, true);
-                return LeaseAnswer::granted(decisions.to_vec(), now).ok_or(StoreError::NoLimits);
-            }
+        let Check { key, limits, now, cost, lease: units, lease_period } = check;
+        let refused = limits.iter().any(|limit| limit.policy().lease_terms().refusal().is_some());
+        if units == 0 || cost == 0 || limits.is_empty() || refused {
+            return self.check_now(key, limits, now, cost).map(LeaseAnswer::unleased);
         }
-        self.check_now(key, limits, now, cost).map(LeaseAnswer::unleased)
+        let hash = self.inner.hasher.hash_one(key.as_bytes());
+        let mut shard = self.shard(hash).lock();
+        let lease = Lease { units, deadline: now.saturating_add(lease_period) };
+        let request = Request { hash, probe: Probe::of(key.as_bytes()), now, cost, lease };
+        self.make_room_for(&mut shard, limits, request)?;
+        let decisions = judge_all(&mut shard, limits, request);
+        if decisions.iter().all(|d| d.allowed) {
+            self.record_all(&mut shard, limits, request, true);
+            return LeaseAnswer::granted(decisions.to_vec(), now).ok_or(StoreError::NoLimits);
+        }
+        let request = Request { lease: Lease::default(), ..request };
+        let decisions = judge_all(&mut shard, limits, request);
+        let admitted = decisions.iter().all(|d| d.allowed);
+        self.record_all(&mut shard, limits, request, admitted);
+        Verdict::combine(&decisions).map(LeaseAnswer::unleased).ok_or(StoreError::NoLimits)
     }
 
     /// [`Store::give_back`] at once: takes the units back from the key's state under each
     /// limit, in the window or bucket they were debited in.
     pub fn give_back_now(&self, back: GiveBack<'_>) {
-        let GiveBack { key, limits, debited_in: starts, units, .. } = back;
+        let GiveBack { key, limits, receipts, leased, units, now, .. } = back;
         let hash = self.inner.hasher.hash_one(key.as_bytes());
         let mut shard = self.shard(hash).lock();
-        for (limit, &start) in limits.iter().zip(starts) {
+        for (limit, receipt) in limits.iter().zip(receipts) {
             if let Some(position) = shard.tables.position(limit.id()) {
-                shard.tables.at(position).give_back(hash, Probe::of(key.as_bytes()), start, units);
+                let returned =
+                    Returned { debited_in: receipt.debited_in, stamp: receipt.stamp, leased, unspent: units, now };
+                let grown = shard.tables.at(position).give_back(hash, Probe::of(key.as_bytes()), returned);
+                shard.bytes = shard.bytes.saturating_add_signed(grown);
             }
         }
     }
@@ -234,7 +246,7 @@ impl MemoryStore {
     pub fn check_one(&self, key: Key<'_>, limit: &Limit, now: Timestamp, cost: u64) -> Result<Decision, StoreError> {
         let key = key.as_bytes();
         let hash = self.inner.hasher.hash_one(key);
-        let request = Request { hash, probe: Probe::of(key), now, cost };
+        let request = Request { hash, probe: Probe::of(key), now, cost, lease: Lease::default() };
         let mut shard = self.shard(hash).lock();
         self.settle(&mut shard, limit, request)
     }
@@ -353,8 +365,8 @@ impl MemoryStore {
 /// The decision for `request` under `limit`, changing nothing.
 fn judge(shard: &mut Shard, limit: &Limit, request: Request<'_>) -> Decision {
     match shard.tables.position(limit.id()) {
-        Some(position) => shard.tables.at(position).judge(request.hash, request.probe, request.now, request.cost),
-        None => limit.policy().decide_fresh(request.now, request.cost),
+        Some(position) => shard.tables.at(position).judge(request),
+        None => limit.policy().decide_fresh_leased(request.now, request.cost, request.lease),
     }
 }
 

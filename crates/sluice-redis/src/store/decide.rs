@@ -15,6 +15,7 @@ use crate::cluster::shards::Shard;
 use crate::deadline::wall_clock;
 use crate::refusal::MetBy;
 use crate::script::{Reply, ScriptCall, decode};
+use sluice_core::algorithm::LeaseTerms;
 use sluice_core::{Check, LeaseAnswer, StoreError, Timestamp, Verdict};
 use std::sync::Arc;
 
@@ -104,10 +105,13 @@ impl<'s, 'c> Decide<'s, 'c> {
         self.common().blocked.remember(id, asked, remembered);
     }
 
-    /// The cost `cost + lease` to ask for, when a lease is asked and may be granted.
+    /// The cost `cost + lease` to ask for, when a lease is asked and may be granted: the
+    /// scripts debit leases in a window or bucket only (the leases a store holds apart,
+    /// [`LeaseTerms::Held`], are the memory store's).
     fn lease_total(&self) -> Option<u64> {
         let Check { limits, cost, lease, .. } = self.check;
-        let leasable = lease > 0 && cost > 0 && !limits.iter().any(|limit| limit.policy().records_rejections());
+        let debited = |limit: &sluice_core::Limit| matches!(limit.policy().lease_terms(), LeaseTerms::Debited { .. });
+        let leasable = lease > 0 && cost > 0 && limits.iter().all(debited);
         cost.checked_add(lease).filter(|_| leasable)
     }
 

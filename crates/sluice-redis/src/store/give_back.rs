@@ -8,7 +8,7 @@ use std::sync::Arc;
 const GIVE_BACK: &str = include_str!("../../lua/give_back.lua");
 
 /// Takes `back.units` from the key's state under each limit, in the window or bucket that
-/// starts at `back.debited_in[i]`, in one script (the keys share a hash tag), and forgets
+/// starts at `back.receipts[i].debited_in`, in one script (the keys share a hash tag), and forgets
 /// the key's cached rejections.
 ///
 /// The script reads each limit in its wire form ([`Policy::wire`](sluice_core::Policy::wire):
@@ -21,9 +21,9 @@ pub(super) async fn give_back(channel: &Arc<Channel>, back: GiveBack<'_>) -> Res
     let keys = common.state_keys(back.key, back.limits);
     let mut command = redis::cmd("EVAL");
     command.arg(GIVE_BACK).arg(keys.len()).arg(&keys).arg(back.units);
-    for (limit, start) in back.limits.iter().zip(back.debited_in) {
+    for (limit, receipt) in back.limits.iter().zip(back.receipts) {
         let wire = limit.policy().wire();
-        command.arg(*start).arg(wire.algorithm).arg(&wire.params[..]);
+        command.arg(receipt.debited_in).arg(wire.algorithm).arg(&wire.params[..]);
     }
     let given = channel.send::<()>(common.settings.timeout, Request::Command(&command)).await;
     // A rejection this process cached may no longer hold.

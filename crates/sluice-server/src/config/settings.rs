@@ -83,7 +83,7 @@ declare_settings! {
         parse |text: String| module_use(&text), #[arg(value_name = "USE")];
     "Quota leases on a shared store (docs/leases.md): the most of this server's own traffic \
      for a key one lease may cover, such as `100ms`, or `0` (off). Every policy must then be \
-     one that can be leased exactly (fixed_window, sliding_window with variant accepted)."
+     one that can be leased exactly (every algorithm but the `attempts` variants)."
     lease_period: Duration, from String, env "SLUICE_LEASE_PERIOD", default("0"),
         parse |text: String| lease_period(&text), #[arg(value_name = "DURATION")];
     "How long an HTTP request may take once its head came: its body (408 after it) and \

@@ -2,6 +2,7 @@
 //! with up to four slots kept inside the state itself.
 
 use super::SlidingLogPlan;
+use crate::algorithm::Holds;
 
 /// The longest span (newest − oldest, µs) a narrow ring can hold.
 pub(super) const NARROW_SPAN: u64 = u32::MAX as u64;
@@ -57,6 +58,9 @@ pub struct SlidingLogState {
     len: u32,
     /// High 32 bits of the newest entry's timestamp.
     epoch: u32,
+    /// Units leased out, logged at their deadlines beside the ring (which keeps time order):
+    /// one word while nothing is leased.
+    holds: Holds,
 }
 
 /// Where a log's slots live. Both variants fit in 24 bytes: the inline slots sit beside the
@@ -238,7 +242,23 @@ impl SlidingLogState {
         Entries { words, head, len, newest, wide }
     }
 
-    /// Number of timestamps held.
+    /// Units leased out, logged at their deadlines.
+    pub fn holds(&self) -> &Holds {
+        &self.holds
+    }
+
+    /// [`holds`](Self::holds), to change.
+    pub(crate) fn holds_mut(&mut self) -> &mut Holds {
+        &mut self.holds
+    }
+
+    /// A log holding `entries` (as [`from_entries`](Self::from_entries)) and the leases
+    /// `holds`.
+    pub(crate) fn with_holds(entries: &[u64], holds: Holds) -> Self {
+        SlidingLogState { holds, ..SlidingLogState::from_entries(entries) }
+    }
+
+    /// Number of timestamps held in the ring (leased units apart).
     pub fn len(&self) -> usize {
         self.len as usize
     }
@@ -248,12 +268,14 @@ impl SlidingLogState {
         self.len == 0
     }
 
-    /// Bytes this state holds on the heap (none while its entries fit inside it).
+    /// Bytes this state holds on the heap (none while its entries fit inside it and
+    /// nothing is leased).
     pub fn heap_bytes(&self) -> usize {
-        match &self.words {
+        let ring = match &self.words {
             Words::Inline(_) => 0,
             Words::Heap(ring) => ring.words.len() * size_of::<u32>(),
-        }
+        };
+        ring + self.holds.heap_bytes()
     }
 
     /// Number of slots.
@@ -322,7 +344,7 @@ impl SlidingLogState {
     /// that a store counts bytes only then.
     #[inline(always)]
     pub(super) fn append(&mut self, plan: &SlidingLogPlan, limit: usize) -> isize {
-        let SlidingLogPlan { newest, now, cost, first_live, narrow_window } = *plan;
+        let SlidingLogPlan { newest, now, cost, first_live, narrow_window, .. } = *plan;
         let count = cost.min(limit as u64) as usize;
         if count == 0 {
             return 0;
@@ -508,4 +530,4 @@ fn tight(needed: usize) -> usize {
 }
 
 // The inline slots share the ring's 24 bytes: a log still costs a key 32 bytes.
-const _: () = assert!(size_of::<SlidingLogState>() == 32);
+const _: () = assert!(size_of::<SlidingLogState>() == 40);

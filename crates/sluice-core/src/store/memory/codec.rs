@@ -2,22 +2,25 @@
 //! layout ([`format`]), a cursor over it, and each algorithm's state encoding ([`states`]),
 //! which the tables use to take their states out and put them back.
 //!
-//! # Format, version 4
+//! # Format, version 5
 //!
 //! Integers are little-endian and fixed-width.
 //!
 //! ```text
-//! snapshot = magic "SLUICEMS" (8 bytes) | version: u16 = 4 | taken_at: u64 (µs, store clock)
+//! snapshot = magic "SLUICEMS" (8 bytes) | version: u16 = 5 | taken_at: u64 (µs, store clock)
 //!            | table* | 0: u8 (end of tables) | crc32: u32 (CRC-32 of every byte before it)
 //! table    = tag: u8 | limit id: u64 | definition length: u32 | definition (UTF-8)
 //!            | count: u64 | entry{count}
 //! entry    = key length: u16 (1..=1024) | key bytes | state (by tag)
-//! tag 1  sliding_log     len: u32 | len × timestamp: u64, oldest first
+//! tag 1  sliding_log     len: u32 | len × timestamp: u64, oldest first | holds
 //! tag 2  fixed_window    start: u64 | used: u64
 //! tag 3  sliding_window  anchor: u64 | newest bucket: u64 | slots: u32 | slots × count: u64 (by bucket % slots)
-//! tag 4  token_bucket    taken: u64 | last refill: u64
-//! tag 5  leaky_bucket    tat: u64
+//! tag 4  token_bucket    taken: u64 | last refill: u64 | holds
+//! tag 5  leaky_bucket    tat: u64 | holds
+//! holds  = count: u8 (at most 16) | ended: u8 (0 or 1) | count × (deadline: u64 | units: u64), by deadline
 //! ```
+//!
+//! Versions 1 to 4 have no `holds` (nothing was leased out of these states).
 
 pub(crate) mod format;
 mod reader;

@@ -4,7 +4,7 @@
 use super::codec::states::{AnyState, Persist, Restored};
 use super::dense::DenseTable;
 use super::stored_key::{Exact, Long, Probe, Short, StoredKey};
-use crate::algorithm::Algorithm;
+use crate::algorithm::{Algorithm, Lease, Returned, decide_with};
 use crate::{Decision, Timestamp};
 use ahash::RandomState;
 use std::fmt;
@@ -12,7 +12,7 @@ use std::fmt;
 /// The operations a shard needs from one limit's table, whatever its algorithm.
 pub(crate) trait KeyedStates: Send + fmt::Debug {
     /// Judges a request without changing anything.
-    fn judge(&mut self, hash: u64, probe: Probe<'_>, now: Timestamp, cost: u64) -> Decision;
+    fn judge(&mut self, request: Request<'_>) -> Decision;
 
     /// Decides and records a request for a key that holds a state here; `None`, having
     /// changed nothing, when it holds none (see [`settle_new`](Self::settle_new)).
@@ -28,9 +28,10 @@ pub(crate) trait KeyedStates: Send + fmt::Debug {
     /// it stays fresh; returns the decision and what was inserted.
     fn settle_new(&mut self, request: Request<'_>, admitted: Option<bool>, hasher: &RandomState) -> (Decision, Change);
 
-    /// Takes back `units` from `key`'s state in the window or bucket that starts at `start`
-    /// ([`Algorithm::give_back`]); nothing when the key has no state here.
-    fn give_back(&mut self, hash: u64, probe: Probe<'_>, start: u64, units: u64);
+    /// Takes a lease's unspent units back into `key`'s state ([`Algorithm::give_back`]);
+    /// nothing when the key has no state here. Returns how many bytes the state's heap grew
+    /// by.
+    fn give_back(&mut self, hash: u64, probe: Probe<'_>, back: Returned) -> isize;
 
     /// Whether `key` has a state here.
     fn holds(&mut self, hash: u64, probe: Probe<'_>) -> bool;
@@ -84,6 +85,8 @@ pub(crate) struct Request<'a> {
     pub(crate) probe: Probe<'a>,
     pub(crate) now: Timestamp,
     pub(crate) cost: u64,
+    /// Units to lease beside `cost` (none: a plain check).
+    pub(crate) lease: Lease,
 }
 
 /// What inserting a state changed in a table, besides the decision.
@@ -185,18 +188,18 @@ where
     A: Persist + RecordResizing + fmt::Debug + Send,
     A::State: PartialEq + HeapSize,
 {
-    fn judge(&mut self, hash: u64, probe: Probe<'_>, now: Timestamp, cost: u64) -> Decision {
+    fn judge(&mut self, request: Request<'_>) -> Decision {
         let algorithm = &self.algorithm;
-        in_class_table!(self, probe, |table, key| judge_in(algorithm, table, hash, key, now, cost))
+        in_class_table!(self, request.probe, |table, key| judge_in(algorithm, table, key, request))
     }
 
     #[inline(always)]
     fn settle(&mut self, request: Request<'_>, admitted: Option<bool>, grown: &mut isize) -> Option<Decision> {
-        let Request { hash, probe, now, cost } = request;
+        let Request { hash, probe, now, cost, lease } = request;
         let algorithm = &self.algorithm;
         in_class_table!(self, probe, |table, key| {
             let (_, state) = table.find_mut(hash, |(stored, _)| stored.is(key))?;
-            let (decision, plan) = algorithm.decide(state, now, cost);
+            let (decision, plan) = decide_with(algorithm, state, now, cost, lease);
             // A constant zero for the algorithms whose state holds no heap.
             *grown += algorithm.record_resizing(state, plan, admitted.unwrap_or(decision.allowed));
             Some(decision)
@@ -208,13 +211,14 @@ where
         in_class_table!(self, request.probe, |table, key| settle_new(algorithm, table, request, key, admitted, hasher))
     }
 
-    fn give_back(&mut self, hash: u64, probe: Probe<'_>, start: u64, units: u64) {
+    fn give_back(&mut self, hash: u64, probe: Probe<'_>, back: Returned) -> isize {
         let algorithm = &self.algorithm;
         in_class_table!(self, probe, |table, key| {
-            if let Some((_, state)) = table.find_mut(hash, |(stored, _)| stored.is(key)) {
-                algorithm.give_back(state, start, units);
-            }
-        });
+            let Some((_, state)) = table.find_mut(hash, |(stored, _)| stored.is(key)) else { return 0 };
+            let held = state.heap_size();
+            algorithm.give_back(state, back);
+            state.heap_size() as isize - held as isize
+        })
     }
 
     fn holds(&mut self, hash: u64, probe: Probe<'_>) -> bool {
@@ -301,14 +305,12 @@ where
 fn judge_in<A: Algorithm, K: StoredKey>(
     algorithm: &A,
     table: &KeyClassTable<K, A>,
-    hash: u64,
     key: K::Probe<'_>,
-    now: Timestamp,
-    cost: u64,
+    request: Request<'_>,
 ) -> Decision {
     let fresh = A::State::default();
-    let state = table.find(hash, |(stored, _)| stored.is(key)).map_or(&fresh, |(_, state)| state);
-    algorithm.decide(state, now, cost).0
+    let state = table.find(request.hash, |(stored, _)| stored.is(key)).map_or(&fresh, |(_, state)| state);
+    decide_with(algorithm, state, request.now, request.cost, request.lease).0
 }
 
 /// Decides a request for a key with no state, and inserts its state unless it stays fresh.
@@ -323,7 +325,7 @@ fn settle_new<A: Algorithm, K: StoredKey>(
 where
     A::State: PartialEq + HeapSize,
 {
-    let (decision, plan) = algorithm.decide(&A::State::default(), request.now, request.cost);
+    let (decision, plan) = decide_with(algorithm, &A::State::default(), request.now, request.cost, request.lease);
     let mut state = A::State::default();
     algorithm.record(&mut state, plan, admitted.unwrap_or(decision.allowed));
     let mut change = Change::default();
@@ -443,6 +445,16 @@ pub(crate) trait RecordResizing: Algorithm {
     }
 }
 
+/// [`Algorithm::record`], returning how many bytes the state's heap grew by, measured.
+fn record_measured<A: Algorithm>(algorithm: &A, state: &mut A::State, plan: A::Plan, admitted: bool) -> isize
+where
+    A::State: HeapSize,
+{
+    let held = state.heap_size();
+    algorithm.record(state, plan, admitted);
+    state.heap_size() as isize - held as isize
+}
+
 impl RecordResizing for crate::algorithm::sliding_log::SlidingLog {
     #[inline(always)]
     fn record_resizing(&self, state: &mut Self::State, plan: Self::Plan, admitted: bool) -> isize {
@@ -457,14 +469,30 @@ impl RecordResizing for crate::algorithm::sliding_window::SlidingWindow {
             self.record(state, plan, admitted);
             return 0;
         }
-        let held = state.heap_size();
-        self.record(state, plan, admitted);
-        state.heap_size() as isize - held as isize
+        record_measured(self, state, plan, admitted)
     }
 }
 impl RecordResizing for crate::algorithm::fixed_window::FixedWindow {}
-impl RecordResizing for crate::algorithm::token_bucket::TokenBucket {}
-impl RecordResizing for crate::algorithm::leaky_bucket::LeakyBucket {}
+impl RecordResizing for crate::algorithm::token_bucket::TokenBucket {
+    #[inline(always)]
+    fn record_resizing(&self, state: &mut Self::State, plan: Self::Plan, admitted: bool) -> isize {
+        if state.holds.is_clear() && plan.is_none_or(|plan| !plan.leases()) {
+            self.record(state, plan, admitted);
+            return 0;
+        }
+        record_measured(self, state, plan, admitted)
+    }
+}
+impl RecordResizing for crate::algorithm::leaky_bucket::LeakyBucket {
+    #[inline(always)]
+    fn record_resizing(&self, state: &mut Self::State, plan: Self::Plan, admitted: bool) -> isize {
+        if state.holds.is_clear() && plan.is_none_or(|plan| !plan.leases()) {
+            self.record(state, plan, admitted);
+            return 0;
+        }
+        record_measured(self, state, plan, admitted)
+    }
+}
 
 impl HeapSize for crate::algorithm::sliding_log::SlidingLogState {
     fn heap_size(&self) -> usize {
@@ -477,5 +505,13 @@ impl HeapSize for crate::algorithm::sliding_window::BucketCounts {
     }
 }
 impl HeapSize for crate::algorithm::fixed_window::WindowCount {}
-impl HeapSize for crate::algorithm::token_bucket::Tokens {}
-impl HeapSize for crate::algorithm::leaky_bucket::Tat {}
+impl HeapSize for crate::algorithm::token_bucket::Tokens {
+    fn heap_size(&self) -> usize {
+        self.holds.heap_bytes()
+    }
+}
+impl HeapSize for crate::algorithm::leaky_bucket::Tat {
+    fn heap_size(&self) -> usize {
+        self.holds.heap_bytes()
+    }
+}

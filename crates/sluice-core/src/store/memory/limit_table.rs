@@ -7,6 +7,7 @@
 use super::codec::states::{AnyState, Restored};
 use super::keyed::{Change, Cut, Keyed, KeyedStates, Request, Room};
 use super::stored_key::Probe;
+use crate::algorithm::Returned;
 use crate::algorithm::fixed_window::FixedWindow;
 use crate::algorithm::leaky_bucket::LeakyBucket;
 use crate::algorithm::sliding_log::SlidingLog;
@@ -57,8 +58,8 @@ impl LimitTable {
 }
 
 impl KeyedStates for LimitTable {
-    fn judge(&mut self, hash: u64, probe: Probe<'_>, now: Timestamp, cost: u64) -> Decision {
-        with_keyed!(self, keyed => keyed.judge(hash, probe, now, cost))
+    fn judge(&mut self, request: Request<'_>) -> Decision {
+        with_keyed!(self, keyed => keyed.judge(request))
     }
 
     #[inline(always)]
@@ -70,8 +71,8 @@ impl KeyedStates for LimitTable {
         with_keyed!(self, keyed => keyed.settle_new(request, admitted, hasher))
     }
 
-    fn give_back(&mut self, hash: u64, probe: Probe<'_>, start: u64, units: u64) {
-        with_keyed!(self, keyed => keyed.give_back(hash, probe, start, units))
+    fn give_back(&mut self, hash: u64, probe: Probe<'_>, back: Returned) -> isize {
+        with_keyed!(self, keyed => keyed.give_back(hash, probe, back))
     }
 
     fn holds(&mut self, hash: u64, probe: Probe<'_>) -> bool {

@@ -2,7 +2,7 @@
 
 use super::SnapshotError;
 use super::reader::Reader;
-use super::version::VERSION_WITHOUT_ANCHORS;
+use super::version::{VERSION_WITHOUT_ANCHORS, VERSION_WITHOUT_HOLDS};
 use crate::Policy;
 use crate::algorithm::Algorithm;
 use crate::algorithm::fixed_window::{FixedWindow, WindowCount};
@@ -10,6 +10,7 @@ use crate::algorithm::leaky_bucket::{LeakyBucket, Tat};
 use crate::algorithm::sliding_log::{SlidingLog, SlidingLogState};
 use crate::algorithm::sliding_window::{BucketCounts, SlidingWindow};
 use crate::algorithm::token_bucket::{TokenBucket, Tokens};
+use crate::algorithm::{Hold, Holds, MAX_HOLDS};
 use crate::policy::with_algorithm;
 
 /// A state of any algorithm, read from a snapshot, on its way into its limit's table.
@@ -85,13 +86,45 @@ fn put(out: &mut Vec<u8>, value: u64) {
     out.extend_from_slice(&value.to_le_bytes());
 }
 
+/// `count: u8`, `ended: u8`, then each lease's `deadline` and `units`.
+fn put_holds(out: &mut Vec<u8>, holds: &Holds) {
+    out.push(holds.len() as u8);
+    out.push(u8::from(holds.ended()));
+    for hold in holds.iter() {
+        put(out, hold.deadline);
+        put(out, hold.units);
+    }
+}
+
+/// Reads what [`put_holds`] wrote (nothing before version 5).
+fn read_holds(input: &mut Reader<'_>) -> Result<Holds, SnapshotError> {
+    if input.version() <= VERSION_WITHOUT_HOLDS {
+        return Ok(Holds::default());
+    }
+    let count = usize::from(input.u8()?);
+    let ended = input.u8()?;
+    if count > MAX_HOLDS || ended > 1 {
+        return Err(input.invalid(format!("{count} leases held, ended mark {ended}")));
+    }
+    let mut holds = Vec::with_capacity(count);
+    for _ in 0..count {
+        let hold = Hold { deadline: input.u64()?, units: input.u64()? };
+        if hold.units == 0 || holds.last().is_some_and(|last: &Hold| last.deadline >= hold.deadline) {
+            return Err(input.invalid("leases held are empty or out of order"));
+        }
+        holds.push(hold);
+    }
+    Ok(Holds::from_parts(holds, ended == 1))
+}
+
 impl Persist for SlidingLog {
     const TAG: u8 = 1;
 
-    /// `len: u32`, then `len` timestamps (µs), oldest first.
+    /// `len: u32`, then `len` timestamps (µs), oldest first, then the leases held.
     fn encode(state: &SlidingLogState, out: &mut Vec<u8>) {
         out.extend_from_slice(&(state.len() as u32).to_le_bytes());
         state.entries().for_each(|entry| put(out, entry));
+        put_holds(out, state.holds());
     }
 
     fn decode(input: &mut Reader<'_>) -> Result<SlidingLogState, SnapshotError> {
@@ -106,7 +139,7 @@ impl Persist for SlidingLog {
             }
             entries.push(entry);
         }
-        Ok(SlidingLogState::from_entries(&entries))
+        Ok(SlidingLogState::with_holds(&entries, read_holds(input)?))
     }
 
     fn of(state: &AnyState) -> Option<&SlidingLogState> {
@@ -163,14 +196,16 @@ impl Persist for SlidingWindow {
 impl Persist for TokenBucket {
     const TAG: u8 = 4;
 
-    /// `taken`, `last` refill.
+    /// `taken`, `last` refill, then the leases held.
     fn encode(state: &Tokens, out: &mut Vec<u8>) {
         put(out, state.taken);
         put(out, state.last);
+        put_holds(out, &state.holds);
     }
 
     fn decode(input: &mut Reader<'_>) -> Result<Tokens, SnapshotError> {
-        Ok(Tokens { taken: input.u64()?, last: input.u64()? })
+        let (taken, last) = (input.u64()?, input.u64()?);
+        Ok(Tokens { taken, last, holds: read_holds(input)? })
     }
 
     fn of(state: &AnyState) -> Option<&Tokens> {
@@ -181,13 +216,15 @@ impl Persist for TokenBucket {
 impl Persist for LeakyBucket {
     const TAG: u8 = 5;
 
-    /// `tat`.
+    /// `tat`, then the leases held.
     fn encode(state: &Tat, out: &mut Vec<u8>) {
-        put(out, state.0);
+        put(out, state.arrival);
+        put_holds(out, &state.holds);
     }
 
     fn decode(input: &mut Reader<'_>) -> Result<Tat, SnapshotError> {
-        Ok(Tat(input.u64()?))
+        let arrival = input.u64()?;
+        Ok(Tat { arrival, holds: read_holds(input)? })
     }
 
     fn of(state: &AnyState) -> Option<&Tat> {
