@@ -1,7 +1,7 @@
 //! Quota leases on one real Redis: one hot key shared by four processes (four connections,
 //! each behind its own `LeasedStore`), against the same four without leases and against
 //! the memory store (one process, no network: the floor), at 10 %, 50 % and 150 % of the
-//! limit's rate.
+//! limit's rate, for every algorithm (10 000 a second each).
 //!
 //! Time is injected (`RedisSettings::injected_time()`): check `i` happens at
 //! `BASE + i · gap` µs, sent by process `i mod 4`, so the offered rate is exact whatever
@@ -14,20 +14,46 @@
 //!
 //! `cargo bench -p sluice-redis --bench redis_leases`. Environment: `SLUICE_BENCH_ROUNDS`
 //! (default 5), `SLUICE_BENCH_ROUND_CHECKS` (default 20 000), `SLUICE_BENCH_LEASE_MS` (the
-//! lease period, default 100).
+//! lease period, default 100), `SLUICE_BENCH_ALGORITHMS` (a comma-separated subset of
+//! `fixed_window,sliding_window,sliding_log,token_bucket,leaky_bucket`, default all).
 
 mod common;
 
 use common::{connect, env_u64, machine_load, median, server_cpu_seconds};
 use redis::aio::ConnectionManager;
 use sluice_core::lease::LeasedStore;
-use sluice_core::{Alignment, Check, FixedWindow, Key, Limit, MemoryStore, Source, Store, Timestamp};
+use sluice_core::{
+    Alignment, Check, FixedWindow, Key, LeakMode, LeakyBucket, Limit, MemoryStore, Policy, SlidingLog,
+    SlidingLogVariant, SlidingWindow, Source, Store, Timestamp, TokenBucket, TokenBucketSettings,
+};
 use sluice_redis::{RedisSettings, RedisStore};
 use sluice_test_support::redis::RedisServer;
 use std::time::{Duration, Instant};
 
-/// The limit: 10 000 a second, in aligned one-second windows.
+/// The limit: 10 000 a second (a window's limit, a bucket's rate).
 const LIMIT: u64 = 10_000;
+
+/// Each algorithm at 10 000 a second: windows of one second, a bucket of 10 000 refilled
+/// 10 every millisecond, a leaky bucket of one every 100 µs with a burst of 9 999.
+fn policies() -> Vec<Policy> {
+    let second = Duration::from_secs(1);
+    let settings =
+        TokenBucketSettings { capacity: LIMIT, refill_amount: 10, refill_interval: Duration::from_millis(1) };
+    vec![
+        FixedWindow::new(LIMIT, second, Alignment::Aligned, Duration::ZERO).expect("valid").into(),
+        SlidingWindow::new(LIMIT, second, 10).expect("valid").into(),
+        SlidingLog::new(LIMIT, second, SlidingLogVariant::Accepted).expect("valid").into(),
+        TokenBucket::new(settings).expect("valid").into(),
+        LeakyBucket::new(Duration::from_micros(100), LIMIT - 1, LeakMode::NoDelay).expect("valid").into(),
+    ]
+}
+
+/// The algorithms `SLUICE_BENCH_ALGORITHMS` names (all by default).
+fn chosen() -> Vec<Policy> {
+    let wanted = std::env::var("SLUICE_BENCH_ALGORITHMS").unwrap_or_default();
+    let named = |policy: &Policy| wanted.is_empty() || wanted.split(',').any(|name| name == policy.algorithm_name());
+    policies().into_iter().filter(named).collect()
+}
 const BASE: u64 = 1_763_700_000_000_000;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -112,26 +138,37 @@ fn main() {
         period(),
         machine_load()
     );
-    let window = FixedWindow::new(LIMIT, Duration::from_secs(1), Alignment::Aligned, Duration::ZERO).expect("valid");
-    let limits = [Limit::new("hot", window)];
     runtime.block_on(async {
         let mut admin = connect(&server.url()).await;
-        for load in [0.1, 0.5, 1.5] {
-            let mut results: Vec<Vec<Round>> = vec![Vec::new(); Peer::ALL.len()];
-            for round in 0..rounds {
-                for turn in 0..Peer::ALL.len() {
-                    let index = (round + turn) % Peer::ALL.len();
-                    let peer = Peer::ALL[index];
-                    let key = format!("hot-{load}-{round}-{index}");
-                    let measured =
-                        run(peer, &server.url(), &mut admin, (&limits, key.as_bytes()), (load, checks)).await;
-                    results[index].push(measured);
-                }
+        for policy in chosen() {
+            println!("\n{}", policy.algorithm_name());
+            let limits = [Limit::new("hot", policy)];
+            for load in [0.1, 0.5, 1.5] {
+                measure_load(&server, &mut admin, &limits, (load, checks, rounds)).await;
             }
-            print_load(load, &results);
         }
     });
     println!("load average at the end {}", machine_load());
+}
+
+/// Every peer at `load`, in `rounds` interleaved rounds of `checks`; prints the medians.
+async fn measure_load(
+    server: &RedisServer,
+    admin: &mut ConnectionManager,
+    limits: &[Limit],
+    (load, checks, rounds): (f64, u64, usize),
+) {
+    let mut results: Vec<Vec<Round>> = vec![Vec::new(); Peer::ALL.len()];
+    for round in 0..rounds {
+        for turn in 0..Peer::ALL.len() {
+            let index = (round + turn) % Peer::ALL.len();
+            let peer = Peer::ALL[index];
+            let key = format!("hot-{}-{load}-{round}-{index}", limits[0].policy().algorithm_name());
+            let measured = run(peer, &server.url(), admin, (limits, key.as_bytes()), (load, checks)).await;
+            results[index].push(measured);
+        }
+    }
+    print_load(load, &results);
 }
 
 async fn run(
@@ -160,11 +197,14 @@ async fn run(
     }
     let elapsed = started.elapsed().as_secs_f64();
     let server_us = (server_cpu_seconds(admin).await - cpu_before) * 1e6 / checks as f64;
-    // What the limit allows: in each one-second window the checks touched, the checks in it
-    // up to the limit.
-    let mut per_window = std::collections::BTreeMap::<u64, u64>::new();
-    (0..checks).for_each(|i| *per_window.entry((BASE + i * gap) / 1_000_000).or_default() += 1);
-    let allowed_at_most: u64 = per_window.values().map(|&n| n.min(LIMIT)).sum();
+    // What the limit allows: the same checks, decided by one process on the memory store.
+    let alone = MemoryStore::new();
+    let allowed_at_most = (0..checks)
+        .filter(|i| {
+            let now = Timestamp::from_micros(BASE + i * gap);
+            alone.check_now(key, limits, now, 1).is_ok_and(|verdict| verdict.decision.allowed)
+        })
+        .count() as u64;
     Round {
         calls_per_check: processes.store_calls(checks) as f64 / checks as f64,
         server_us,
