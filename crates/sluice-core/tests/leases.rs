@@ -17,8 +17,8 @@ use oracle::token_bucket::TokenBucketOracle;
 use proptest::prelude::*;
 use sluice_core::lease::{LeasedStore, Unspent, check_leasable};
 use sluice_core::{
-    Alignment, Check, FixedWindow, Key, LeakMode, LeakyBucket, Limit, MemoryStore, Policy, SlidingLog,
-    SlidingLogVariant, SlidingWindow, SlidingWindowSettings, Source, Store, Timestamp, TokenBucket,
+    Alignment, Check, Clock, FixedWindow, Key, LeakMode, LeakyBucket, Limit, ManualClock, MemoryStore, Policy,
+    SlidingLog, SlidingLogVariant, SlidingWindow, SlidingWindowSettings, Source, Store, Timestamp, TokenBucket,
     TokenBucketSettings,
 };
 use std::sync::Arc;
@@ -640,4 +640,70 @@ fn unspent_units_go_back_to_the_store() {
         .filter(|i| ready(other.check(Check::new(key, &limits, at(300 + i), 1))).unwrap().decision.allowed)
         .count();
     assert_eq!(150 + more, 1_000, "the window admits exactly its limit, the units given back included");
+}
+
+/// A store standing for Redis deciding at its own time: each lease request reaches it
+/// `delay` after it was sent (the clock moves on meanwhile), and it decides then.
+#[derive(Debug)]
+struct Distant {
+    store: MemoryStore,
+    clock: ManualClock,
+    delay: Duration,
+}
+
+impl Store for Distant {
+    fn check(
+        &self,
+        check: Check<'_>,
+    ) -> impl Future<Output = Result<sluice_core::Verdict, sluice_core::StoreError>> + Send {
+        self.clock.advance(self.delay);
+        std::future::ready(self.store.check_now(check.key, check.limits, self.clock.now(), check.cost))
+    }
+
+    fn reset(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+    ) -> impl Future<Output = Result<(), sluice_core::StoreError>> + Send {
+        self.store.reset(key, limits)
+    }
+
+    fn check_and_lease(
+        &self,
+        check: Check<'_>,
+    ) -> impl Future<Output = Result<sluice_core::LeaseAnswer, sluice_core::StoreError>> + Send {
+        self.clock.advance(self.delay);
+        let decided = Check::new(check.key, check.limits, self.clock.now(), check.cost);
+        std::future::ready(self.store.check_and_lease_now(decided.lease(check.lease, check.lease_period)))
+    }
+}
+
+/// A leased answer's `reset_after` names the store's instant or a later one, never an
+/// earlier: the store decided a round trip after the request was sent, and a `LeasedStore`
+/// given the callers' clock counts from when the answer came. Without the clock it counts
+/// from the request's `now`, a round trip early.
+#[test]
+fn a_leased_reset_after_is_never_before_the_stores() {
+    let spec = Spec::FixedWindow { limit: 100_000, window: 60_000_000, anchored: false };
+    let limits = [Limit::new("api", spec.policy())];
+    let key = Key::new(b"tenant").unwrap();
+    let window_end = 120_000_000;
+    for (with_clock, early) in [(true, false), (false, true)] {
+        let clock = ManualClock::at(Timestamp::from_micros(60_000_000));
+        let delay = us(500);
+        let store = Distant { store: MemoryStore::new(), clock: clock.clone(), delay };
+        let leased = LeasedStore::new(store, us(100_000));
+        let leased = if with_clock { leased.with_clock(clock.clone()) } else { leased };
+        let mut earliest = u64::MAX;
+        for _ in 0..2_000 {
+            clock.advance(us(50));
+            let now = clock.now();
+            let verdict = ready(leased.check(Check::new(key, &limits, now, 1))).unwrap();
+            if verdict.source == Source::Lease {
+                earliest = earliest.min(now.saturating_add(verdict.decision.reset_after).as_micros());
+            }
+        }
+        assert!(earliest < u64::MAX, "leases answered");
+        assert_eq!(earliest < window_end, early, "with the clock: {with_clock}; earliest end named {earliest}");
+    }
 }

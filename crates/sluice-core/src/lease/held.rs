@@ -37,6 +37,20 @@ pub(crate) struct Settled {
     pub(crate) dropped: u64,
 }
 
+/// A lease request, as [`Held::settle`] takes its answer in.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Asked {
+    /// When it was sent: the lease's units are spendable for `period` from then.
+    pub(crate) now: Timestamp,
+    /// When its answer came (no earlier than `now`): leased decisions count the store's
+    /// `reset_after` from then, so that they never name an instant before the store's.
+    pub(crate) received: Timestamp,
+    /// The units asked beyond the request's cost.
+    pub(crate) extra: u64,
+    /// The lease period.
+    pub(crate) period: Duration,
+}
+
 /// Unspent units to give back, with where and as what lease they were debited.
 #[derive(Debug)]
 pub(crate) struct Returning {
@@ -125,17 +139,12 @@ impl Held {
         (self.units == 0 || now >= self.until) && self.demand.is_idle(now, period)
     }
 
-    /// Takes in the store's `answer` to a request asked at `now` with `extra` spendable
-    /// units for `period` (call [`expire`](Self::expire) first): holds them when granted.
-    /// Returns the request's verdict (counting the units now held as remaining, which they
-    /// are, for this process) and what changed.
-    pub(crate) fn settle(
-        &mut self,
-        limits: &[Limit],
-        now: Timestamp,
-        (extra, period): (u64, Duration),
-        answer: &LeaseAnswer,
-    ) -> (Verdict, Settled) {
+    /// Takes in the store's `answer` to the lease request `asked` (call
+    /// [`expire`](Self::expire) first): holds its units when granted. Returns the request's
+    /// verdict (counting the units now held as remaining, which they are, for this process)
+    /// and what changed.
+    pub(crate) fn settle(&mut self, limits: &[Limit], asked: Asked, answer: &LeaseAnswer) -> (Verdict, Settled) {
+        let Asked { now, received, extra, period } = asked;
         let verdict = answer.verdict;
         let last = last_word(&limits[verdict.limit], &verdict.decision, period);
         self.last_word = Some((last, now));
@@ -170,7 +179,7 @@ impl Held {
         self.until = if self.units > 0 { self.until.min(until) } else { until };
         self.leased = if self.units > 0 { self.leased.saturating_add(extra) } else { extra };
         self.units = self.units.saturating_add(extra);
-        self.quote = Some(Quote { decision: verdict.decision, limit: verdict.limit, at: now });
+        self.quote = Some(Quote { decision: verdict.decision, limit: verdict.limit, at: received.max(now) });
         self.receipts = receipts;
         let decision = verdict.decision.with_remaining(verdict.decision.remaining.saturating_add(self.units));
         (Verdict::new(decision, verdict.limit, verdict.source), Settled { leased: extra, dropped })

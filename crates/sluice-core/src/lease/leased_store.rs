@@ -5,7 +5,7 @@ use super::held::Unspent;
 use super::ledger::{Ledger, Spend};
 use super::terms;
 use crate::store::{Check, GiveBack, LeaseAnswer, Store, StoreError, Verdict};
-use crate::{Key, Limit, Timestamp};
+use crate::{Clock, Key, Limit, Timestamp};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,6 +57,25 @@ pub const DEFAULT_LEASE_ENTRIES: usize = 65_536;
 pub struct LeasedStore<S> {
     inner: S,
     ledger: Arc<Ledger>,
+    answers: AnswerClock,
+}
+
+/// The clock that times the store's answers ([`LeasedStore::with_clock`]); none by default.
+#[derive(Clone, Default)]
+struct AnswerClock(Option<Arc<dyn Fn() -> Timestamp + Send + Sync>>);
+
+impl AnswerClock {
+    /// When an answer to a request sent at `sent` came: now on the clock, or `sent` without
+    /// one.
+    fn received(&self, sent: Timestamp) -> Timestamp {
+        self.0.as_ref().map_or(sent, |now| now().max(sent))
+    }
+}
+
+impl std::fmt::Debug for AnswerClock {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "AnswerClock(set)" } else { "AnswerClock(none)" })
+    }
 }
 
 impl<S: Store> LeasedStore<S> {
@@ -68,7 +87,16 @@ impl<S: Store> LeasedStore<S> {
 
     /// [`new`](Self::new), keeping at most `entries` keys' leases.
     pub fn with_capacity(inner: S, period: Duration, entries: usize) -> Self {
-        LeasedStore { inner, ledger: Arc::new(Ledger::new(entries, period)) }
+        LeasedStore { inner, ledger: Arc::new(Ledger::new(entries, period)), answers: AnswerClock::default() }
+    }
+
+    /// The same store, reading `clock` (the one the callers' `now` comes from) when the
+    /// store's answer to a lease request comes: a leased decision's `reset_after` then
+    /// counts from that instant, so that it never names one before the store's (without a
+    /// clock it counts from the request's `now`, earlier by the request's round trip).
+    #[must_use]
+    pub fn with_clock(self, clock: impl Clock) -> Self {
+        LeasedStore { answers: AnswerClock(Some(Arc::new(move || clock.now()))), ..self }
     }
 
     /// The store behind the leases.
@@ -80,7 +108,7 @@ impl<S: Store> LeasedStore<S> {
     /// as another connection to the same Redis: how the threads of one process share
     /// their leases.
     pub fn in_front_of<T: Store>(&self, inner: T) -> LeasedStore<T> {
-        LeasedStore { inner, ledger: Arc::clone(&self.ledger) }
+        LeasedStore { inner, ledger: Arc::clone(&self.ledger), answers: self.answers.clone() }
     }
 
     /// The lease period.
@@ -146,7 +174,7 @@ impl<S: Store> LeasedStore<S> {
     async fn lease(&self, check: Check<'_>) -> Result<Verdict, StoreError> {
         self.ledger.counters().store_call();
         let answer: LeaseAnswer = self.inner.check_and_lease(check).await?;
-        Ok(self.ledger.settle(check, &answer))
+        Ok(self.ledger.settle(check, &answer, self.answers.received(check.now)))
     }
 
     /// Asks the store for a plain check: these limits get no lease.

@@ -1,7 +1,7 @@
 //! The leases one process holds, by key and set of limits: sharded, bounded.
 
 use super::counters::LeaseCounters;
-use super::held::{Held, Returning, Unspent};
+use super::held::{Asked, Held, Returning, Unspent};
 use crate::store::{Check, LeaseAnswer, Receipt, Verdict};
 use crate::{Key, Limit, Timestamp};
 use ahash::RandomState;
@@ -118,8 +118,9 @@ impl Ledger {
         }
     }
 
-    /// Takes in the store's `answer` to `check` (which asked for `check.lease` units).
-    pub(crate) fn settle(&self, check: Check<'_>, answer: &LeaseAnswer) -> Verdict {
+    /// Takes in the store's `answer` to `check` (which asked for `check.lease` units),
+    /// `received` at this process's time.
+    pub(crate) fn settle(&self, check: Check<'_>, answer: &LeaseAnswer, received: Timestamp) -> Verdict {
         let Check { key, limits, now, .. } = check;
         let (hash, shard) = self.shard(limits, key);
         let mut shard = shard.lock();
@@ -127,7 +128,8 @@ impl Ledger {
             return answer.verdict;
         };
         self.counters.expired(entry.held.expire(now));
-        let (verdict, settled) = entry.held.settle(limits, now, (check.lease, self.period), answer);
+        let asked = Asked { now, received, extra: check.lease, period: self.period };
+        let (verdict, settled) = entry.held.settle(limits, asked, answer);
         self.counters.leased(settled.leased);
         self.counters.expired(settled.dropped);
         verdict

@@ -2,7 +2,7 @@
 
 use crate::config::settings::Settings;
 use sluice_core::lease::{LeaseFigures, LeasedStore, Unspent};
-use sluice_core::{Check, Key, Limit, MemoryStore, Store, StoreError, Timestamp, Verdict};
+use sluice_core::{Check, Key, Limit, MemoryStore, Store, StoreError, SystemClock, Timestamp, Verdict};
 use sluice_redis::{RedisSettings, RedisStore};
 
 /// The service's store. An enum, since [`Store`] is not object safe (its futures are
@@ -31,7 +31,10 @@ impl Backend {
             None => Ok(Backend::Memory(
                 MemoryStore::builder().max_keys(settings.max_keys).max_memory(settings.max_memory).build(),
             )),
-            Some(connected) => Ok(Backend::Redis(LeasedStore::new(connected?, settings.lease_period))),
+            Some(connected) => {
+                let leased = LeasedStore::new(connected?, settings.lease_period).with_clock(SystemClock::new());
+                Ok(Backend::Redis(leased))
+            }
         }
     }
 
