@@ -14,7 +14,8 @@
 //! expired, so it costs O(1) when requests keep coming and O(log limit) after a long gap, never
 //! O(limit). Memory: 4 bytes per slot while the log spans at most about 71 minutes (8 bytes
 //! beyond), with the ring's capacity following the entries in the window (doubling and
-//! shrinking, amortized O(1)), plus a 32-byte header.
+//! shrinking, amortized O(1)), plus a 40-byte header (8 of them for the leases it holds,
+//! one word while it holds none).
 
 mod holding;
 mod ring;

@@ -529,5 +529,6 @@ fn tight(needed: usize) -> usize {
     needed + margin(needed)
 }
 
-// The inline slots share the ring's 24 bytes: a log still costs a key 32 bytes.
+// The inline slots share the ring's 24 bytes: a log costs a key 40 bytes, 8 of them for the
+// leases it holds (one word while it holds none).
 const _: () = assert!(size_of::<SlidingLogState>() == 40);
