@@ -1,5 +1,6 @@
 //! What leases did: counted by a [`LeasedStore`](super::LeasedStore), read as figures.
 
+use crate::Source;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Counts of a [`LeasedStore`](super::LeasedStore)'s work since it was built.
@@ -8,8 +9,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub struct LeaseFigures {
     /// Checks decided from leased units, without the store.
     pub leased_checks: u64,
-    /// Checks that went to the store (with or without a lease request).
+    /// Checks that went to the store (with or without a lease request), answered by it or
+    /// by its failure mode; not those its own local cache answered ([`cache_answers`](Self::cache_answers)).
     pub store_calls: u64,
+    /// Checks the store answered from a local cache without calling out, such as the Redis
+    /// store's cache of blocked keys ([`Source::Cache`](crate::Source::Cache)).
+    pub cache_answers: u64,
     /// Units leased: debited by the store beyond the requests' own costs, to spend here.
     pub units_leased: u64,
     /// Leased units that could no longer be spent (their window or bucket ended) and were
@@ -27,6 +32,7 @@ pub struct LeaseFigures {
 pub(crate) struct LeaseCounters {
     leased_checks: AtomicU64,
     store_calls: AtomicU64,
+    cache_answers: AtomicU64,
     units_leased: AtomicU64,
     units_expired: AtomicU64,
     units_returned: AtomicU64,
@@ -39,8 +45,11 @@ impl LeaseCounters {
         self.units_spent.fetch_add(cost, Ordering::Relaxed);
     }
 
-    pub(crate) fn store_call(&self) {
-        self.store_calls.fetch_add(1, Ordering::Relaxed);
+    /// Counts a check sent to the store, by who answered it (`None`: an error): its local
+    /// cache, or the store (or its failure mode).
+    pub(crate) fn asked_store(&self, answered_by: Option<Source>) {
+        let counter = if answered_by == Some(Source::Cache) { &self.cache_answers } else { &self.store_calls };
+        counter.fetch_add(1, Ordering::Relaxed);
     }
 
     pub(crate) fn leased(&self, units: u64) {
@@ -65,6 +74,7 @@ impl LeaseCounters {
         LeaseFigures {
             leased_checks: self.leased_checks.load(Ordering::Relaxed),
             store_calls: self.store_calls.load(Ordering::Relaxed),
+            cache_answers: self.cache_answers.load(Ordering::Relaxed),
             units_leased: leased,
             units_expired: expired,
             units_returned: returned,

@@ -172,15 +172,17 @@ impl<S: Store> LeasedStore<S> {
     /// Asks the store for the lease `check` carries, and takes the answer in (even when no
     /// unit was asked for: it says what remains).
     async fn lease(&self, check: Check<'_>) -> Result<Verdict, StoreError> {
-        self.ledger.counters().store_call();
-        let answer: LeaseAnswer = self.inner.check_and_lease(check).await?;
+        let answer = self.inner.check_and_lease(check).await;
+        self.ledger.counters().asked_store(answer.as_ref().ok().map(|answer| answer.verdict.source));
+        let answer: LeaseAnswer = answer?;
         Ok(self.ledger.settle(check, &answer, self.answers.received(check.now)))
     }
 
     /// Asks the store for a plain check: these limits get no lease.
     async fn unleased(&self, check: Check<'_>) -> Result<Verdict, StoreError> {
-        self.ledger.counters().store_call();
-        self.inner.check(check).await
+        let verdict = self.inner.check(check).await;
+        self.ledger.counters().asked_store(verdict.as_ref().ok().map(|verdict| verdict.source));
+        verdict
     }
 }
 

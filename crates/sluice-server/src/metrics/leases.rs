@@ -19,6 +19,7 @@ struct UnitLabels {
 pub(crate) struct LeaseMetrics {
     leased_checks: Counter,
     store_calls: Counter,
+    cache_answers: Counter,
     units: Family<UnitLabels, Counter>,
     held: Gauge,
     /// Serialises [`update`](Self::update): each counter is raised to the store's total.
@@ -35,8 +36,14 @@ impl LeaseMetrics {
         );
         registry.register(
             "lease_store_calls",
-            "Checks that went to the shared store (with or without a lease request)",
+            "Checks that went to the shared store (with or without a lease request); its blocked-key cache's \
+             answers are counted apart (lease_cache_answers)",
             self.store_calls.clone(),
+        );
+        registry.register(
+            "lease_cache_answers",
+            "Checks not covered by leases that the store's blocked-key cache answered, without a call to Redis",
+            self.cache_answers.clone(),
         );
         registry.register(
             "lease_units",
@@ -55,6 +62,7 @@ impl LeaseMetrics {
         let _one_at_a_time = self.updating.lock();
         raise(&self.leased_checks, figures.leased_checks);
         raise(&self.store_calls, figures.store_calls);
+        raise(&self.cache_answers, figures.cache_answers);
         raise(&self.units.get_or_create(&UnitLabels { kind: "leased" }), figures.units_leased);
         raise(&self.units.get_or_create(&UnitLabels { kind: "expired" }), figures.units_expired);
         raise(&self.units.get_or_create(&UnitLabels { kind: "returned" }), figures.units_returned);
@@ -67,5 +75,31 @@ fn raise(counter: &Counter, total: u64) {
     let current = counter.get();
     if total > current {
         counter.inc_by(total - current);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `metrics`' series, as `/metrics` renders them.
+    fn rendered(metrics: &LeaseMetrics) -> String {
+        let mut registry = Registry::with_prefix("sluice");
+        metrics.register(&mut registry);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        text
+    }
+
+    #[test]
+    fn cache_answers_are_counted_apart_from_store_calls() {
+        let metrics = LeaseMetrics::default();
+        let mut figures = LeaseFigures::default();
+        figures.store_calls = 86;
+        figures.cache_answers = 388_501;
+        metrics.update(&figures);
+        let text = rendered(&metrics);
+        assert!(text.contains("\nsluice_lease_store_calls_total 86\n"), "{text}");
+        assert!(text.contains("\nsluice_lease_cache_answers_total 388501\n"), "{text}");
     }
 }
