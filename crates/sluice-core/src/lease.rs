@@ -14,16 +14,20 @@
 //! and the buckets hold leased units apart until the lease's deadline
 //! ([`LeaseTerms`](crate::algorithm::LeaseTerms)). [`check_leasable`] says why the others
 //! cannot be; a [`LeasedStore`] checks those against the store on every request, and
-//! `sluice serve` refuses them when leases are on.
+//! `sluice serve` refuses them when leases are on. A limit whose whole quota is 4 or less
+//! is never leased either (leases take at most a quarter of what remains):
+//! [`never_leased`] names both cases.
 
 mod counters;
 mod held;
 mod leased_store;
 mod ledger;
+mod never_leased;
 mod sizing;
 mod terms;
 
 pub use counters::LeaseFigures;
 pub use held::Unspent;
 pub use leased_store::{DEFAULT_LEASE_ENTRIES, LeasedStore};
+pub use never_leased::{NoLease, never_leased};
 pub use terms::{LeaseRefusal, check_leasable};

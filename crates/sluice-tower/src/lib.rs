@@ -117,7 +117,7 @@ pub use sluice_core::{
 };
 // Quota leases: a store in front of the shared one that answers most checks from units it
 // leased (docs/leases.md).
-pub use sluice_core::lease::{LeaseRefusal, LeasedStore, check_leasable};
+pub use sluice_core::lease::{LeaseRefusal, LeasedStore, NoLease, check_leasable, never_leased};
 // The error of `Policies`: every problem of a YAML file, each with its path.
 #[cfg(feature = "yaml")]
 pub use sluice_core::ConfigError;

@@ -7,7 +7,7 @@ use std::time::Duration;
 /// A lease never takes more than this share of what the store said remained (1/4), so
 /// that several processes asking at once leave room for each other, and leases shrink
 /// to nothing as the quota runs out: near the limit every request is the store's.
-const SHARE_OF_REMAINING: u64 = 4;
+pub(crate) const SHARE_OF_REMAINING: u64 = 4;
 
 /// The units of one key and limits this process asked for, over the current and the
 /// last lease period: its own recent rate.

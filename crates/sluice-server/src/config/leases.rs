@@ -3,6 +3,7 @@
 use crate::config::settings::Settings;
 use crate::config::store_url::StoreChoice;
 use sluice_core::Limit;
+use sluice_core::lease::NoLease;
 
 /// Refuses leases that cannot work as asked: on the embedded store (every check is
 /// already local), or with a limit a lease could take over its definition. Nothing to
@@ -35,4 +36,23 @@ pub(crate) fn check_leases<'a>(settings: &Settings, limits: impl IntoIterator<It
             several.join("\n  ")
         )),
     }
+}
+
+/// The limits that never get a lease, each with why (docs/leases.md, "No lease, by size"):
+/// by name, the first limit of each name in `limits`; none when leases are off.
+pub(crate) fn never_leased<'a>(
+    settings: &Settings,
+    limits: impl IntoIterator<Item = &'a Limit>,
+) -> Vec<(&'a str, NoLease)> {
+    if settings.lease_period.is_zero() {
+        return Vec::new();
+    }
+    let mut named: Vec<(&str, NoLease)> = Vec::new();
+    for limit in limits {
+        let seen = named.iter().any(|(name, _)| *name == limit.name());
+        if let Some(reason) = sluice_core::lease::never_leased(limit).filter(|_| !seen) {
+            named.push((limit.name(), reason));
+        }
+    }
+    named
 }

@@ -1,5 +1,6 @@
 //! Operations endpoints: health, readiness, metrics, the policy list and the OpenAPI document.
 
+use crate::config::leases::never_leased;
 use crate::engine::front::Front;
 use crate::http::api::PolicyInfo;
 use crate::metrics::Gauges;
@@ -86,10 +87,13 @@ const METRICS_CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0;
 pub(crate) async fn metrics(State(front): State<Arc<Front>>) -> Response {
     let service = &front.service;
     let backend = service.engine.backend();
+    let loaded = service.engine.loaded();
+    let never_leased = never_leased(&service.settings, loaded.config.limits());
     let gauges = Gauges {
         keys: backend.memory().map(sluice_core::MemoryStore::len),
         redis: backend.redis_health(),
         leases: backend.lease_figures(),
+        never_leased: never_leased.into_iter().map(|(name, reason)| (name.to_owned(), reason)).collect(),
         snapshot_age: service.last_snapshot.lock().map(|at| at.elapsed()),
     };
     let text = service.engine.metrics().render(gauges);

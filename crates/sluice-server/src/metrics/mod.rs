@@ -9,7 +9,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use sluice_core::Source;
-use sluice_core::lease::LeaseFigures;
+use sluice_core::lease::{LeaseFigures, NoLease};
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
@@ -234,10 +234,10 @@ impl Metrics {
 
     /// Renders every metric, with the gauges read now.
     pub(crate) fn render(&self, gauges: Gauges) -> String {
-        let Gauges { keys, redis, leases, snapshot_age } = gauges;
+        let Gauges { keys, redis, leases, never_leased, snapshot_age } = gauges;
         self.keys.set(keys.map_or(0, |keys| i64::try_from(keys).unwrap_or(i64::MAX)));
         self.redis.update(&redis.unwrap_or_default());
-        self.leases.update(&leases.unwrap_or_default());
+        self.leases.update(&leases.unwrap_or_default(), never_leased);
         match snapshot_age {
             Some(age) => _ = self.snapshot_age.get_or_create(&NoLabels).set(age.as_secs_f64()),
             None => self.snapshot_age.clear(),
@@ -258,6 +258,8 @@ pub(crate) struct Gauges {
     pub(crate) redis: Option<RedisHealth>,
     /// What the leases did; `None` without leases.
     pub(crate) leases: Option<LeaseFigures>,
+    /// The limits in force that never get a lease, by name, with why (none with leases off).
+    pub(crate) never_leased: Vec<(String, NoLease)>,
     /// How long ago the last snapshot was written; `None` before the first.
     pub(crate) snapshot_age: Option<Duration>,
 }

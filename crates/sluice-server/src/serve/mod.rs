@@ -1,5 +1,6 @@
 //! `sluice serve`: wires the store, the engine, the front ends and the background tasks.
 
+mod announce;
 pub(crate) mod reload;
 pub(crate) mod snapshot;
 pub(crate) mod start;
@@ -27,12 +28,9 @@ use anyhow::Context;
 use futures_util::future::join_all;
 use sluice_core::Limit;
 use sluice_core::lease::Unspent;
-use std::fmt::Write as _;
 use std::future::Future;
-use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::TcpListener;
 use tokio::sync::oneshot;
 
 /// Runs `sluice serve` until SIGTERM or SIGINT.
@@ -130,7 +128,7 @@ async fn serve_connections(
     if join_all(ready).await.iter().any(Result::is_err) {
         return workers.wait().await.and(Err(anyhow::anyhow!("a worker stopped before it could serve")));
     }
-    announce(service, &http, &grpc)?;
+    announce::announce(service, &http, &grpc)?;
     service.set_ready(true);
     tokio::join!(
         async {
@@ -230,43 +228,6 @@ async fn serve_front(
         .serve_with_incoming_shutdown(connection::connections(grpc, timeouts), shutdown.wait());
     let ((), served_grpc) = tokio::join!(served_http, served_grpc);
     served_grpc.context("gRPC server")
-}
-
-/// Prints where the service listens and what it serves (standard output, for people and
-/// scripts). A closed standard output (`sluice serve | head -1`) does not stop the service.
-fn announce(service: &ServiceState, http: &TcpListener, grpc: &TcpListener) -> anyhow::Result<()> {
-    let mut lines = served(service);
-    let _ = writeln!(lines, "HTTP listening on http://{}", http.local_addr()?);
-    let _ = writeln!(lines, "gRPC listening on {}", grpc.local_addr()?);
-    let _ = std::io::stdout().lock().write_all(lines.as_bytes());
-    Ok(())
-}
-
-/// What the service serves, in the start-up lines' words.
-fn served(service: &ServiceState) -> String {
-    let loaded = service.engine.loaded();
-    let source =
-        service.config_path.as_ref().map_or_else(|| "built-in example".to_owned(), |p| p.display().to_string());
-    let policies = crate::config::policy_text::policies(loaded.config.policies().len());
-    let mut lines = format!("sluice {} serving {policies} from {source}\n", env!("CARGO_PKG_VERSION"));
-    for entry in loaded.config.policies() {
-        let shadow = if entry.shadow { " (shadow mode)" } else { "" };
-        // In check-config's words: `api (token_bucket): capacity 100, 10 per 1 s`.
-        let policy = entry.limit.policy();
-        let words = crate::config::policy_text::describe(policy);
-        let _ = writeln!(lines, "  policy {} ({}): {words}{shadow}", entry.limit.name(), policy.algorithm_name());
-    }
-    if let Some(rules) = loaded.config.envoy() {
-        let domains = rules.domains().collect::<Vec<_>>().join(", ");
-        let _ = writeln!(lines, "Envoy rules: {} in domains {domains}", rules.len());
-    }
-    let _ = writeln!(lines, "store: {}", service.settings.store);
-    if let (Some(path), Some(_)) = (&service.settings.snapshot, service.engine.backend().memory()) {
-        let every = service.settings.snapshot_interval.as_secs_f64();
-        let _ = writeln!(lines, "snapshot: {} (every {every} s and at shutdown)", snapshot::absolute(path).display());
-    }
-    let _ = writeln!(lines, "workers: {}", service.settings.workers);
-    lines
 }
 
 /// The log filter without `RUST_LOG`: `info`, but only errors from redis-rs's Cluster

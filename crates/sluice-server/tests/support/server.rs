@@ -20,6 +20,8 @@ pub struct Server {
     pub grpc: SocketAddr,
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
     args: Vec<String>,
+    /// What it printed on standard output until it listened.
+    start_up: String,
 }
 
 static STARTED: AtomicUsize = AtomicUsize::new(0);
@@ -115,11 +117,14 @@ impl Server {
             }
         });
         let (mut http, mut grpc) = (None, None);
+        let mut start_up = String::new();
         let deadline = Instant::now() + Duration::from_secs(20);
         while http.is_none() || grpc.is_none() {
             let left = deadline.saturating_duration_since(Instant::now());
             match receiver.recv_timeout(left) {
                 Ok(line) => {
+                    start_up.push_str(&line);
+                    start_up.push('\n');
                     if let Some(address) = line.strip_prefix("HTTP listening on http://") {
                         http = Some(address.parse().unwrap());
                     }
@@ -137,7 +142,12 @@ impl Server {
             }
         }
         std::thread::spawn(move || while receiver.recv().is_ok() {});
-        Ok(Server { child, dir, http: http.unwrap(), grpc: grpc.unwrap(), stderr, args })
+        Ok(Server { child, dir, http: http.unwrap(), grpc: grpc.unwrap(), stderr, args, start_up })
+    }
+
+    /// The lines it printed on standard output at start, up to its "listening" lines.
+    pub fn start_up_lines(&self) -> &str {
+        &self.start_up
     }
 
     /// The server's folder (its config and snapshot live there).
