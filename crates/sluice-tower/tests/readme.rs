@@ -1,7 +1,9 @@
 //! The README's app sections compile as written: "Use it in your axum app" and "Share the
 //! limit through Redis". Each section's `[dependencies]` and `main.rs`, put into a new
 //! Cargo project whose one Sluice dependency is this crate (by path), pass `cargo check`;
-//! and each `main.rs` is an example of this crate (`axum_app`, `axum_redis`).
+//! and each `main.rs` is an example of this crate (`axum_app`, `axum_redis`). So do
+//! docs/tower.md's Rust snippets (its doctests see this crate's dev-dependencies too, so
+//! they alone would not show that this crate is all a snippet needs).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -64,15 +66,33 @@ fn each_readme_app_has_one_sluice_dependency() {
 fn write_project(dir: &Path, heading: &str) {
     let section = section(heading);
     let dependencies = block(&section, "toml").replace(README_PATH, &crate_dir().display().to_string());
+    write_manifest(dir, &dependencies);
+    std::fs::write(dir.join("src/main.rs"), block(&section, "rust")).expect("main.rs");
+}
+
+/// Writes a new project's manifest with `dependencies` into `dir`, and the workspace's lock
+/// file (its versions, so that the check runs offline on what is downloaded).
+fn write_manifest(dir: &Path, dependencies: &str) {
     let manifest = format!(
         "[package]\nname = \"readme-app\"\nversion = \"0.0.0\"\nedition = \"2024\"\npublish = false\n\n\
          [workspace]\n\n{dependencies}"
     );
     std::fs::create_dir_all(dir.join("src")).expect("src/");
     std::fs::write(dir.join("Cargo.toml"), manifest).expect("Cargo.toml");
-    std::fs::write(dir.join("src/main.rs"), block(&section, "rust")).expect("main.rs");
-    // The workspace's versions, so that the check runs offline on what is downloaded.
     std::fs::copy(workspace_dir().join("Cargo.lock"), dir.join("Cargo.lock")).expect("Cargo.lock");
+}
+
+/// docs/tower.md's Rust blocks that rustdoc compiles, as it compiles them: hidden lines
+/// (`# …`) shown.
+fn guide_blocks() -> Vec<String> {
+    let guide = std::fs::read_to_string(workspace_dir().join("docs/tower.md")).expect("docs/tower.md");
+    let shown = |line: &str| line.strip_prefix("# ").or((line == "#").then_some("")).unwrap_or(line).to_owned();
+    let blocks = guide.split("\n```rust").skip(1).filter_map(|rest| {
+        let (fence, body) = rest.split_once('\n').expect("a fence line");
+        let body = &body[..body.find("```\n").expect("a closed block")];
+        (!fence.contains("ignore")).then(|| body.lines().map(shown).collect::<Vec<_>>().join("\n"))
+    });
+    blocks.collect()
 }
 
 /// Where the check builds: beside this test's own build, in a directory of its own (the
@@ -95,6 +115,26 @@ fn the_readme_redis_app_compiles_with_sluice_tower_alone() {
     check_project("project-redis", SECTIONS[1].0);
 }
 
+#[test]
+fn the_tower_guide_compiles_with_sluice_tower_alone() {
+    let blocks = guide_blocks();
+    assert!(!blocks.is_empty(), "docs/tower.md has no Rust block");
+    let project = target_dir().join("project-guide");
+    let _ = std::fs::remove_dir_all(&project);
+    let path = crate_dir().display().to_string();
+    write_manifest(
+        &project,
+        &format!("[dependencies]\nsluice-tower = {{ path = \"{path}\", features = [\"redis\"] }}\n"),
+    );
+    let modules: String = blocks
+        .iter()
+        .enumerate()
+        .map(|(index, block)| format!("#[allow(dead_code)]\nmod snippet_{index} {{\n{block}\n}}\n"))
+        .collect();
+    std::fs::write(project.join("src/lib.rs"), modules).expect("lib.rs");
+    check(&project);
+}
+
 /// Writes the app of the section under `heading` into `target/readme-app/<name>` and
 /// checks it, in the target directory the README's apps share (so that their common
 /// dependencies compile once).
@@ -102,6 +142,11 @@ fn check_project(name: &str, heading: &str) {
     let project = target_dir().join(name);
     let _ = std::fs::remove_dir_all(&project);
     write_project(&project, heading);
+    check(&project);
+}
+
+/// `cargo check` of the project in `project`, in the target directory the projects share.
+fn check(project: &Path) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
     let output = Command::new(cargo)
         .args(["check", "--offline", "--quiet", "--manifest-path"])
@@ -110,5 +155,6 @@ fn check_project(name: &str, heading: &str) {
         .env_remove("RUSTFLAGS")
         .output()
         .expect("run cargo");
-    assert!(output.status.success(), "the README's app does not compile:\n{}", String::from_utf8_lossy(&output.stderr));
+    let errors = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{} does not compile:\n{errors}", project.display());
 }
