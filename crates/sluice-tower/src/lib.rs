@@ -93,6 +93,7 @@ pub mod future;
 pub mod headers;
 pub mod key;
 mod layer;
+mod lease_sweep;
 mod outcome;
 #[cfg(feature = "yaml")]
 mod policies;
@@ -101,6 +102,7 @@ mod service;
 mod shared;
 
 pub use layer::RateLimitLayer;
+pub use lease_sweep::sweep_in_background;
 #[cfg(feature = "yaml")]
 pub use policies::{Policies, PolicyLookupError};
 pub use service::RateLimit;
@@ -116,8 +118,8 @@ pub use sluice_core::{
     TokenBucketSettings, Verdict,
 };
 // Quota leases: a store in front of the shared one that answers most checks from units it
-// leased (docs/leases.md).
-pub use sluice_core::lease::{LeaseRefusal, LeasedStore, NoLease, check_leasable, never_leased};
+// leased (docs/leases.md); `sweep_in_background` gives them back when unused.
+pub use sluice_core::lease::{LeaseFigures, LeaseRefusal, LeasedStore, NoLease, Unspent, check_leasable, never_leased};
 // The error of `Policies`: every problem of a YAML file, each with its path.
 #[cfg(feature = "yaml")]
 pub use sluice_core::ConfigError;

@@ -24,6 +24,13 @@ pub const DEFAULT_LEASE_ENTRIES: usize = 65_536;
 /// Time is the `now` the caller passes, which must not run backwards (use
 /// [`SystemClock`](crate::SystemClock), which does not): a lease's life is measured on it.
 ///
+/// Nothing runs between checks: once a lease period, call [`sweep`](Self::sweep) and
+/// [`give_back`](Self::give_back) with [`Unspent::OfQuietKeys`] (and `give_back` with
+/// [`Unspent::All`] before the process exits), or an idle process keeps its units out of
+/// the others' reach until their window or bucket ends. In an async app,
+/// `sluice_tower::sweep_in_background` runs both on the tokio runtime for as long as the
+/// store is in use (docs/leases.md, "Giving back").
+///
 /// # Examples
 ///
 /// Two processes sharing one store (here a memory store standing in for Redis) never
@@ -127,7 +134,8 @@ impl<S: Store> LeasedStore<S> {
     }
 
     /// Gives up the units that can no longer be spent at `now` and forgets keys idle for
-    /// two periods (run it now and then; checks give up a key's expired units themselves).
+    /// two periods (run it once a lease period, before [`give_back`](Self::give_back);
+    /// checks give up a key's expired units themselves).
     pub fn sweep(&self, now: Timestamp) {
         self.ledger.sweep(now);
     }
