@@ -80,7 +80,7 @@ async fn eventually(what: &str, condition: impl Fn() -> bool) {
 }
 
 /// Settings that leave making room as the only way the server closes a connection.
-const NO_TIMEOUTS: [&str; 4] = ["--idle-timeout", "1h", "--header-timeout", "1h"];
+const NO_TIMEOUTS: [&str; 6] = ["--idle-timeout", "1h", "--header-timeout", "1h", "--body-timeout", "1h"];
 
 /// A connection from `local` (a loopback address of its own) to `server`.
 async fn connect_from(local: &str, server: SocketAddr) -> TcpStream {

@@ -120,15 +120,16 @@ async fn served_connection(address: SocketAddr) -> TcpStream {
     }
 }
 
-/// A check whose body never comes: in flight until the request timeout. The server asks
-/// for its body (100 Continue) once it reads it.
+/// A check whose body never comes: in flight until the body timeout. The server asks for
+/// its body (100 Continue) once it reads it.
 const STALLED_CHECK: &[u8] = b"POST /v1/check HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
     expect: 100-continue\r\ncontent-length: 100\r\n\r\n";
 
 #[tokio::test]
 async fn connections_past_the_cap_are_closed_while_every_connection_has_a_request_in_flight() {
     const CAP: usize = 3;
-    let server = Server::start(CONFIG, &["--max-connections", "3", "--grpc-message-timeout", "1h"]);
+    let server =
+        Server::start(CONFIG, &["--max-connections", "3", "--body-timeout", "1h", "--grpc-message-timeout", "1h"]);
     let mut held = Vec::new();
     for _ in 0..CAP {
         let mut stream = TcpStream::connect(server.http).await.unwrap();

@@ -86,9 +86,14 @@ declare_settings! {
      one that can be leased exactly (every algorithm but the `attempts` variants)."
     lease_period: Duration, from String, env "SLUICE_LEASE_PERIOD", default("0"),
         parse |text: String| lease_period(&text), #[arg(value_name = "DURATION")];
-    "How long an HTTP request may take once its head came: its body (408 after it) and \
-     its answer, such as `30s`."
+    "How long an HTTP request may take once its head came, its body and its answer (408 \
+     after it), such as `30s`."
     request_timeout: Duration, from String, env "SLUICE_REQUEST_TIMEOUT", default("75s"),
+        parse |text: String| positive(&text), #[arg(value_name = "DURATION")];
+    "How long an HTTP request body may take to come in full once its head came (or the \
+     request timeout, if shorter); past it the request is answered 408 and an HTTP/1 \
+     connection closed, such as `5s`."
+    body_timeout: Duration, from String, env "SLUICE_BODY_TIMEOUT", default("5s"),
         parse |text: String| positive(&text), #[arg(value_name = "DURATION")];
     "How long an HTTP/1 request head may take to come in full once it has begun; the \
      connection is closed past it (slowloris), such as `5s`."
@@ -238,6 +243,7 @@ mod tests {
         assert_eq!(settings.snapshot_interval, Duration::from_secs(5));
         assert_eq!(settings.store, StoreChoice::Memory);
         assert_eq!(settings.request_timeout, Duration::from_secs(75));
+        assert_eq!(settings.body_timeout, Duration::from_secs(5));
         assert_eq!(settings.grpc_keepalive, Some(Duration::from_secs(60)));
         assert_eq!(settings.grpc_keepalive_timeout(), Some(Duration::from_secs(20)));
         assert_eq!(settings.shutdown_grace, Duration::from_secs(5));
@@ -272,6 +278,18 @@ mod tests {
             let problems = Settings::resolve(&args, &file).unwrap_err().to_string();
             assert!(problems.contains("--max-memory:"), "{problems}");
         }
+    }
+
+    #[test]
+    fn the_body_timeout_comes_from_the_flag_or_the_file() {
+        let file = ServerSection { body_timeout: Some("200ms".into()), ..ServerSection::default() };
+        let from_file = Settings::resolve(&SettingFlags::default(), &file).unwrap();
+        assert_eq!(from_file.body_timeout, Duration::from_millis(200));
+        let args = SettingFlags { body_timeout: Some("1s".into()), ..SettingFlags::default() };
+        assert_eq!(Settings::resolve(&args, &file).unwrap().body_timeout, Duration::from_secs(1));
+        let bad = SettingFlags { body_timeout: Some("0s".into()), ..SettingFlags::default() };
+        let problems = Settings::resolve(&bad, &file).unwrap_err().to_string();
+        assert!(problems.contains("--body-timeout:"), "{problems}");
     }
 
     #[test]

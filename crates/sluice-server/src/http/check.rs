@@ -3,8 +3,9 @@
 use crate::engine::Answer;
 use crate::engine::front::Front;
 use crate::http::api::{CheckRequest, CheckResponse, ErrorResponse, PeekRequest, PolicyNames};
-use crate::http::error::ApiError;
-use crate::http::error::{RequestBody, json_body, read_body};
+use crate::http::body::{RequestBody, read_body};
+use crate::http::deadline::Deadline;
+use crate::http::error::{ApiError, json_body};
 use crate::http::headers::{fields, insert_rate_limit_headers, write_rate_limit_headers};
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -27,7 +28,7 @@ use std::sync::Arc;
         (status = 429, description = "Rejected; `Retry-After` tells when a request of the same cost could pass", body = CheckResponse<'_>),
         (status = 400, description = "Malformed body, invalid key, no policy or a policy listed twice", body = ErrorResponse),
         (status = 404, description = "Unknown policy", body = ErrorResponse),
-        (status = 408, description = "The body did not come in full within the request timeout", body = ErrorResponse),
+        (status = 408, description = "The body did not come in full within the body timeout (`body_timeout`, or `request_timeout` if shorter); HTTP/1 closes the connection", body = ErrorResponse),
         (status = 413, description = "Body over 64 KiB", body = ErrorResponse),
         (status = 415, description = "Body not sent as application/json", body = ErrorResponse),
         (status = 422, description = "The store cannot decide exactly (a time of 2^53 µs or more)", body = ErrorResponse),
@@ -58,7 +59,7 @@ pub(crate) async fn check_request<B: RequestBody>(front: &Front, request: http::
         (status = 429, description = "A cost-1 request would be rejected", body = CheckResponse<'_>),
         (status = 400, description = "Malformed body or invalid key", body = ErrorResponse),
         (status = 404, description = "Unknown policy", body = ErrorResponse),
-        (status = 408, description = "The body did not come in full within the request timeout", body = ErrorResponse),
+        (status = 408, description = "The body did not come in full within the body timeout (`body_timeout`, or `request_timeout` if shorter); HTTP/1 closes the connection", body = ErrorResponse),
         (status = 413, description = "Body over 64 KiB", body = ErrorResponse),
         (status = 415, description = "Body not sent as application/json", body = ErrorResponse),
         (status = 422, description = "The store cannot decide exactly (a time of 2^53 µs or more)", body = ErrorResponse),
@@ -90,7 +91,7 @@ async fn answer<B: RequestBody>(
 ) -> Response {
     let checked = async {
         let (parts, body) = request.into_parts();
-        let body = read_body(body, front.service.settings.request_timeout).await?;
+        let body = read_body(body, Deadline::body(&front.service.settings)).await?;
         let (key, policies, cost) = parse(&parts.headers, &body)?;
         Ok::<_, ApiError>(front.engine.check(key.as_bytes(), &policies, cost).await?)
     };

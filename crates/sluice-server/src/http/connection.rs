@@ -11,13 +11,13 @@
 //! service per request.
 
 use crate::engine::front::Front;
+use crate::http::body::buffered;
 use crate::http::check;
-use crate::http::deadline::within;
+use crate::http::deadline::{Deadline, close_after_timeout, within};
 use crate::http::error::ApiError;
 use crate::runtime::activity::Activity;
 use crate::runtime::handoff::Client;
 use axum::Router;
-use axum::body::Body;
 use axum::extract::ConnectInfo;
 use axum::http::{Method, Request};
 use axum::response::{IntoResponse, Response};
@@ -65,6 +65,7 @@ impl hyper::service::Service<Request<Incoming>> for Api {
 
     fn call(&self, request: Request<Incoming>) -> ResponseFuture {
         let in_flight = self.activity.begin();
+        let version = request.version();
         if request.method() == Method::POST {
             let peek = match request.uri().path() {
                 "/v1/check" => Some(false),
@@ -75,25 +76,38 @@ impl hyper::service::Service<Request<Incoming>> for Api {
                 let front = Arc::clone(&self.front);
                 return Box::pin(async move {
                     let _in_flight = in_flight;
-                    Ok(if peek {
+                    let response = if peek {
                         check::peek_request(&front, request).await
                     } else {
                         check::check_request(&front, request).await
-                    })
+                    };
+                    Ok(close_after_timeout(version, response))
                 });
             }
         }
-        let mut request = request.map(Body::new);
-        request.extensions_mut().insert(ConnectInfo(self.client));
-        let routed = self.router.clone().oneshot(request);
-        let timeout = self.front.service.settings.request_timeout;
+        let routed = self.routed(request);
         Box::pin(async move {
             let _in_flight = in_flight;
-            Ok(match within(timeout, routed).await {
-                Some(Ok(response)) => response,
-                Some(Err(never)) => match never {},
-                None => ApiError::request_timeout().into_response(),
-            })
+            Ok(close_after_timeout(version, routed.await))
         })
+    }
+}
+
+impl Api {
+    /// `request`'s answer by the router, its body read first by the body's deadline, the
+    /// whole within the request's.
+    fn routed(&self, request: Request<Incoming>) -> impl Future<Output = Response> + Send + 'static {
+        let settings = &self.front.service.settings;
+        let (body, whole) = (Deadline::body(settings), Deadline::request(settings));
+        let (router, client) = (self.router.clone(), self.client);
+        let answer = async move {
+            let mut request = match buffered(request, body).await {
+                Ok(request) => request,
+                Err(error) => return error.into_response(),
+            };
+            request.extensions_mut().insert(ConnectInfo(client));
+            router.oneshot(request).await.unwrap_or_else(|never| match never {})
+        };
+        async move { within(whole.limit, answer).await.unwrap_or_else(|| ApiError::request_timeout(whole).into_response()) }
     }
 }

@@ -3,16 +3,12 @@
 use crate::engine::RequestError;
 use crate::http::MAX_BODY_BYTES;
 use crate::http::api::ErrorResponse;
-use crate::http::deadline::within;
-use axum::BoxError;
+use crate::http::deadline::Deadline;
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::rejection::JsonRejection;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use http_body_util::{BodyExt, LengthLimitError, Limited};
 use sluice_core::StoreError;
-use std::time::Duration;
 
 /// An error answered to an HTTP client.
 #[derive(Debug)]
@@ -31,10 +27,24 @@ impl ApiError {
         ApiError::new(StatusCode::UNAUTHORIZED, "unauthorized", message)
     }
 
-    /// 408: the client did not send its whole request within the request timeout.
-    pub(crate) fn request_timeout() -> ApiError {
-        let message = "the request was not received in full within the request timeout";
-        ApiError::new(StatusCode::REQUEST_TIMEOUT, "request_timeout", message)
+    /// 408: the request was not answered within `deadline` (the request timeout).
+    pub(crate) fn request_timeout(deadline: Deadline) -> ApiError {
+        let message = format!("the request was not answered within {:?} ({})", deadline.limit, deadline.setting);
+        ApiError::new(StatusCode::REQUEST_TIMEOUT, deadline.setting, message)
+    }
+
+    /// 408: the request's body did not come in full within `deadline` (the body timeout,
+    /// or the request timeout if shorter).
+    pub(crate) fn body_timeout(deadline: Deadline) -> ApiError {
+        let message =
+            format!("the request body did not come in full within {:?} ({})", deadline.limit, deadline.setting);
+        ApiError::new(StatusCode::REQUEST_TIMEOUT, deadline.setting, message)
+    }
+
+    /// 413: the body is over [`MAX_BODY_BYTES`].
+    pub(crate) fn body_too_large() -> ApiError {
+        let message = format!("the request body is over {MAX_BODY_BYTES} bytes");
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message)
     }
 }
 
@@ -65,29 +75,6 @@ fn deepest_cause<'a>(error: &'a (dyn std::error::Error + 'static)) -> &'a (dyn s
         deepest = source;
     }
     deepest
-}
-
-/// A request body as the handlers read it: axum's, or hyper's own.
-pub(crate) trait RequestBody: hyper::body::Body<Data = Bytes, Error: Into<BoxError>> {}
-
-impl<B: hyper::body::Body<Data = Bytes, Error: Into<BoxError>>> RequestBody for B {}
-
-/// Reads a whole request body, up to [`MAX_BODY_BYTES`]: 413 beyond (refused before reading
-/// when `Content-Length` says so), 400 when the client stops sending, 408 when the body has
-/// not come in full within `timeout`.
-pub(crate) async fn read_body(body: impl RequestBody, timeout: Duration) -> Result<Bytes, ApiError> {
-    match within(timeout, Limited::new(body, MAX_BODY_BYTES).collect()).await {
-        None => Err(ApiError::request_timeout()),
-        Some(Ok(collected)) => Ok(collected.to_bytes()),
-        Some(Err(error)) if error.is::<LengthLimitError>() => Err(ApiError::new(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload_too_large",
-            format!("the request body is over {MAX_BODY_BYTES} bytes"),
-        )),
-        Some(Err(error)) => {
-            Err(ApiError::new(StatusCode::BAD_REQUEST, "bad_request", format!("cannot read the request body: {error}")))
-        }
-    }
 }
 
 /// Parses a JSON body borrowing from it (the hot path: no copies of keys and names), with

@@ -14,6 +14,7 @@
 
 mod admin;
 pub(crate) mod api;
+mod body;
 mod check;
 mod connection;
 mod cost;

@@ -31,7 +31,11 @@ impl utoipa::Modify for AdminToken {
 /// The answers any request may get, added to every operation that does not list them.
 const ANY_REQUEST: [(&str, &str, bool); 3] = [
     ("405", "The path does not take this method; `Allow` lists those it takes", true),
-    ("408", "Not answered within the request timeout (`request_timeout`)", true),
+    (
+        "408",
+        "Not answered within the request timeout (`request_timeout`), or its body not in full within the body timeout (`body_timeout`); HTTP/1 closes the connection",
+        true,
+    ),
     ("431", "The request head is over `max_request_head` bytes (no body; HTTP/1 closes the connection)", false),
 ];
 

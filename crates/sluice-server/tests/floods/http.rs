@@ -125,3 +125,52 @@ async fn one_clients_requests_that_never_finish_do_not_shut_out_another_client()
     eprintln!("{served_count} of 100 requests served beside {} slow bodies", flood.len());
     assert!(served_count >= 95, "{served_count} of 100 requests served beside the slow bodies");
 }
+
+/// A request's head and the first byte of its 1 000-byte body, and then nothing: a check
+/// (the handler reads its body), or a reset (the router's handlers are handed it read).
+fn stalled_body(path: &str) -> String {
+    format!("POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{{")
+}
+
+/// Reads `stream` until the server closes it, within [`PATIENCE`]: everything it sent.
+async fn read_until_closed(stream: &mut TcpStream) -> String {
+    let mut response = Vec::new();
+    let read = tokio::time::timeout(PATIENCE, stream.read_to_end(&mut response)).await;
+    read.expect("the server closed the connection").unwrap();
+    String::from_utf8_lossy(&response).into_owned()
+}
+
+// Issue 46.4: 4 096 connections from one address, each with a complete head and one byte of
+// its body, refused every new client from that address until the request timeout (75 s).
+#[tokio::test]
+async fn stalled_bodies_are_answered_408_at_the_body_timeout_and_give_their_slots_back() {
+    const CAP: usize = 8;
+    let timeouts =
+        ["--idle-timeout", "1h", "--header-timeout", "1h", "--request-timeout", "1h", "--body-timeout", "200ms"];
+    let server = Server::start(CONFIG, &[&["--max-connections", "8"][..], &timeouts].concat());
+    let mut stalled = Vec::new();
+    for path in ["/v1/check", "/v1/reset"].repeat(CAP / 2) {
+        let mut stream = connect_from("127.0.0.1", server.http).await;
+        stream.write_all(stalled_body(path).as_bytes()).await.unwrap();
+        stalled.push(stream);
+    }
+    // Every slot of the listener is held by a request in flight from one address: only the
+    // body timeout ends them (the request, idle and header timeouts are an hour).
+    for stream in &mut stalled {
+        let response = read_until_closed(stream).await;
+        let (head, body) = response.split_once("\r\n\r\n").expect("a whole response");
+        assert!(head.starts_with("HTTP/1.1 408 Request Timeout"), "{head}");
+        assert!(head.to_ascii_lowercase().contains("\r\nconnection: close"), "{head}");
+        let error: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(error["error"], "body_timeout", "{body}");
+        let message = error["message"].as_str().unwrap();
+        assert_eq!(message, "the request body did not come in full within 200ms (body_timeout)");
+    }
+    // The server closed each of them, so their slots come back (as each watchdog sees its
+    // connection end): a new client from the same address is served.
+    let deadline = std::time::Instant::now() + PATIENCE;
+    while !served(&mut connect_from("127.0.0.1", server.http).await, &check_request(true)).await {
+        assert!(std::time::Instant::now() < deadline, "no client from the stalled bodies' address served");
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
