@@ -59,10 +59,12 @@ impl TlsFiles {
     ///
     /// A file cannot be read or holds nothing usable, or no trusted root was found.
     pub(crate) fn client_config(&self, insecure: bool) -> Result<Arc<ClientConfig>, StoreError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let builder = ClientConfig::builder_with_provider(Arc::clone(&provider))
-            .with_safe_default_protocol_versions()
-            .map_err(|error| refused(format!("TLS: {error}")))?;
+        // The process's crypto provider, as rustls asks of a library: the one the application
+        // installed (`CryptoProvider::install_default`), else the one rustls's features name
+        // (ring: Sluice enables no other). With two enabled and none installed, rustls
+        // panics here, as it does in redis-rs's own TLS connections (docs/redis.md).
+        let builder = ClientConfig::builder();
+        let provider = Arc::clone(builder.crypto_provider());
         let builder = if insecure {
             tracing::warn!(
                 "the Redis URL ends in #insecure: Redis's certificate is not verified, so anyone on the \
@@ -71,7 +73,8 @@ impl TlsFiles {
             builder.dangerous().with_custom_certificate_verifier(Arc::new(trust::NoVerification(provider)))
         } else {
             let (roots, pinned) = self.roots()?;
-            let verifier = trust::PinningVerifier::new(roots, pinned).map_err(|error| refused(error.to_string()))?;
+            let verifier =
+                trust::PinningVerifier::new(roots, pinned, provider).map_err(|error| refused(error.to_string()))?;
             builder.dangerous().with_custom_certificate_verifier(Arc::new(verifier))
         };
         let config = match self.client_pair()? {

@@ -13,6 +13,7 @@
 
 use rustls::client::WebPkiServerVerifier;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::CryptoProvider;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{CertificateError, DigitallySignedStruct, Error, RootCertStore, SignatureScheme};
 use std::sync::Arc;
@@ -26,10 +27,14 @@ pub(super) struct PinningVerifier {
 }
 
 impl PinningVerifier {
-    /// Verifies against `roots`; `pinned` are the CA file's certificates (none for the
-    /// system's roots).
-    pub(super) fn new(roots: RootCertStore, pinned: Vec<CertificateDer<'static>>) -> Result<Self, Error> {
-        let webpki = WebPkiServerVerifier::builder(Arc::new(roots))
+    /// Verifies against `roots` with `provider`'s signature algorithms; `pinned` are the CA
+    /// file's certificates (none for the system's roots).
+    pub(super) fn new(
+        roots: RootCertStore,
+        pinned: Vec<CertificateDer<'static>>,
+        provider: Arc<CryptoProvider>,
+    ) -> Result<Self, Error> {
+        let webpki = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider)
             .build()
             .map_err(|error| Error::General(format!("cannot build the certificate verifier: {error}")))?;
         Ok(PinningVerifier { webpki, pinned })
@@ -90,7 +95,7 @@ pub(super) fn is_ca_used_as_end_entity(error: &Error) -> bool {
 /// Accepts any certificate: the URL's `#insecure` fragment (tests). The handshake's
 /// signatures are still checked, so the peer holds the key of the certificate it showed.
 #[derive(Debug)]
-pub(super) struct NoVerification(pub(super) Arc<rustls::crypto::CryptoProvider>);
+pub(super) struct NoVerification(pub(super) Arc<CryptoProvider>);
 
 impl ServerCertVerifier for NoVerification {
     fn verify_server_cert(
