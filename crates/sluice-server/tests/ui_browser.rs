@@ -341,6 +341,8 @@ fn the_replay_report_charts_requests_per_second_at_the_logs_offset() {
     assert_eq!(browser.eval(&format!("Number({chart}.dataset.peak)")), 4.5);
     let max_tick = browser.eval(&format!("{chart}.querySelector('.ytick.max').textContent"));
     assert_eq!(max_tick, "4.5");
+    // Issue 46.5: the round 4 was drawn 10 px under the peak's 4.5, crowding it.
+    assert_rate_labels_clear(&mut browser, chart, "4.5");
     let caption = browser.eval("document.querySelector('.caption').textContent");
     assert!(caption.as_str().unwrap().contains("averaged over 2 s buckets"), "{caption}");
     // Two filled outlines over one background: no bar per bucket, whose sub-pixel gaps
@@ -362,6 +364,23 @@ fn the_replay_report_charts_requests_per_second_at_the_logs_offset() {
     assert!(browser.eval(&count("#policies svg")).as_u64().unwrap() >= 4);
     browser.screenshot(&artifact("report.png"));
     assert_no_errors(&browser);
+}
+
+/// Asserts that `chart`'s rate labels, top to bottom, start with the peak's `peak` and
+/// are each at least a label's height clear of the next.
+fn assert_rate_labels_clear(browser: &mut Browser, chart: &str, peak: &str) {
+    let labels = browser.eval(&format!(
+        "[...{chart}.querySelectorAll('.ytick')].map(t => {{ const b = t.getBBox(); return [t.textContent, b.y, b.y + b.height]; }})\
+         .sort((a, b) => a[1] - b[1])"
+    ));
+    let labels = labels.as_array().unwrap();
+    assert_eq!(labels[0][0], peak, "{labels:?}");
+    assert!(labels.len() >= 3, "the peak, and round steps down to 0: {labels:?}");
+    for pair in labels.windows(2) {
+        let height = pair[0][2].as_f64().unwrap() - pair[0][1].as_f64().unwrap();
+        let gap = pair[1][1].as_f64().unwrap() - pair[0][2].as_f64().unwrap();
+        assert!(gap >= height, "labels {} and {} are {gap:.1} px apart: {labels:?}", pair[0][0], pair[1][0]);
+    }
 }
 
 /// A combined-format line of `client` at `second` past 13:30:00 -0700.
@@ -421,17 +440,7 @@ fn a_filtered_report_says_so_and_its_charts_line_up() {
 
     let chart = "document.querySelector('svg[data-chart]')";
     assert_eq!(browser.eval(&format!("Number({chart}.dataset.peak)")), 6.5);
-    // Rate labels, top to bottom: each clear of the next.
-    let labels = browser.eval(&format!(
-        "[...{chart}.querySelectorAll('.ytick')].map(t => {{ const b = t.getBBox(); return [t.textContent, b.y, b.y + b.height]; }})\
-         .sort((a, b) => a[1] - b[1])"
-    ));
-    let labels = labels.as_array().unwrap();
-    assert_eq!(labels[0][0], "6.5", "{labels:?}");
-    for pair in labels.windows(2) {
-        let gap = pair[1][1].as_f64().unwrap() - pair[0][2].as_f64().unwrap();
-        assert!(gap >= 3.0, "labels {} and {} are {gap:.1} px apart: {labels:?}", pair[0][0], pair[1][0]);
-    }
+    assert_rate_labels_clear(&mut browser, chart, "6.5");
 
     // Each key's timeline spans the main chart's plot, pixel for pixel; the last has the
     // main chart's time ticks under it.
@@ -450,6 +459,12 @@ fn a_filtered_report_says_so_and_its_charts_line_up() {
     let ticks = |svg: &str| {
         format!("[...{svg}.querySelectorAll('.xtick')].map(t => [t.textContent, t.getBoundingClientRect().left])")
     };
+    // Issue 46.5: each timeline is labelled with its key (it read `#1`), whole on hover.
+    let labels = browser.eval(
+        "[...document.querySelectorAll('svg[data-key-rank]')].map(s => { const t = s.querySelector('.key-label'); \
+          return [t.lastChild.textContent, t.querySelector('title').textContent]; })",
+    );
+    assert_eq!(labels, json!([["10.0.0.3", "10.0.0.3"], ["10.0.0.4", "10.0.0.4"]]));
     let last = format!("document.querySelector('svg[data-key-rank=\"{timelines}\"]')");
     assert_eq!(browser.eval(&ticks(&last)), browser.eval(&ticks(chart)));
     assert_eq!(browser.eval(&count("svg[data-key-rank=\"1\"] .xtick")), 0, "one axis, under the last");
