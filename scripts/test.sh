@@ -122,9 +122,9 @@ cargo test --workspace --exclude sluice-tower --lib --bins --tests --examples --
 cargo test -p sluice-tower --all-features --lib --bins --tests --examples --locked "$@"
 cargo test --workspace --doc --locked "$@"
 
-# The same suites on the other servers: the Redis store's differential and fault tests, and
-# every test of the module (its Cluster tests join the nodes with Debian's redis-cli). One
-# module test is left out on Redis 8.2: it unloads the module under a connection that ran
+# The same suites on the other servers: the Redis store's differential, fault and recovery
+# tests, and every test of the module (its Cluster tests join the nodes with Debian's
+# redis-cli). One module test is left out on Redis 8.2: it unloads the module under a connection that ran
 # SLUICE.CHECK, and Redis 8.2.3 then runs that connection's next SLUICE.CHECK in the unloaded
 # code and crashes (docs/redis.md, "With the module"); Redis 7.0 and Valkey 8.1 answer it as
 # an unknown command, as the test asserts.
@@ -134,6 +134,6 @@ for server in "${other_servers[@]}"; do
   if [ "$server" = "$redis8_server" ]; then
     skip=(-- --skip a_store_whose_module_is_unloaded_runs_the_scripts_again_at_once)
   fi
-  SLUICE_REDIS_SERVER="$server" cargo test -p sluice-redis --test differential --test faults --locked "$@"
+  SLUICE_REDIS_SERVER="$server" cargo test -p sluice-redis --test differential --test faults --test recovery --locked "$@"
   SLUICE_REDIS_SERVER="$server" cargo test -p sluice-redis-module --tests --locked "$@" "${skip[@]}"
 done

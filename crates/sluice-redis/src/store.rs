@@ -19,7 +19,7 @@ use crate::refusal::Refused;
 use crate::settings::RedisSettings;
 use crate::tls::TlsConnector;
 use crate::url::without_password;
-use channel::Channel;
+use channel::{Channel, Previously};
 use common::Common;
 use decide::Decide;
 use errors::{is_unavailable_for_now, unavailable};
@@ -196,7 +196,7 @@ impl RedisStore {
     /// and the failure mode decides until it serves again. Any other error (refused,
     /// timeout, wrong password, a command the ACL denies) is returned.
     async fn answering(self) -> Result<Self, StoreError> {
-        match self.channel.probe_once(CONNECT_TIMEOUT, false).await {
+        match self.channel.probe_once(CONNECT_TIMEOUT, Previously::Answered).await {
             Err(error) if let Some(refused) = Refused::of(&error) => Err(StoreError::Unavailable(Box::new(refused))),
             Err(StoreError::Unavailable(cause)) if !is_unavailable_for_now(cause.as_ref()) => {
                 Err(StoreError::Unavailable(cause))
@@ -236,7 +236,7 @@ impl RedisStore {
         if self.channel.link.is_down() {
             return false;
         }
-        match self.channel.probe_once(self.settings().timeout, false).await {
+        match self.channel.probe_once(self.settings().timeout, Previously::Answered).await {
             Ok(()) => self.common().shards.as_ref().is_none_or(Shards::all_up),
             Err(error) => {
                 self.channel.fail(&error);
@@ -262,7 +262,7 @@ impl RedisStore {
     /// The refusal: a wrong user or password, an ACL that denies a command Sluice needs, a
     /// certificate one side does not trust; its text says what to change.
     pub async fn verify_configuration(&self) -> Result<(), Refused> {
-        if let Err(error) = self.channel.probe_once(CONNECT_TIMEOUT, false).await {
+        if let Err(error) = self.channel.probe_once(CONNECT_TIMEOUT, Previously::Answered).await {
             return Refused::of(&error).map_or(Ok(()), Err);
         }
         let window = FixedWindow::new(1, Duration::from_secs(1), Alignment::Aligned, Duration::ZERO);

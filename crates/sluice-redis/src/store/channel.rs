@@ -61,6 +61,16 @@ impl Request<'_> {
     }
 }
 
+/// What a connection's previous probe found, which decides how the next one connects.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Previously {
+    /// No probe failed just before (none ran, or it was answered): the connection in
+    /// place is asked.
+    Answered,
+    /// The previous probe failed, for this cause.
+    Failed(Cause),
+}
+
 /// Why there is no connection to send on: the store was opened while Redis could not be
 /// reached, and no probe has connected yet.
 #[derive(Debug, thiserror::Error)]
@@ -161,11 +171,16 @@ impl Channel {
     }
 
     /// Asks Redis once (bounded by `limit`): up when it answers, down when it fails. After
-    /// a failure (`after_failure`), a Sentinel's primary is asked for again first.
+    /// a failure (`previously`), a Sentinel's primary is asked for again first, and a
+    /// standalone Redis's connection made anew when it was refused or broken.
     /// On a Cluster, answering is reading the topology; then every master is probed, each
     /// marked down on its own when it fails.
-    pub(super) async fn probe_once(self: &Arc<Self>, limit: Duration, after_failure: bool) -> Result<(), StoreError> {
-        self.connect_if_needed(after_failure).await?;
+    pub(super) async fn probe_once(
+        self: &Arc<Self>,
+        limit: Duration,
+        previously: Previously,
+    ) -> Result<(), StoreError> {
+        self.connect_if_needed(previously).await?;
         if self.shards().is_some() {
             self.refresh_topology(limit).await?;
             self.probe_masters(limit).await;
@@ -205,28 +220,40 @@ impl Channel {
     }
 
     /// Connects a Cluster's connection if none was made yet (a TLS one is made by `send`),
-    /// a standalone one again after a refusal, and a Sentinel primary's if none was made
-    /// or the last probe failed (the primary may have changed).
-    async fn connect_if_needed(self: &Arc<Self>, after_failure: bool) -> Result<(), StoreError> {
+    /// a standalone one anew when [`needs_new_connection`](Self::needs_new_connection),
+    /// and a Sentinel primary's if none was made or the last probe failed (the primary may
+    /// have changed).
+    async fn connect_if_needed(self: &Arc<Self>, previously: Previously) -> Result<(), StoreError> {
         match (&self.connection, &self.common.origin) {
             (Connection::Cluster(current), Origin::Cluster(client)) if current.load().is_none() => {
                 current.store(Some(Arc::new(within(CONNECT_TIMEOUT, client.get_async_connection()).await?)));
             }
             (Connection::Standalone(standalone), Origin::Sentinel(_))
-                if after_failure || standalone.current().is_none() =>
+                if previously != Previously::Answered || standalone.current().is_none() =>
             {
                 standalone.set(self.common.origin.connect_standalone(self.on_disconnect()).await?);
             }
-            // redis-rs's connection, refused on reconnecting (a password rotated), keeps
-            // answering that refusal: a new one takes the configuration as it is now.
-            (Connection::Standalone(standalone), Origin::Standalone(_))
-                if after_failure && self.common.refusals.current().is_some() =>
-            {
-                standalone.set(self.common.origin.lazy_standalone(self.on_disconnect())?);
+            (Connection::Standalone(standalone), Origin::Standalone(_)) if self.needs_new_connection(previously) => {
+                standalone.set(self.common.origin.connect_standalone(self.on_disconnect()).await?);
             }
             _ => {}
         }
         Ok(())
+    }
+
+    /// Whether a standalone Redis is asked on a connection made now rather than on redis-rs's
+    /// own: after a refused or broken connection, and after a refusal of the configuration.
+    /// redis-rs's connection answers a command with the outcome of its previous attempt to
+    /// connect, and only then tries again (in the background): asked once per probe
+    /// interval, it would report Redis answering one interval late. It also keeps answering
+    /// a refusal met on reconnecting (a password rotated). A connection made now tells at
+    /// once whether Redis answers (one attempt, nothing left behind when it fails), and is
+    /// the one checks use from then on.
+    fn needs_new_connection(&self, previously: Previously) -> bool {
+        match previously {
+            Previously::Answered => false,
+            Previously::Failed(cause) => cause == Cause::Connection || self.common.refusals.current().is_some(),
+        }
     }
 }
 
@@ -240,16 +267,18 @@ impl Drop for Channel {
 /// Probes `channel` until Redis answers it (then marks it up) or the store is dropped.
 /// The first probe goes at once: a check that failed by chance costs one round trip.
 async fn probe(channel: Weak<Channel>) {
-    let mut failed = false;
+    let mut previously = Previously::Answered;
     loop {
         let Some(owner) = channel.upgrade() else { return };
-        let mut probed = owner.probe_once(PROBE_TIMEOUT, failed).await;
-        if probed.as_ref().is_err_and(found_broken) {
+        let mut probed = owner.probe_once(PROBE_TIMEOUT, previously).await;
+        if previously == Previously::Answered && probed.as_ref().is_err_and(found_broken) {
             // A broken connection is made again by the command that finds it broken, which
             // fails itself: the next command rides the new connection, without waiting.
-            probed = owner.probe_once(PROBE_TIMEOUT, false).await;
+            // (After a failure, each probe makes a connection of its own instead.)
+            probed = owner.probe_once(PROBE_TIMEOUT, Previously::Answered).await;
         }
-        failed = probed.is_err();
+        previously =
+            probed.as_ref().map_or_else(|error| Previously::Failed(cause_of(error)), |()| Previously::Answered);
         match probed {
             Ok(()) => {
                 owner.common.refusals.answered(MetBy::Probe, owner.common.outages.target());

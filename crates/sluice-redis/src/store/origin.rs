@@ -59,8 +59,8 @@ impl Origin {
         lazy_connection(client, on_disconnect).map(StandaloneConnection::Manager)
     }
 
-    /// A new standalone connection, made now: to the URL's address, or to the primary the
-    /// sentinels name now (an error for a Cluster's origin).
+    /// A new standalone connection, made now (one attempt): to the URL's address, or to the
+    /// primary the sentinels name now (an error for a Cluster's origin).
     pub(super) async fn connect_standalone(
         &self,
         on_disconnect: OnDisconnect,
@@ -69,7 +69,7 @@ impl Origin {
             Origin::Sentinel(sentinels) => {
                 let primary =
                     within(CONNECT_TIMEOUT, async { sentinels.lock().await.async_get_client().await }).await?;
-                StandaloneConnection::Manager(lazy_connection(&primary, on_disconnect)?)
+                StandaloneConnection::Manager(connection_now(&primary, on_disconnect).await?)
             }
             Origin::Tls(connector) => {
                 let closed = Arc::new(AtomicBool::new(false));
@@ -86,7 +86,8 @@ impl Origin {
                     .map_err(|_| unavailable(super::errors::TimedOut(CONNECT_TIMEOUT)))??;
                 StandaloneConnection::Tls { connection, closed }
             }
-            _ => self.lazy_standalone(on_disconnect)?,
+            Origin::Standalone(client) => StandaloneConnection::Manager(connection_now(client, on_disconnect).await?),
+            Origin::Cluster(_) => return Err(StoreError::Refused("a Cluster has no single address".to_owned())),
         };
         within(CONNECT_TIMEOUT, redis::cmd("PING").query_async::<()>(&mut connection.clone())).await?;
         Ok(connection)
@@ -94,9 +95,24 @@ impl Origin {
 }
 
 /// A connection to `client`'s address, made on its first command, reconnecting on its own,
-/// whose loss `on_disconnect` hears of at once (RESP3's disconnection notice), so that a
-/// restarted Redis is found again by a probe before the next check needs it.
+/// whose loss `on_disconnect` hears of at once (see [`manager_config`]).
 fn lazy_connection(client: &redis::Client, on_disconnect: OnDisconnect) -> Result<ConnectionManager, StoreError> {
+    let config = manager_config(client, on_disconnect);
+    ConnectionManager::new_lazy_with_config(redis::Client::clone(client), config).map_err(unavailable)
+}
+
+/// A connection to `client`'s address, made now in one attempt (bounded by
+/// [`CONNECT_TIMEOUT`]), then as [`lazy_connection`]'s. A failed attempt leaves nothing
+/// behind: no attempt of redis-rs's own follows it.
+async fn connection_now(client: &redis::Client, on_disconnect: OnDisconnect) -> Result<ConnectionManager, StoreError> {
+    let config = manager_config(client, on_disconnect);
+    within(CONNECT_TIMEOUT, ConnectionManager::new_with_config(redis::Client::clone(client), config)).await
+}
+
+/// How redis-rs's connections to a standalone Redis are made: reconnecting on their own,
+/// each loss heard of by `on_disconnect` at once (RESP3's disconnection notice), so that a
+/// restarted Redis is found again by a probe before the next check needs it.
+fn manager_config(client: &redis::Client, on_disconnect: OnDisconnect) -> ConnectionManagerConfig {
     let mut config = ConnectionManagerConfig::new()
         .set_connection_timeout(Some(CONNECT_TIMEOUT))
         // The store bounds every call by its own timeout (`RedisSettings::timeout`);
@@ -112,5 +128,5 @@ fn lazy_connection(client: &redis::Client, on_disconnect: OnDisconnect) -> Resul
             Ok::<(), std::convert::Infallible>(())
         });
     }
-    ConnectionManager::new_lazy_with_config(redis::Client::clone(client), config).map_err(unavailable)
+    config
 }
