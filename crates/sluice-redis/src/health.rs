@@ -25,13 +25,17 @@ pub enum Cause {
     /// The connection could not be made or broke (refused, reset, closed).
     Connection,
     /// Redis answered, refusing for now: out of memory, a replica (`READONLY`), loading
-    /// its data, busy with a script, a failing save, a cluster that is down.
+    /// its data, busy with a script, a failing save.
     Server,
+    /// A Redis Cluster refusing keys (`CLUSTERDOWN`): a slot no master serves, or, under
+    /// `cluster-require-full-coverage yes`, every key while a failed master is not yet
+    /// replaced.
+    ClusterDown,
 }
 
 impl Cause {
     /// Every cause, in the order of [`RedisHealth::errors`].
-    pub const ALL: [Cause; 3] = [Cause::Timeout, Cause::Connection, Cause::Server];
+    pub const ALL: [Cause; 4] = [Cause::Timeout, Cause::Connection, Cause::Server, Cause::ClusterDown];
 
     /// The cause's name in metrics and logs.
     pub fn name(self) -> &'static str {
@@ -39,6 +43,7 @@ impl Cause {
             Cause::Timeout => "timeout",
             Cause::Connection => "connection",
             Cause::Server => "server",
+            Cause::ClusterDown => "cluster_down",
         }
     }
 }
@@ -62,7 +67,7 @@ pub struct RedisHealth {
     /// because an outage was under way.
     pub answered_without_redis: u64,
     /// Checks and probes Redis failed so far, by [`Cause`] (in [`Cause::ALL`] order).
-    pub errors: [u64; 3],
+    pub errors: [u64; 4],
     /// A Cluster's masters, each with its slots and its own outage; empty for a standalone
     /// Redis or a Sentinel's primary, and on a Cluster until its topology was read.
     pub nodes: Vec<NodeHealth>,
@@ -124,7 +129,7 @@ pub(crate) fn describe_slots(ranges: &[RangeInclusive<u16>]) -> String {
 pub(crate) struct Outages {
     state: Mutex<OutageState>,
     answered: AtomicU64,
-    errors: [AtomicU64; 3],
+    errors: [AtomicU64; 4],
     /// Where Redis is, for the log lines (no password).
     target: String,
     mode: FailureMode,
@@ -326,6 +331,7 @@ mod tests {
         outages.count_error(Cause::Server);
         outages.count_error(Cause::Server);
         outages.count_error(Cause::Timeout);
-        assert_eq!(outages.health().errors, [1, 0, 2]);
+        outages.count_error(Cause::ClusterDown);
+        assert_eq!(outages.health().errors, [1, 0, 2, 1]);
     }
 }

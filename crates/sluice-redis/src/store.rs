@@ -23,8 +23,7 @@ use channel::{Channel, Previously};
 use common::Common;
 use decide::Decide;
 use errors::{is_unavailable_for_now, unavailable};
-use origin::{CONNECT_TIMEOUT, Origin, tcp_settings};
-use redis::cluster::ClusterClient;
+use origin::{CONNECT_TIMEOUT, Origin, cluster_client, tcp_settings};
 use redis::sentinel::{SentinelClient, SentinelNodeConnectionInfo, SentinelServerType};
 use sluice_core::{
     Alignment, Check, FixedWindow, GiveBack, Key, LeaseAnswer, Limit, Store, StoreError, Timestamp, Verdict,
@@ -106,13 +105,7 @@ impl RedisStore {
     ///
     /// When a URL is invalid.
     pub async fn open_cluster(urls: &[String], settings: RedisSettings) -> Result<Self, StoreError> {
-        // The Cluster client's own bound per call is the store's (its default is 500 ms).
-        let mut builder =
-            ClusterClient::builder(urls.to_vec()).tcp_settings(tcp_settings()).response_timeout(settings.timeout);
-        if !settings.tls.is_empty() {
-            builder = builder.certs(settings.tls.read()?);
-        }
-        let client = builder.build().map_err(unavailable)?;
+        let client = cluster_client(urls, &settings)?;
         let target = urls.iter().map(|url| without_password(url)).collect::<Vec<_>>().join(",");
         RedisStore::with(Origin::Cluster(Box::new(client)), target, settings)
     }

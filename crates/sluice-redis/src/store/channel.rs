@@ -2,7 +2,7 @@
 //! watches while Redis does not answer.
 
 use super::common::Common;
-use super::errors::within;
+use super::errors::{cause_of, describe, within};
 use super::origin::OnDisconnect;
 use super::origin::{CONNECT_TIMEOUT, Origin};
 use crate::deadline::wall_clock;
@@ -317,28 +317,4 @@ fn found_broken(error: &StoreError) -> bool {
     let StoreError::Unavailable(source) = error else { return false };
     cause_of(error) == Cause::Connection
         && source.downcast_ref::<redis::RedisError>().is_some_and(|error| !error.is_connection_refusal())
-}
-
-/// Why Redis failed, for counting.
-pub(crate) fn cause_of(error: &StoreError) -> Cause {
-    let StoreError::Unavailable(source) = error else { return Cause::Server };
-    let redis_error = source.downcast_ref::<redis::RedisError>();
-    if source.is::<super::errors::TimedOut>()
-        || source.is::<super::errors::Expired>()
-        || redis_error.is_some_and(redis::RedisError::is_timeout)
-    {
-        Cause::Timeout
-    } else if redis_error.is_some_and(|error| error.code().is_some()) {
-        Cause::Server
-    } else {
-        Cause::Connection
-    }
-}
-
-/// The error with its source, for the log line that starts an outage.
-pub(super) fn describe(error: &StoreError) -> String {
-    match error {
-        StoreError::Unavailable(source) => format!("{}: {source}", cause_of(error)),
-        other => other.to_string(),
-    }
 }

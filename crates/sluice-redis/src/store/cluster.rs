@@ -1,9 +1,9 @@
 //! A Cluster connection's part in each master's health (`cluster::shards`): reading the
 //! topology, probing the masters, and the probe that runs while one is down.
 
-use super::channel::{Channel, Connection, NotConnected, PROBE_INTERVAL, PROBE_TIMEOUT, cause_of, describe};
+use super::channel::{Channel, Connection, NotConnected, PROBE_INTERVAL, PROBE_TIMEOUT};
 use super::common::PROBE;
-use super::errors::{unavailable, within};
+use super::errors::{cause_of, describe, unavailable, within};
 use crate::cluster::shards::{Shard, Shards};
 use crate::cluster::topology::Topology;
 use crate::deadline::wall_clock;

@@ -1,6 +1,7 @@
 //! What a failed call to Redis is: unavailable for now (the failure mode answers), or a
 //! fault of the script or of this client, which retrying would not mend.
 
+use crate::health::Cause;
 use sluice_core::StoreError;
 use std::future::Future;
 use std::time::Duration;
@@ -64,4 +65,41 @@ pub(super) fn is_script_error(error: &(dyn std::error::Error + 'static)) -> bool
         return false;
     }
     message.contains("user_script") || message.contains("sluice:")
+}
+
+/// Why Redis failed, for counting.
+pub(super) fn cause_of(error: &StoreError) -> Cause {
+    let StoreError::Unavailable(source) = error else { return Cause::Server };
+    let redis_error = source.downcast_ref::<redis::RedisError>();
+    if source.is::<TimedOut>() || source.is::<Expired>() || redis_error.is_some_and(redis::RedisError::is_timeout) {
+        Cause::Timeout
+    } else if redis_error.is_some_and(is_cluster_down) {
+        Cause::ClusterDown
+    } else if redis_error.is_some_and(|error| error.code().is_some()) {
+        Cause::Server
+    } else {
+        Cause::Connection
+    }
+}
+
+/// What failed, in words, with the error itself: for the log line that starts an outage.
+pub(super) fn describe(error: &StoreError) -> String {
+    let StoreError::Unavailable(source) = error else { return error.to_string() };
+    let redis_error = source.downcast_ref::<redis::RedisError>();
+    match cause_of(error) {
+        Cause::ClusterDown => {
+            let detail = redis_error.and_then(redis::RedisError::detail).unwrap_or_default();
+            format!("the Cluster refuses keys: CLUSTERDOWN {detail}").trim_end().to_owned()
+        }
+        Cause::Connection if redis_error.is_some_and(redis::RedisError::is_connection_refusal) => {
+            format!("connection refused: {source}")
+        }
+        cause => format!("{cause}: {source}"),
+    }
+}
+
+/// Whether `error` is a Redis Cluster refusing keys: a slot no master serves, or every
+/// slot while the Cluster is down (`cluster-require-full-coverage yes`).
+fn is_cluster_down(error: &redis::RedisError) -> bool {
+    error.code() == Some("CLUSTERDOWN")
 }
