@@ -26,10 +26,11 @@ const PROBE_INTERVAL: Duration = Duration::from_millis(100);
 /// What the lag may take beyond the interval: the probe's sleep overshoots by up to a
 /// millisecond (tokio's timer); then a connection and its `HELLO`, the probe script and the
 /// check's script loaded again into the empty Redis (about ten loopback round trips, each
-/// well under a millisecond), the checking task's 1 ms pause, and scheduling on a busy
-/// 2-core machine (the lags measured here stay under the interval itself). A probe one
-/// interval late overshoots the interval by 60–95 ms: by twice this margin or more.
-const MARGIN: Duration = Duration::from_millis(40);
+/// well under a millisecond), the checking task's 1 ms pause, and scheduling on a 2-core
+/// machine shared with builds (the worst lag measured here is 105 ms, at a load average of
+/// 12). The test holds a run's worst lag: with a probe one interval late, 190–206 ms, about
+/// twice this margin past the interval.
+const MARGIN: Duration = Duration::from_millis(50);
 /// Restarts per run.
 const RESTARTS: usize = 10;
 /// Refused probe attempts (counted over both connections) before Redis is started again:
