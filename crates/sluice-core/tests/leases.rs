@@ -707,3 +707,108 @@ fn a_leased_reset_after_is_never_before_the_stores() {
         assert_eq!(earliest < window_end, early, "with the clock: {with_clock}; earliest end named {earliest}");
     }
 }
+
+/// A key's state holds at most 16 leases at once under every held algorithm, and stays one
+/// a snapshot restores: the buckets decide a 17th request alone, unleased; the sliding log,
+/// whose leases stay a window after their deadline, grants it and merges its two oldest
+/// leases at the later deadline.
+#[test]
+fn a_key_holds_at_most_sixteen_leases() {
+    for spec in [
+        Spec::SlidingLog { limit: 1_000, window: 1_000_000 },
+        Spec::TokenBucket { capacity: 1_000, amount: 1, interval: 1_000_000 },
+        Spec::LeakyBucket { interval: 1_000, burst: 999, delay: false },
+    ] {
+        let limits = [Limit::new("l", spec.policy())];
+        let store = MemoryStore::builder().clock(ManualClock::at(Timestamp::from_micros(1_000_000))).build();
+        let key = Key::new(b"k").unwrap();
+        let granted: Vec<bool> = (0..40u64)
+            .map(|i| {
+                // Each lease ends 1 ms after its grant; the sliding log keeps it a window more.
+                let check = Check::new(key, &limits, Timestamp::from_micros(1_000_000 + i * 10), 1).lease(1, us(1_000));
+                let answer = store.check_and_lease_now(check).unwrap();
+                assert!(answer.verdict.decision.allowed, "{spec:?}: request {i}");
+                !answer.leased.is_empty()
+            })
+            .collect();
+        let expected = if matches!(spec, Spec::SlidingLog { .. }) { 40 } else { 16 };
+        assert_eq!(granted.iter().filter(|&&leased| leased).count(), expected, "{spec:?}: {granted:?}");
+        assert!(granted[..16].iter().all(|&leased| leased), "{spec:?}: the first 16 are leased");
+        let restored = MemoryStore::builder().clock(ManualClock::at(Timestamp::from_micros(1_000_400))).build();
+        assert_eq!(restored.restore(&store.snapshot(), &limits).unwrap().restored, 1, "{spec:?}");
+    }
+}
+
+/// A rejected request changes nothing of a sliding log's leases, even those that have left
+/// the window (Redis writes nothing on a rejection either).
+#[test]
+fn a_rejection_leaves_the_sliding_logs_leases_alone() {
+    use sluice_core::Algorithm;
+    use sluice_core::algorithm::Lease;
+    let log = SlidingLog::new(2, us(10), SlidingLogVariant::Accepted).unwrap();
+    let at = Timestamp::from_micros;
+    let mut state = sluice_core::algorithm::sliding_log::SlidingLogState::default();
+    let (decision, plan) = log.decide_leased(&state, at(0), 1, Lease { units: 1, deadline: at(10) });
+    assert!(decision.allowed);
+    log.record(&mut state, plan, true);
+    assert_eq!(state.holds().len(), 1);
+    // At 25 the lease has left the window; a cost the log can never admit is rejected.
+    let before = state.clone();
+    let (decision, plan) = log.decide(&state, at(25), 3);
+    assert!(!decision.allowed);
+    log.record(&mut state, plan, false);
+    assert_eq!(state, before);
+}
+
+/// A limit listed twice is one state: a give-back under it takes the units back once, as
+/// the check debited them once.
+#[test]
+fn a_limit_listed_twice_takes_its_units_back_once() {
+    let spec = Spec::FixedWindow { limit: 100, window: 60_000_000, anchored: false };
+    let limit = Limit::new("api", spec.policy());
+    let (once, twice) = ([limit.clone()], [limit.clone(), limit]);
+    let store = MemoryStore::new();
+    let key = Key::new(b"tenant").unwrap();
+    let now = Timestamp::from_micros(60_000_000);
+    (0..20).for_each(|_| assert!(store.check_now(key, &once, now, 1).unwrap().decision.allowed));
+    let answer = store.check_and_lease_now(Check::new(key, &twice, now, 1).lease(10, us(100_000))).unwrap();
+    let decided_at = answer.decided_at.unwrap();
+    let receipt = |decision: &sluice_core::Decision| sluice_core::Receipt {
+        debited_in: once[0].policy().lease_terms().debited_in(decision, decided_at, us(100_000)),
+        stamp: 0,
+    };
+    let receipts: Vec<_> = answer.leased.iter().map(receipt).collect();
+    store.give_back_now(sluice_core::GiveBack::new(key, &twice, &receipts, 10, 10, now));
+    assert_eq!(store.check_now(key, &once, now, 0).unwrap().decision.remaining, 79);
+}
+
+/// A request of eight busy processes on one key: a few µs apart, so each holds a lease most
+/// of the time and a window sees many more than 16 lease deadlines.
+fn dense_request() -> impl Strategy<Value = Request> {
+    (
+        0..8usize,
+        prop_oneof![6 => Just(1u64), 1 => 2..4u64],
+        0..4u64,
+        prop_oneof![60 => Just(Then::Nothing), 1 => Just(Then::Crash)],
+    )
+        .prop_map(|(process, cost, gap, then)| Request { process, key: 0, cost, gap, then })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    /// A sliding log whose window is many lease periods long holds more than 16 leases'
+    /// worth of deadlines at once, so its oldest leases merge: the merged stream stays
+    /// within the definition.
+    #[test]
+    fn merged_sliding_log_leases_never_admit_more_than_the_definition(
+        limit in 100..400u64,
+        window in 2_000..6_000u64,
+        period in 20..80u64,
+        requests in prop::collection::vec(dense_request(), 300..1_500),
+    ) {
+        let spec = Spec::SlidingLog { limit, window };
+        let (admitted, _) = run(&[Limit::new("log", spec.policy())], period, 8, &requests);
+        assert_exact(&[spec], &admitted)?;
+    }
+}

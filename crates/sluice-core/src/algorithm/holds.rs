@@ -134,6 +134,20 @@ impl Holds {
         }
     }
 
+    /// [`add`](Self::add), then, while more than [`MAX_HOLDS`] are held, moves the oldest
+    /// lease's units to the next one's deadline: counted as spent later than they were, which
+    /// a store that counts held units until their deadline passes (the sliding log) may
+    /// always do. The moved lease's give-back then finds nothing and takes nothing back.
+    pub fn add_merging_oldest(&mut self, hold: Hold) {
+        self.add(hold);
+        if let Some(list) = self.0.as_mut() {
+            while list.holds.len() > MAX_HOLDS {
+                let oldest = list.holds.remove(0);
+                list.holds[0].units += oldest.units;
+            }
+        }
+    }
+
     /// Takes `units` out of the lease held under `deadline`, when it holds at least
     /// `leased` (the lease the units came from is still here); marks the list. False when
     /// it is not held (ended, or the state that held it was lost).
@@ -205,6 +219,15 @@ mod tests {
         holds.clear_ended();
         assert!(holds.is_clear());
         assert_eq!(size_of::<Holds>(), size_of::<usize>());
+    }
+
+    #[test]
+    fn a_seventeenth_lease_merges_the_oldest_into_the_next() {
+        let mut holds = Holds::default();
+        (1..=MAX_HOLDS as u64 + 1).for_each(|deadline| holds.add_merging_oldest(hold(deadline, 1)));
+        assert_eq!(holds.len(), MAX_HOLDS);
+        assert_eq!(holds.iter().next(), Some(hold(2, 2)));
+        assert_eq!(holds.live_units(0), MAX_HOLDS as u64 + 1, "no unit is lost");
     }
 
     #[test]

@@ -146,21 +146,24 @@ impl SlidingLog {
     pub(crate) fn record_resizing(&self, state: &mut SlidingLogState, plan: SlidingLogPlan, admitted: bool) -> isize {
         let logs_attempts = self.variant == SlidingLogVariant::Attempts;
         let grown = if admitted || logs_attempts { state.append(&plan, self.limit as usize) } else { 0 };
-        if state.holds().is_clear() && plan.hold.is_none() {
+        // A rejection changes nothing of the leases (as on Redis, which writes nothing then).
+        if !admitted || (state.holds().is_clear() && plan.hold.is_none()) {
             return grown;
         }
-        grown + self.record_holds(state, plan, admitted)
+        grown + self.record_holds(state, plan)
     }
 
-    /// Drops the leases that left the window at `plan.now` and logs the one granted;
-    /// returns how many bytes the list's heap grew by.
+    /// Drops the leases that left the window at `plan.now` and logs the one granted with the
+    /// admitted request, keeping at most [`MAX_HOLDS`] (the two oldest merge at the later
+    /// deadline: their units stay in the window longer, never shorter); returns how many
+    /// bytes the list's heap grew by.
     #[inline(never)]
-    fn record_holds(&self, state: &mut SlidingLogState, plan: SlidingLogPlan, admitted: bool) -> isize {
+    fn record_holds(&self, state: &mut SlidingLogState, plan: SlidingLogPlan) -> isize {
         let before = state.holds().heap_bytes();
         let holds = state.holds_mut();
         holds.drop_where(|hold| self.expired(hold.deadline, plan.now));
-        if let (true, Some(hold)) = (admitted, plan.hold) {
-            holds.add(hold);
+        if let Some(hold) = plan.hold {
+            holds.add_merging_oldest(hold);
         }
         state.holds().heap_bytes() as isize - before as isize
     }

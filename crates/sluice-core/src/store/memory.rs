@@ -174,7 +174,11 @@ impl MemoryStore {
         let GiveBack { key, limits, receipts, leased, units, now, .. } = back;
         let hash = self.inner.hasher.hash_one(key.as_bytes());
         let mut shard = self.shard(hash).lock();
-        for (limit, receipt) in limits.iter().zip(receipts) {
+        for (index, (limit, receipt)) in limits.iter().zip(receipts).enumerate() {
+            // A limit listed twice is one state: its units go back once, as they were debited.
+            if !first_listing(limits, index) {
+                continue;
+            }
             if let Some(position) = shard.tables.position(limit.id()) {
                 let returned =
                     Returned { debited_in: receipt.debited_in, stamp: receipt.stamp, leased, unspent: units, now };
