@@ -11,7 +11,6 @@ use crate::engine::service_state::ServiceState;
 use crate::envoy::OVERRIDE_NAME;
 use anyhow::Context;
 use sluice_core::{Limit, MemoryStore};
-use std::io::Write;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
@@ -104,9 +103,8 @@ static SAVING: parking_lot::Mutex<()> = parking_lot::Mutex::new(());
 /// Writes `store`'s snapshot to `path` atomically (after any save in progress).
 pub(crate) fn save(path: &Path, store: &MemoryStore) -> anyhow::Result<()> {
     let _one_at_a_time = SAVING.lock();
-    let bytes = store.snapshot();
     let temporary = temporary::path_for(path, std::process::id());
-    let written = write_synced(&temporary, &bytes).and_then(|()| {
+    let written = write_synced(&temporary, store).and_then(|()| {
         std::fs::rename(&temporary, path).with_context(|| format!("cannot rename it to {}", path.display()))
     });
     if written.is_err() {
@@ -117,9 +115,15 @@ pub(crate) fn save(path: &Path, store: &MemoryStore) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let mut file = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
-    file.write_all(bytes)?;
+/// Writes `store`'s snapshot to a new file at `path` shard by shard, and syncs it. Only one
+/// shard's encoding is in memory at a time: a whole snapshot in one buffer (25 bytes a
+/// fixed-window state) was freed after each save but stayed resident, in mimalloc's huge
+/// pages, for the next one (docs/benchmarks.md, "Memory soak").
+fn write_synced(path: &Path, store: &MemoryStore) -> anyhow::Result<()> {
+    let file = std::fs::File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, file);
+    store.write_snapshot(&mut out)?;
+    let file = out.into_inner().map_err(std::io::IntoInnerError::into_error)?;
     file.sync_all()?;
     Ok(())
 }
