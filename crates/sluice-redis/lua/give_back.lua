@@ -1,60 +1,131 @@
--- give_back.lua: takes a lease's unspent units back (docs/leases.md); the mirror of
--- FixedWindow::give_back and SlidingWindow::give_back in crates/sluice-core. The module
--- writes the same layouts (fixed_window.lua, sliding_window.lua), so this runs on both.
--- KEYS: one state key per limit. ARGV[1] = units; then per limit six values: the start µs
--- of the window or bucket the units were debited in, then the limit's wire form as every
--- check sends it (crates/sluice-core/src/policy/wire.rs): the algorithm's number and
--- p1..p4. Only the algorithms a lease is granted for take units back (2 fixed window;
--- 3 sliding window: p2 the bucket width µs, p3 the buckets B, p4 bit 2 an anchored grid);
--- the others have nothing to take back.
--- A state that no longer counts that window or bucket is left alone, and a counter keeps
--- at least one unit (the lease's first unit was spent there). SETRANGE keeps the TTL.
-local units = tonumber(ARGV[1])
+-- give_back.lua: takes a lease's unspent units back (docs/leases.md), under every limit the
+-- lease was debited under: each algorithm's give-back, the mirror of its `give_back` in
+-- crates/sluice-core (Algorithm::give_back), and of the module's SLUICE.GIVEBACK; then the
+-- driver. Change them together. script.rs puts it last, after give_back_args.lua and every
+-- algorithm file, whose functions these use (kept out of the algorithm files, which every
+-- check runs whole).
+-- A window takes units back only into the state of the lease's stamp, and only while it
+-- still counts the window or bucket they were debited in (never its last unit: the lease's
+-- first unit was spent there). A state holding leases finds the lease by its deadline and
+-- size. A limit listed twice is one state: it takes the units back once.
+-- returns  an empty string
 
-local function fixed_window(key, raw, start)
-  local begun, used = struct.unpack('<dd', raw)
-  if begun == start and used > 0 then
-    redis.call('SETRANGE', key, 8, struct.pack('<d', math.max(used - units, 1)))
+-- Takes a lease's `unspent` units out of the lease held until `deadline`
+-- (SlidingLog::give_back): the spent ones stay logged there.
+local function sl_give_back(key, now, deadline, leased, unspent, n, window)
+  local raw, len, head, cap, newest, oldest, h = sl_read(key, n)
+  if not holds().take(h, deadline, leased, unspent) then
+    return
   end
+  h = holds().clear_ended(h)
+  local expires_in = 0
+  if len > 0 or h then
+    local latest = holds().last(h) or 0
+    if len > 0 then
+      latest = math.max(latest, newest)
+    end
+    expires_in = latest + window - now
+  end
+  local ttl = ttl_ms(expires_in)
+  if raw then
+    redis.call('SET', key, string.sub(raw, 1, 8 * len) .. (h and holds().pack(h, true) or ''), 'PX', ttl)
+    return
+  end
+  if h then
+    redis.call('SETRANGE', key, SL_HEADER + 8 * cap, holds().pack(h))
+  end
+  redis.call('SETRANGE', key, '0', struct.pack('<ddI4I4I4I4', newest, oldest, len, head, cap, h and #h / 2 or 0))
+  redis.call('PEXPIRE', key, ttl)
 end
 
-local function sliding_window(key, raw, start, w, b, anchored)
-  local slots = b + 1
-  local newest = (struct.unpack('<d', raw))
-  local anchor = 0
-  if anchored == 1 then
-    anchor = (struct.unpack('<d', raw, 9 + 8 * slots))
+-- Takes `units` back into the window starting at `start`, when the state of `stamp` still
+-- counts it (FixedWindow::give_back): never its last unit. SETRANGE keeps the TTL.
+local function fw_give_back(key, raw, start, stamp, units)
+  local begun, used, held = fw_read(raw)
+  if held ~= stamp or begun ~= start or used == 0 then
+    return
   end
-  local offset = start - anchor
+  redis.call('SETRANGE', key, 8, struct.pack('<d', math.max(used - units, 1)))
+end
+
+-- Takes `units` back into the bucket starting at `start`, when the state of `stamp` still
+-- counts it (SlidingWindow::give_back): never its last unit. SETRANGE keeps the TTL.
+local function sw_give_back(key, raw, start, stamp, units, w, b, flags)
+  local slots = b + 1
+  local st, held = sw_state(raw, slots, flags >= 2)
+  if held ~= stamp then
+    return
+  end
+  local offset = start - st.anchor
   if offset < 0 or offset % w ~= 0 then
     return
   end
   local bucket = offset / w
-  if bucket > newest or newest - bucket >= slots then
+  if bucket > st.newest or st.newest - bucket >= slots then
     return
   end
-  local at = 9 + 8 * (bucket % slots)
-  local count = (struct.unpack('<d', raw, at))
-  if count > 0 then
-    redis.call('SETRANGE', key, at - 1, struct.pack('<d', math.max(count - units, 1)))
+  local count = st.counts[bucket % slots]
+  if count == 0 then
+    return
   end
+  redis.call('SETRANGE', key, 8 * (bucket % slots + 1), struct.pack('<d', math.max(count - units, 1)))
 end
 
-local FIXED_WINDOW, SLIDING_WINDOW = 2, 3
+-- Takes back the lease held until `deadline` (TokenBucket::give_back): the bucket refilled
+-- to `now`, the lease's `unspent` units credited (never above C less the units still held).
+local function tb_give_back(key, raw, now, deadline, leased, unspent, c, amount, interval)
+  local taken, last, h = tb_read(raw)
+  local tokens, at
+  tokens, last, at = tb_refilled(taken, last, h, now, c, amount, interval)
+  taken = c - tokens
+  holds().drop_ended(h, at)
+  if holds().take(h, deadline, leased, leased) then
+    local cap = c - math.min(holds().live(h, at), c)
+    taken = c - math.min(tokens + unspent, cap)
+  end
+  if taken == 0 and h and #h == 0 then
+    h = holds().clear_ended(h)
+  end
+  tb_write(key, c, amount, interval, taken, last, h, at)
+end
+
+-- Takes back the lease held until `deadline` (LeakyBucket::give_back): its spent units,
+-- `leased − unspent`, folded in as spent at `now`.
+local function lb_give_back(key, raw, now, deadline, leased, unspent, interval)
+  local arrival, h = lb_read(raw)
+  arrival = lb_folded(arrival, h, now, interval)
+  holds().drop_ended(h, now)
+  if holds().take(h, deadline, leased, leased) then
+    arrival = math.max(arrival, now) + math.max(leased - unspent, 0) * interval
+  end
+  lb_write(key, interval, arrival, holds().clear_ended(h), now)
+end
+
+-- By algorithm id, as check.lua's ALGORITHMS.
+local SLIDING_LOG, FIXED_WINDOW, SLIDING_WINDOW, TOKEN_BUCKET, LEAKY_BUCKET = 1, 2, 3, 4, 5
 
 for i, key in ipairs(KEYS) do
-  local base = 1 + (i - 1) * 6
-  local start, algorithm = tonumber(ARGV[base + 1]), tonumber(ARGV[base + 2])
-  local raw = redis.call('GET', key)
-  if raw and algorithm == FIXED_WINDOW then
-    fixed_window(key, raw, start)
-  elseif raw and algorithm == SLIDING_WINDOW then
-    local flags = tonumber(ARGV[base + 6])
-    local anchored = 0
-    if flags >= 2 then
-      anchored = 1
-    end
-    sliding_window(key, raw, start, tonumber(ARGV[base + 4]), tonumber(ARGV[base + 5]), anchored)
+  local listed = false
+  for k = 1, i - 1 do
+    listed = listed or KEYS[k] == key
+  end
+  local at, stamp, id, p1, p2, p3, p4 = struct.unpack('<ddddddd', ARGV[1], 41 + 56 * (i - 1))
+  local raw = nil
+  if not listed and id ~= SLIDING_LOG then
+    raw = redis.call('GET', key)
+  end
+  if listed then
+    -- Taken back once, at its first listing.
+  elseif id == SLIDING_LOG then
+    sl_give_back(key, now, at, leased, unspent, p1, p2)
+  elseif raw and id == FIXED_WINDOW then
+    fw_give_back(key, raw, at, stamp, unspent)
+  elseif raw and id == SLIDING_WINDOW then
+    sw_give_back(key, raw, at, stamp, unspent, p2, p3, p4)
+  elseif raw and id == TOKEN_BUCKET then
+    tb_give_back(key, raw, now, at, leased, unspent, p1, p2, p3)
+  elseif raw and id == LEAKY_BUCKET then
+    lb_give_back(key, raw, now, at, leased, unspent, p1)
   end
 end
-return 0
+return ''

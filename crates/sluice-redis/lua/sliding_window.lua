@@ -1,26 +1,32 @@
 -- sliding_window.lua: mirror of crates/sluice-core/src/algorithm/sliding_window.rs (SlidingWindow).
 -- Change both together: the differential tests compare every field with the memory store.
 -- State: a string '<d' newest bucket index, then B + 1 counters '<d' indexed by
--- bucket % (B + 1), then (anchored grids only) '<d' the grid's anchor µs. Missing key = fresh.
+-- bucket % (B + 1), then (anchored grids only) '<d' the grid's anchor µs, then, once a lease
+-- was granted on it, '<d' its stamp (as fixed_window.lua's). Missing key = fresh.
 -- Params: p1 = limit N, p2 = bucket width w µs, p3 = buckets B, p4 = flags: 1 = variant
 -- attempts (every request is counted), + 2 = alignment anchored (the grid starts at the
 -- key's first request, and again at a request that finds the estimate at 0).
 -- Counters are held at N·w (a counter that large rejects every request, so no decision
 -- changes); attempts policies have N·(B + 1)·w below 2^53, so every sum of counters is exact.
 
-local function sw_state(key, slots, anchored)
-  local raw = redis.call('GET', key)
+-- The state stored as `raw` (nil when there is none), and its stamp (0 when none).
+local function sw_state(raw, slots, anchored)
   if not raw then
-    return nil
+    return nil, 0
   end
   local st = { newest = (struct.unpack('<d', raw)), counts = {}, anchor = 0 }
   for i = 0, slots - 1 do
     st.counts[i] = (struct.unpack('<d', raw, 9 + 8 * i))
   end
+  local after = 9 + 8 * slots
   if anchored then
-    st.anchor = (struct.unpack('<d', raw, 9 + 8 * slots))
+    st.anchor = (struct.unpack('<d', raw, after))
+    after = after + 8
   end
-  return st
+  if #raw >= after + 7 then
+    return st, (struct.unpack('<d', raw, after))
+  end
+  return st, 0
 end
 
 -- Counted cost in bucket `index` (nil or negative: none).
@@ -146,13 +152,20 @@ local function sw_rejection(st, n, w, b, j, e, cost, room, attempts, anchor, now
   return 0, n, room, reset_after, sw_retry_after(st, n, w, b, j, e, cost), 0, now
 end
 
--- The decision for `cost` at `now` (as fw_decide's), then the plan sw_record writes (the
--- state judged on, the bucket of `now`, cost, the time judged at, the grid's anchor), none
--- for a peek.
-local function sw_decide(key, now, cost, n, w, b, flags)
+-- The decision for `cost` (and a `lease` of more units, debited with it) at `now` (as
+-- fw_decide's), then the plan sw_record writes (the state judged on, the bucket of `now`,
+-- cost, the time judged at, the grid's anchor, the stamp), none for a peek.
+local function sw_decide(key, now, cost, n, w, b, flags, lease)
   local attempts, anchored = flags % 2 == 1, flags >= 2
+  local read, stamp = sw_state(redis.call('GET', key), b + 1, anchored)
+  if lease > 0 then
+    cost = cost + lease
+    if stamp == 0 then
+      stamp = now + 1
+    end
+  end
   local anchor, st
-  anchor, now, st = sw_position(sw_state(key, b + 1, anchored), w, b, now, anchored)
+  anchor, now, st = sw_position(read, w, b, now, anchored)
   local j = idiv(now - anchor, w)
   local e = now - anchor - j * w
   local room = sw_room(n, w, sw_count(st, b, j - b), sw_full_sum(st, b, j), e)
@@ -168,16 +181,18 @@ local function sw_decide(key, now, cost, n, w, b, flags)
     return 0, n, 0, reset_after, sw_retry_after(st, n, w, b, j, e, 1), 0, now
   end
   if cost <= room then
-    return 1, n, room - cost, sw_reset_after(anchor, j, b, w, j, now), -1, 0, now, st, j, cost, now, anchor
+    return 1, n, room - cost, sw_reset_after(anchor, j, b, w, j, now), -1, 0, now, st, j, cost, now, anchor, stamp
   end
   local allowed, limit, remaining, reset_after, retry_after, delay, at =
     sw_rejection(st, n, w, b, j, e, cost, room, attempts, anchor, now)
-  return allowed, limit, remaining, reset_after, retry_after, delay, at, st, j, cost, now, anchor
+  return allowed, limit, remaining, reset_after, retry_after, delay, at, st, j, cost, now, anchor, stamp
 end
 
-local function sw_record(key, admitted, n, w, b, flags, st, bucket, cost, now, anchor)
+-- Writes the plan of an admitted request (or of any, under attempts); returns the state's
+-- stamp.
+local function sw_record(key, admitted, n, w, b, flags, st, bucket, cost, now, anchor, stamp)
   if not bucket or not (admitted or flags % 2 == 1) then
-    return
+    return 0
   end
   local added = sw_added(st, b, bucket, cost, n * w)
   local parts = { struct.pack('<d', added.newest) }
@@ -187,5 +202,9 @@ local function sw_record(key, admitted, n, w, b, flags, st, bucket, cost, now, a
   if flags >= 2 then
     parts[#parts + 1] = struct.pack('<d', anchor)
   end
+  if stamp > 0 then
+    parts[#parts + 1] = struct.pack('<d', stamp)
+  end
   redis.call('SET', key, table.concat(parts), 'PX', ttl_ms(anchor + (added.newest + b + 1) * w - now))
+  return stamp
 end

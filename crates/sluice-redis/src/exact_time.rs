@@ -5,6 +5,7 @@
 //! over its buckets would never end, holding Redis), so it is refused instead.
 
 use sluice_core::{EXACT_LIMIT, Limit, StoreError};
+use std::time::Duration;
 
 /// The latest Redis `TIME` a policy's reach is checked against when the scripts read Redis's
 /// clock: 2^52 µs after the Unix epoch, in the year 2112.
@@ -38,6 +39,15 @@ pub(crate) fn refuse_inexact(now: Option<u64>, limits: &[Limit]) -> Result<(), S
     Err(StoreError::Refused(message))
 }
 
+/// True when a lease `period` long, asked with a check of `limits` at `now` (`None`: Redis
+/// `TIME`, as in [`refuse_inexact`]), keeps every time the scripts compute below 2^53: the
+/// lease's deadline plus a limit's look-ahead (a held lease is counted up to that far past
+/// its deadline). A check whose lease would not is decided without one.
+pub(crate) fn lease_is_exact(now: Option<u64>, period: Duration, limits: &[Limit]) -> bool {
+    let time = now.map_or(REDIS_TIME_BOUND, u128::from) + period.as_micros();
+    limits.iter().all(|limit| time + limit.policy().look_ahead().as_micros() < u128::from(EXACT_LIMIT))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -69,6 +79,15 @@ mod tests {
         assert!(refuse_inexact(Some(EXACT_LIMIT - 11), &limits).is_ok());
         let refused = refuse_inexact(Some(EXACT_LIMIT - 10), &limits).unwrap_err();
         assert!(matches!(&refused, StoreError::Refused(message) if message.contains("policy `p`")), "{refused}");
+    }
+
+    #[test]
+    fn a_lease_reaching_past_2_to_the_53_is_not_asked() {
+        let limits = [limit(SlidingLog::new(5, Duration::from_micros(10), SlidingLogVariant::Accepted).unwrap())];
+        let period = Duration::from_micros(100);
+        assert!(lease_is_exact(Some(EXACT_LIMIT - 111), period, &limits));
+        assert!(!lease_is_exact(Some(EXACT_LIMIT - 110), period, &limits));
+        assert!(lease_is_exact(None, Duration::from_secs(3600), &limits));
     }
 
     #[test]

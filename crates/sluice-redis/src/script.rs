@@ -1,22 +1,43 @@
 //! The check scripts and their arguments, which the module's command shares: one
 //! `EVALSHA` (or, where Redis has the module loaded, one `SLUICE.CHECK`) per check,
-//! whatever the limits.
+//! whatever the limits; and the give-back script.
+
+mod reply;
 
 use crate::settings::RedisSettings;
-use sluice_core::{Decision, EXACT_LIMIT, Limit, Quota, RetryAfter, StoreError};
-use std::time::Duration;
+pub(crate) use reply::{Granted, Reply, decode};
+use sluice_core::{EXACT_LIMIT, Limit};
 
 /// The script for several limits at once, all or nothing: the common start, every
 /// algorithm (each file the twin of its Rust module), then the generic driver.
 const MULTI: &str = concat!(
     include_str!("../lua/common.lua"),
+    include_str!("../lua/ttl.lua"),
     include_str!("../lua/idiv.lua"),
+    include_str!("../lua/holds.lua"),
     include_str!("../lua/sliding_log.lua"),
+    include_str!("../lua/sliding_log_holding.lua"),
     include_str!("../lua/fixed_window.lua"),
     include_str!("../lua/sliding_window.lua"),
     include_str!("../lua/token_bucket.lua"),
     include_str!("../lua/leaky_bucket.lua"),
     include_str!("../lua/check.lua"),
+);
+
+/// The give-back script: its arguments, every algorithm (whose `*_give_back` it calls),
+/// then its driver. Rare (a key gone quiet, a shutdown), so it holds them all.
+pub(crate) const GIVE_BACK: &str = concat!(
+    include_str!("../lua/give_back_args.lua"),
+    include_str!("../lua/ttl.lua"),
+    include_str!("../lua/idiv.lua"),
+    include_str!("../lua/holds.lua"),
+    include_str!("../lua/sliding_log.lua"),
+    include_str!("../lua/sliding_log_holding.lua"),
+    include_str!("../lua/fixed_window.lua"),
+    include_str!("../lua/sliding_window.lua"),
+    include_str!("../lua/token_bucket.lua"),
+    include_str!("../lua/leaky_bucket.lua"),
+    include_str!("../lua/give_back.lua"),
 );
 
 /// The script for one limit of one algorithm, the hot path: the common start, only the
@@ -27,6 +48,7 @@ macro_rules! single {
     ($prefix:literal, $($file:literal),+) => {
         concat!(
             include_str!("../lua/common.lua"),
+            include_str!("../lua/ttl.lua"),
             $(include_str!(concat!("../lua/", $file)),)+
             "local decide, record = ",
             $prefix,
@@ -45,25 +67,30 @@ fn lua_prefix(word: &str) -> String {
     word.split('_').filter_map(|part| part.chars().next()).collect()
 }
 
-/// The check scripts, loaded into Redis on first use (`EVALSHA`, reloaded on `NOSCRIPT`).
+/// The scripts, loaded into Redis on first use (`EVALSHA`, reloaded on `NOSCRIPT`).
 #[derive(Debug)]
 pub(crate) struct Scripts {
     multi: redis::Script,
     single: [redis::Script; 5],
+    give_back: redis::Script,
 }
 
 /// The lean scripts for one limit, by wire number less one.
 const SINGLE: [&str; 5] = [
-    single!("sl", "sliding_log.lua"),
+    single!("sl", "holds.lua", "sliding_log.lua", "sliding_log_holding.lua"),
     single!("fw", "idiv.lua", "fixed_window.lua"),
     single!("sw", "idiv.lua", "sliding_window.lua"),
-    single!("tb", "idiv.lua", "token_bucket.lua"),
-    single!("lb", "idiv.lua", "leaky_bucket.lua"),
+    single!("tb", "idiv.lua", "holds.lua", "token_bucket.lua"),
+    single!("lb", "idiv.lua", "holds.lua", "leaky_bucket.lua"),
 ];
 
 impl Default for Scripts {
     fn default() -> Self {
-        Scripts { multi: redis::Script::new(MULTI), single: SINGLE.map(redis::Script::new) }
+        Scripts {
+            multi: redis::Script::new(MULTI),
+            single: SINGLE.map(redis::Script::new),
+            give_back: redis::Script::new(GIVE_BACK),
+        }
     }
 }
 
@@ -83,6 +110,16 @@ impl Scripts {
         }
         invocation
     }
+
+    /// The invocation of the give-back script on `keys` with its packed argument.
+    pub(crate) fn give_back<'a>(&'a self, keys: &[Vec<u8>], packed: &[u8]) -> redis::ScriptInvocation<'a> {
+        let mut invocation = self.give_back.prepare_invoke();
+        for key in keys {
+            invocation.key(key);
+        }
+        invocation.arg(packed);
+        invocation
+    }
 }
 
 /// One check as the scripts and the module's command receive it.
@@ -96,6 +133,9 @@ pub(crate) struct ScriptCall<'a> {
     pub(crate) now: i64,
     /// The cost debited when every limit allows it.
     pub(crate) cost: u64,
+    /// The lease asked with it, when one is: units beyond `cost`, and the period (µs) they
+    /// may be spent for after the decision.
+    pub(crate) lease: Option<(u64, u64)>,
     /// Redis `TIME` (µs) past which Redis writes nothing; `None`: whenever it arrives.
     pub(crate) deadline: Option<u64>,
 }
@@ -114,101 +154,46 @@ impl ScriptCall<'_> {
     /// before the year 2255, so exact).
     fn packed_args(&self, settings: &RedisSettings) -> Vec<Vec<u8>> {
         let deadline = self.deadline.map(|deadline| (deadline as f64).to_le_bytes().to_vec());
-        std::iter::once(arguments(self.limits, self.now, self.cost, settings)).chain(deadline).collect()
+        std::iter::once(self.arguments(settings)).chain(deadline).collect()
+    }
+
+    /// The one argument of every script (lua/common.lua): little-endian doubles `now` (-1:
+    /// Redis `TIME`), `cost`, the TTL settings, the lease and its period when one is asked,
+    /// then each limit's algorithm id and parameters. Every value is an integer below 2^53
+    /// (times, costs and parameters are bounded by `EXACT_LIMIT`, and the store asks a lease
+    /// only when its deadline is too), so each double holds it exactly.
+    fn arguments(&self, settings: &RedisSettings) -> Vec<u8> {
+        let mut packed = Vec::with_capacity(8 * (6 + 5 * self.limits.len()));
+        packed.extend_from_slice(&(self.now as f64).to_le_bytes());
+        let mut push = |value: u64| packed.extend_from_slice(&double(value));
+        push(self.cost);
+        push(settings.extra_ttl_ms());
+        push(settings.min_ttl_ms());
+        if let Some((units, period)) = self.lease {
+            push(units);
+            push(period);
+        }
+        push_limits(&mut push, self.limits);
+        packed
     }
 }
 
-/// The one argument of every script (lua/common.lua): little-endian doubles `now` (-1:
-/// Redis `TIME`), `cost`, the TTL settings, then each limit's algorithm id and parameters.
-/// Every value is an integer below 2^53 (times, costs and parameters are bounded by
-/// `EXACT_LIMIT`), so each double holds it exactly.
-fn arguments(limits: &[Limit], now: i64, cost: u64, settings: &RedisSettings) -> Vec<u8> {
-    let mut packed = Vec::with_capacity(8 * (4 + 5 * limits.len()));
-    let mut push = |value: f64| packed.extend_from_slice(&value.to_le_bytes());
-    push(now as f64);
-    push(cost.min(EXACT_LIMIT) as f64);
-    push(settings.extra_ttl_ms() as f64);
-    push(settings.min_ttl_ms() as f64);
+/// Pushes each limit's wire form, as the scripts and the module read it: its algorithm id
+/// and parameters (the core's `Policy::wire`: check.lua's algorithm number, then p1..p4).
+pub(crate) fn push_limits(push: &mut impl FnMut(u64), limits: &[Limit]) {
     for limit in limits {
-        // The core's wire form (`Policy::wire`): check.lua's algorithm number, then p1..p4.
         let wire = limit.policy().wire();
-        push(f64::from(wire.algorithm));
+        push(u64::from(wire.algorithm));
         for param in wire.params {
-            push(param as f64);
+            push(param);
         }
     }
-    packed
 }
 
-/// What the script answered.
-#[derive(Debug)]
-pub(crate) struct Reply {
-    /// The time of the check (µs): the caller's, or Redis `TIME`.
-    pub(crate) now: u64,
-    /// One decision per limit.
-    pub(crate) decisions: Vec<Decision>,
-    /// True when every limit decided at `now` itself: no state's time was later.
-    pub(crate) unclamped: bool,
-    /// Redis `TIME` (µs) when the script ran, whatever `now` was.
-    pub(crate) clock: u64,
-}
-
-/// Decodes the script's reply, little-endian doubles holding integers: the time, seven
-/// per limit, then Redis's clock.
-pub(crate) fn decode(reply: &[u8], limits: usize) -> Result<Reply, StoreError> {
-    let reply = integers(reply)?;
-    let expected = 2 + 7 * limits;
-    let [time, fields @ .., clock] = reply.as_slice() else {
-        return Err(StoreError::Malformed(format!("expected {expected} integers for {limits} limits, got none")));
-    };
-    if reply.len() != expected {
-        let message = format!("expected {expected} integers for {limits} limits, got {}", reply.len());
-        return Err(StoreError::Malformed(message));
-    }
-    let time_of = |value: i64| u64::try_from(value).map_err(|_| StoreError::Malformed(format!("bad time {value}")));
-    let decisions = fields.chunks_exact(7).map(decode_one).collect::<Result<_, _>>()?;
-    let unclamped = fields.chunks_exact(7).all(|fields| fields[6] == *time);
-    Ok(Reply { now: time_of(*time)?, decisions, unclamped, clock: time_of(*clock)? })
-}
-
-/// The integers a packed reply holds.
-fn integers(reply: &[u8]) -> Result<Vec<i64>, StoreError> {
-    if !reply.len().is_multiple_of(8) {
-        return Err(StoreError::Malformed(format!("a reply of {} bytes is not packed doubles", reply.len())));
-    }
-    let exact = EXACT_LIMIT as f64;
-    reply
-        .chunks_exact(8)
-        .map(|bytes| {
-            let value = f64::from_le_bytes(bytes.try_into().unwrap_or_default());
-            // Exact integers only: both bounds and the cast are exact below 2^53.
-            let integer = value as i64;
-            (value.fract() == 0.0 && value.abs() < exact)
-                .then_some(integer)
-                .ok_or_else(|| StoreError::Malformed(format!("{value} is not an exact integer")))
-        })
-        .collect()
-}
-
-fn decode_one(fields: &[i64]) -> Result<Decision, StoreError> {
-    let unsigned = |index: usize| {
-        u64::try_from(fields[index]).map_err(|_| StoreError::Malformed(format!("negative field {index}: {fields:?}")))
-    };
-    let retry_after = match fields[4] {
-        -1 => None,
-        -2 => Some(RetryAfter::Never),
-        wait => Some(RetryAfter::After(Duration::from_micros(
-            unsigned(4).map_err(|_| StoreError::Malformed(format!("bad retry_after {wait}")))?,
-        ))),
-    };
-    let quota = Quota { limit: unsigned(1)?, remaining: unsigned(2)? };
-    let decided = Decision::allowed(quota, Duration::from_micros(unsigned(3)?));
-    let decided = match (fields[0] == 1, retry_after) {
-        (true, None) => decided,
-        (false, Some(retry_after)) => decided.rejected(retry_after),
-        _ => return Err(StoreError::Malformed(format!("allowed and retry_after disagree: {fields:?}"))),
-    };
-    Ok(decided.delayed(Duration::from_micros(unsigned(5)?)))
+/// `value` as a little-endian double: exact, for a value below 2^53 (larger ones are held
+/// at 2^53, which the scripts and the module refuse).
+pub(crate) fn double(value: u64) -> [u8; 8] {
+    (value.min(EXACT_LIMIT) as f64).to_le_bytes()
 }
 
 #[cfg(test)]

@@ -331,14 +331,18 @@ fn a_store_connected_again_on_another_runtime_shares_state_and_blocked_cache() {
     assert_eq!(main.block_on(script_calls(&server)), 0);
 }
 
-/// The one TTL formula every script uses (`ttl_ms` in `lua/common.lua`), evaluated by the
+/// The one TTL formula every script uses (`ttl_ms` in `lua/ttl.lua`), evaluated by the
 /// real Redis with the arguments' layout the store sends: whole milliseconds rounded up,
 /// plus the clock skew allowed, never below the floor. Exact, with no clock involved (the
 /// tests above read TTLs that count down while they look).
 #[tokio::test]
 async fn ttls_are_rounded_up_to_whole_milliseconds_plus_the_skew() {
     let server = RedisServer::start();
-    let script = concat!(include_str!("../lua/common.lua"), "return ttl_ms(tonumber(ARGV[3]))\n",);
+    let script = concat!(
+        include_str!("../lua/common.lua"),
+        include_str!("../lua/ttl.lua"),
+        "return ttl_ms(tonumber(ARGV[3]))\n"
+    );
     // (µs until the state is fresh, skew ms, floor ms) → TTL ms
     let cases: [((u64, u32, u32), i64); 13] = [
         ((1, 0, 1), 1),

@@ -6,7 +6,8 @@
 //! - [`failover_cluster`] is a Cluster whose masters have replicas, for failover tests;
 //! - [`certificates`] makes a CA and Redis's and a client's certificates for TLS tests;
 //! - [`compare`] drives the same random policies and traces through the memory store and a
-//!   Redis store (the differential tests of the store and of the module);
+//!   Redis store (the differential tests of the store and of the module), and [`leases`]
+//!   the same lease traces and give-backs;
 //! - [`proxy`] stands for an address that a failover moves, [`faulty_link`] for a slow,
 //!   silent or refusing network.
 
@@ -14,5 +15,6 @@ pub mod certificates;
 pub mod compare;
 pub mod failover_cluster;
 pub mod faulty_link;
+pub mod leases;
 pub mod proxy;
 pub mod redis;

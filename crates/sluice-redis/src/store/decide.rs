@@ -1,11 +1,12 @@
 //! [`Decide`]: one check on Redis, from the blocked-key cache to the failure mode, with the
 //! lease it may carry ([`Store::check_and_lease`](sluice_core::Store::check_and_lease)).
 //!
-//! A lease is the store's ordinary check with the cost `cost + lease`, in the same script
-//! or module command (so it is as atomic as any check, on every server and in Cluster).
-//! When it does not fit every limit, the request's own cost is then decided alone, as a
-//! plain check decides it: limits that can be leased record nothing on a rejection, so the
-//! first attempt left no trace. docs/leases.md has the rest.
+//! A lease is asked in the same script or module command as the check (so it is as atomic
+//! as any check, on every server and in Cluster): Redis decides the request with its lease
+//! under every limit, and when they do not all allow it, the request alone, in that one
+//! call (`lua/single.lua`, `lua/check.lua`), as the memory store does under one lock. Its
+//! deadline is Redis's time of the decision (the check's `now`, or Redis `TIME`) plus the
+//! lease period. docs/leases.md has the rest.
 
 use super::channel::{Channel, Request};
 use super::common::Common;
@@ -13,9 +14,9 @@ use super::errors::{Expired, InOutage, is_script_error};
 use crate::blocked::{Generation, Now, Remembered};
 use crate::cluster::shards::Shard;
 use crate::deadline::wall_clock;
+use crate::exact_time::lease_is_exact;
 use crate::refusal::MetBy;
-use crate::script::{Reply, ScriptCall, decode};
-use sluice_core::algorithm::LeaseTerms;
+use crate::script::{Granted, Reply, ScriptCall, decode};
 use sluice_core::{Check, LeaseAnswer, StoreError, Timestamp, Verdict};
 use std::sync::Arc;
 
@@ -55,8 +56,8 @@ impl<'s, 'c> Decide<'s, 'c> {
     }
 
     /// Decides `check` on `channel`, leasing `check.lease` more units when they fit (and
-    /// the limits record nothing on a rejection): from the blocked-key cache, from Redis, or
-    /// from the failure mode when Redis is known down or fails.
+    /// every limit can be leased exactly): from the blocked-key cache, from Redis, or from
+    /// the failure mode when Redis is known down or fails.
     ///
     /// # Errors
     ///
@@ -73,21 +74,16 @@ impl<'s, 'c> Decide<'s, 'c> {
         if let Some(outage) = self.known_down() {
             return self.without_redis(outage).map(LeaseAnswer::unleased);
         }
-        if let Some(total) = self.lease_total() {
-            match self.evaluate(total).await {
-                Ok(reply) if reply.decisions.iter().all(|decision| decision.allowed) => {
-                    let at = Timestamp::from_micros(reply.now);
-                    return LeaseAnswer::granted(reply.decisions, at).ok_or(StoreError::NoLimits);
-                }
-                Ok(_) => {}
-                Err(error) => return self.failed(error).map(LeaseAnswer::unleased),
-            }
-        }
         let asked = self.common().blocked.generation();
-        let reply = match self.evaluate(self.check.cost).await {
+        let mut reply = match self.evaluate(self.lease()).await {
             Ok(reply) => reply,
             Err(error) => return self.failed(error).map(LeaseAnswer::unleased),
         };
+        if let Some(Granted { granted: true, stamps }) = reply.lease.take() {
+            let at = Timestamp::from_micros(reply.now);
+            let answer = LeaseAnswer::granted(reply.decisions, at).ok_or(StoreError::NoLimits)?;
+            return Ok(answer.stamped(stamps));
+        }
         let verdict = Verdict::combine(&reply.decisions).ok_or(StoreError::NoLimits)?;
         if let Some(id) = cache_id {
             self.remember(id, asked, &reply, verdict);
@@ -105,14 +101,20 @@ impl<'s, 'c> Decide<'s, 'c> {
         self.common().blocked.remember(id, asked, remembered);
     }
 
-    /// The cost `cost + lease` to ask for, when a lease is asked and may be granted: the
-    /// scripts debit leases in a window or bucket only (the leases a store holds apart,
-    /// [`LeaseTerms::Held`], are the memory store's).
-    fn lease_total(&self) -> Option<u64> {
-        let Check { limits, cost, lease, .. } = self.check;
-        let debited = |limit: &sluice_core::Limit| matches!(limit.policy().lease_terms(), LeaseTerms::Debited { .. });
-        let leasable = lease > 0 && cost > 0 && limits.iter().all(debited);
-        cost.checked_add(lease).filter(|_| leasable)
+    /// The lease to ask with the request (units, and the period in µs), when one is asked
+    /// and may be granted: the request has a cost, every limit can be leased exactly (see
+    /// [`LeaseTerms::refusal`](sluice_core::algorithm::LeaseTerms::refusal)), and the
+    /// scripts compute exactly up to the lease's deadline.
+    fn lease(&self) -> Option<(u64, u64)> {
+        let Check { limits, cost, lease, lease_period, .. } = self.check;
+        let period = u64::try_from(lease_period.as_micros()).ok()?;
+        let now = u64::try_from(self.script_now).ok();
+        let leasable = lease > 0
+            && cost > 0
+            && cost.checked_add(lease).is_some_and(|total| total < sluice_core::EXACT_LIMIT)
+            && limits.iter().all(|limit| limit.policy().lease_terms().refusal().is_none())
+            && lease_is_exact(now, lease_period, limits);
+        leasable.then_some((lease, period))
     }
 
     /// The rejection the blocked-key cache holds for this check under `id`.
@@ -122,12 +124,13 @@ impl<'s, 'c> Decide<'s, 'c> {
         self.common().blocked.lookup(id, now, self.check.cost)
     }
 
-    /// Runs the script (or the module's command) for `cost`: the time Redis decided at,
-    /// and each limit's decision.
-    async fn evaluate(&self, cost: u64) -> Result<Reply, StoreError> {
+    /// Runs the script (or the module's command) for the check's cost and `lease`: the time
+    /// Redis decided at, each limit's decision, and whether the lease was granted.
+    async fn evaluate(&self, lease: Option<(u64, u64)>) -> Result<Reply, StoreError> {
         let common = self.common();
         let deadline = common.lead.deadline(wall_clock(), common.settings.timeout);
-        let call = ScriptCall { keys: &self.keys, limits: self.check.limits, now: self.script_now, cost, deadline };
+        let (keys, limits, now, cost) = (&self.keys, self.check.limits, self.script_now, self.check.cost);
+        let call = ScriptCall { keys, limits, now, cost, lease, deadline };
         let (settings, timeout) = (&common.settings, common.settings.timeout);
         let reply = if common.uses_module() {
             self.channel.send::<Vec<u8>>(timeout, Request::Command(&call.module_command(settings))).await
@@ -144,7 +147,7 @@ impl<'s, 'c> Decide<'s, 'c> {
         if reply.is_empty() {
             return Err(StoreError::Unavailable(Box::new(Expired)));
         }
-        let reply = decode(&reply, self.check.limits.len())?;
+        let reply = decode(&reply, self.check.limits.len(), lease.is_some())?;
         common.lead.observe(reply.clock, wall_clock());
         // Redis decided: a refusal a check met is over (a lease's check counts as one).
         common.refusals.answered(MetBy::Check, common.outages.target());
