@@ -23,17 +23,19 @@
 //!    `store/memory/codec/states.rs`: its table of states (a `LimitTable` variant), its
 //!    state's `HeapSize` and `RecordResizing`, and its state's snapshot encoding (a new tag),
 //!    with the states it can never hold.
-//! 5. `sluice-redis-module`: `check.rs`'s `decide` and a `Layout` in `layout.rs` (the same
-//!    bytes as the Lua twin); `sluice-server`: `config/policy_text.rs` (its parameters in
-//!    words) and `offline/playground.rs` (the counters it holds).
+//! 5. `sluice-redis-module`: `check/judge.rs`'s `judge`, `give_back.rs`'s `run` and a
+//!    `Layout` in `layout/` (the same bytes as the Lua twin); `sluice-server`:
+//!    `config/policy_text.rs` (its parameters in words) and `offline/playground.rs` (the
+//!    counters it holds).
 //! 6. Held by tests: `READERS` (the definition round trip in `limit/definition.rs` builds one
 //!    limit per variant), `DECODERS` (the wire round trip in `policy/wire.rs`), and
 //!    sluice-redis's Lua twin in `lua/` with its row in `lua/check.lua`'s `ALGORITHMS` and its
 //!    lean script in `script.rs` (`the_scripts_follow_the_wire_numbers`), which then decides
 //!    as the core in the differential tests (memory, scripts, module) once it is among
 //!    `conformance::policies` and the generators of `policy/arbitrary.rs`. When its
-//!    `lease_terms` grant leases, `lua/give_back.lua` takes its units back under its wire
-//!    number (`give_back_follows_the_core_on_every_leased_algorithm`, sluice-redis).
+//!    `lease_terms` grant leases, its Lua file's `*_give_back`, which `lua/give_back.lua`
+//!    calls under its wire number, takes its units back
+//!    (`give_back_follows_the_core_on_every_leased_algorithm`, sluice-redis).
 //! 7. Held by tests too: an oracle in `tests/oracle/` written from `docs/semantics.md`.
 //! 8. Held by nothing: the dashboard's JavaScript (`ui/playground.js`, `ui/timeline.js`,
 //!    `ui/index.html`), which draws each algorithm's quota; `docs/semantics.md`'s

@@ -1,16 +1,18 @@
 //! The states of the algorithms whose Lua layout is their core state, field for field:
-//! little-endian doubles ('<d'), each an integer below 2^53. These run the core's own
-//! `decide`; only the sliding log has a layout of its own (`sliding_log.rs`).
+//! little-endian doubles ('<d'), each an integer below 2^53, plus what only Redis keeps (a
+//! window's stamp). These run the core's own `decide`; only the sliding log has a layout of
+//! its own (`sliding_log.rs`).
 
-use sluice_core::algorithm::fixed_window::WindowCount;
-use sluice_core::algorithm::leaky_bucket::Tat;
-use sluice_core::algorithm::sliding_window::BucketCounts;
-use sluice_core::algorithm::token_bucket::Tokens;
-use sluice_core::{Algorithm, Alignment, EXACT_LIMIT, FixedWindow, LeakyBucket, SlidingWindow, Timestamp, TokenBucket};
+mod buckets;
+pub(crate) mod holds;
+mod windows;
+
+use sluice_core::{Algorithm, EXACT_LIMIT};
 use smallvec::SmallVec;
 
 /// A value or part of one, as written: on the stack up to 64 bytes (every state but a
-/// sliding window of more than six buckets or a whole sliding log of more than eight).
+/// sliding window of more than six buckets, a whole sliding log of more than eight, or a
+/// state holding leases).
 pub(crate) type Bytes = SmallVec<[u8; 64]>;
 
 /// A state the scripts would not have written: the wrong length, a number that is not an
@@ -19,102 +21,49 @@ pub(crate) type Bytes = SmallVec<[u8; 64]>;
 #[derive(Debug)]
 pub(crate) struct Malformed;
 
+/// A state as stored in Redis: the core's state, and the stamp of a window's state (1 + the
+/// store's time of the first lease granted on it; 0 before one was, and for the algorithms
+/// that hold leases, which find a lease by its deadline).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Stored<S> {
+    pub(crate) state: S,
+    pub(crate) stamp: u64,
+}
+
 /// How an algorithm's state sits in its Redis string, and the time its Lua twin judges at.
 pub(crate) trait Layout: Algorithm {
     /// The state stored as `raw` (`None`: no key, a fresh state).
-    fn read(&self, raw: Option<&[u8]>) -> Result<Self::State, Malformed>;
+    fn read(&self, raw: Option<&[u8]>) -> Result<Stored<Self::State>, Malformed>;
 
-    /// The bytes of `state`.
-    fn write(&self, state: &Self::State) -> Bytes;
+    /// The bytes of `stored`.
+    fn write(&self, stored: &Stored<Self::State>) -> Bytes;
 
-    /// The time a request at `now` is judged at: `now`, or later when the state's time is.
-    fn judged_at(&self, state: &Self::State, now: u64) -> u64;
+    /// The time a request at `now` is judged at (`now`, or later when the state's time is),
+    /// and whether its answer ages with the clock (not while a bucket holds leases): what
+    /// the reply says, so that no cache keeps an answer that does not.
+    fn judged_at(&self, state: &Self::State, now: u64) -> JudgedAt;
+
+    /// µs from the decision judged at `at` (whose answer's `reset_after`, µs, is given)
+    /// until `state`, as recorded, is fresh again: its TTL, as the Lua twin computes it.
+    fn expires_in(&self, state: &Self::State, reset_after: u64, at: u64) -> u64;
 }
 
-impl Layout for FixedWindow {
-    fn read(&self, raw: Option<&[u8]>) -> Result<WindowCount, Malformed> {
-        let Some(raw) = raw else { return Ok(WindowCount::default()) };
-        let [start, used] = doubles(raw)?;
-        possible(self, WindowCount { start, used })
-    }
-
-    fn write(&self, state: &WindowCount) -> Bytes {
-        pack(&[state.start, state.used])
-    }
-
-    fn judged_at(&self, state: &WindowCount, now: u64) -> u64 {
-        if state.used > 0 { now.max(state.start) } else { now }
-    }
+/// The time a decision was judged at, and whether its answer ages with the clock.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct JudgedAt {
+    pub(crate) at: u64,
+    pub(crate) ages: bool,
 }
 
-impl Layout for TokenBucket {
-    fn read(&self, raw: Option<&[u8]>) -> Result<Tokens, Malformed> {
-        let Some(raw) = raw else { return Ok(Tokens::default()) };
-        let [taken, last] = doubles(raw)?;
-        possible(self, Tokens::new(taken, last))
+impl JudgedAt {
+    /// JudgedAt at `at`, an answer that ages with the clock.
+    pub(crate) fn at(at: u64) -> Self {
+        JudgedAt { at, ages: true }
     }
 
-    fn write(&self, state: &Tokens) -> Bytes {
-        pack(&[state.taken, state.last])
-    }
-
-    fn judged_at(&self, state: &Tokens, now: u64) -> u64 {
-        // A full bucket has no refill phase: it starts at the request that empties it.
-        if state.taken == 0 { now } else { now.max(state.last) }
-    }
-}
-
-impl Layout for LeakyBucket {
-    fn read(&self, raw: Option<&[u8]>) -> Result<Tat, Malformed> {
-        let Some(raw) = raw else { return Ok(Tat::default()) };
-        let [tat] = doubles(raw)?;
-        Ok(Tat::at(tat))
-    }
-
-    fn write(&self, state: &Tat) -> Bytes {
-        pack(&[state.arrival])
-    }
-
-    fn judged_at(&self, _: &Tat, now: u64) -> u64 {
-        now
-    }
-}
-
-/// The newest bucket's index, then `B + 1` counters by `bucket % (B + 1)`, then (anchored
-/// grids only) the grid's anchor (µs): `lua/sliding_window.lua`'s layout.
-impl Layout for SlidingWindow {
-    fn read(&self, raw: Option<&[u8]>) -> Result<BucketCounts, Malformed> {
-        let Some(raw) = raw else { return Ok(BucketCounts::default()) };
-        let slots = usize::try_from(self.buckets() + 1).map_err(|_| Malformed)?;
-        let anchored = usize::from(self.alignment() == Alignment::Anchored);
-        if raw.len() != 8 * (slots + 1 + anchored) {
-            return Err(Malformed);
-        }
-        let newest = number(&raw[..8])?;
-        let counted = &raw[8..8 * (slots + 1)];
-        let counts = counted.chunks_exact(8).map(number).collect::<Result<SmallVec<[u64; 8]>, _>>()?;
-        let anchor = if anchored == 1 { number(&raw[8 * (slots + 1)..])? } else { 0 };
-        let state = BucketCounts::from_parts(newest, &counts).with_anchor(anchor);
-        // The newest bucket starts before 2^53 µs, as every time the scripts handle.
-        let start = u128::from(anchor) + u128::from(newest) * u128::from(self.width());
-        if start >= u128::from(EXACT_LIMIT) {
-            return Err(Malformed);
-        }
-        possible(self, state)
-    }
-
-    fn write(&self, state: &BucketCounts) -> Bytes {
-        let mut numbers: SmallVec<[u64; 8]> = SmallVec::with_capacity(state.counts().len() + 2);
-        numbers.push(state.newest());
-        numbers.extend_from_slice(state.counts());
-        if self.alignment() == Alignment::Anchored {
-            numbers.push(state.anchor());
-        }
-        pack(&numbers)
-    }
-
-    fn judged_at(&self, state: &BucketCounts, now: u64) -> u64 {
-        self.judged_at(state, Timestamp::from_micros(now)).as_micros()
+    /// The reply's field: the time, or -1 when the answer does not age.
+    pub(crate) fn field(self) -> i64 {
+        if self.ages { i64::try_from(self.at).unwrap_or(i64::MAX) } else { -1 }
     }
 }
 
@@ -165,33 +114,4 @@ pub(crate) fn pack(numbers: &[u64]) -> Bytes {
 /// `number` as a little-endian double (below 2^53, so exact).
 pub(crate) fn double(number: u64) -> [u8; 8] {
     (number as f64).to_le_bytes()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use sluice_core::TokenBucketSettings;
-    use std::time::Duration;
-
-    #[test]
-    fn states_the_algorithm_never_stores_are_malformed() {
-        let window = FixedWindow::new(3, Duration::from_secs(1), Alignment::Aligned, Duration::ZERO).unwrap();
-        assert!(window.read(Some(&pack(&[0, 3]))).is_ok());
-        assert!(window.read(Some(&pack(&[0, 4]))).is_err());
-        assert!(window.read(Some(&pack(&[0]))).is_err());
-        let settings = TokenBucketSettings { capacity: 2, refill_amount: 1, refill_interval: Duration::from_secs(1) };
-        let bucket = TokenBucket::new(settings).unwrap();
-        assert!(bucket.read(Some(&pack(&[2, 7]))).is_ok());
-        assert!(bucket.read(Some(&pack(&[3, 7]))).is_err());
-        let sliding = SlidingWindow::new(5, Duration::from_micros(20), 2).unwrap();
-        assert!(sliding.read(Some(&pack(&[7, 1, 2, 0]))).is_ok());
-        assert!(sliding.read(Some(&pack(&[EXACT_LIMIT / 5, 1, 2, 0]))).is_err());
-        assert!(sliding.read(Some(&pack(&[7, 1, 2]))).is_err());
-        assert!(
-            LeakyBucket::new(Duration::from_micros(5), 1, sluice_core::LeakMode::Delay)
-                .unwrap()
-                .read(Some(&[0xff; 8]))
-                .is_err()
-        );
-    }
 }

@@ -1,30 +1,36 @@
 //! Sluice as a Redis module: `SLUICE.CHECK`, the check the Lua scripts of `sluice-redis` run,
-//! as one native command.
+//! and `SLUICE.GIVEBACK`, their give-back, as native commands.
 //!
 //! ```text
 //! SLUICE.CHECK <key> [<key> ...] <packed> [<deadline>]
+//! SLUICE.GIVEBACK <key> [<key> ...] <packed>
 //! ```
 //!
-//! It takes the scripts' arguments (one state key per limit; the packed argument of
-//! `lua/common.lua`: little-endian doubles `now` (−1: Redis `TIME`), `cost`, `extra_ms`,
-//! `min_ttl_ms`, then per limit its algorithm id and `p1..p4`; the optional deadline, a
-//! double, Redis `TIME` in µs past which nothing is written and the reply is empty) and
-//! gives their reply (packed doubles: `now`, seven per limit, Redis `TIME`). It reads and
-//! writes the same keys in the same byte layouts with the same TTLs, so the module and the
-//! scripts can serve one Redis side by side.
+//! `SLUICE.CHECK` takes the scripts' arguments (one state key per limit; the packed argument
+//! of `lua/common.lua`: little-endian doubles `now` (−1: Redis `TIME`), `cost`, `extra_ms`,
+//! `min_ttl_ms`, a lease's units and period when one is asked, then per limit its algorithm
+//! id and `p1..p4`; the optional deadline, a double, Redis `TIME` in µs past which nothing is
+//! written and the reply is empty) and gives their reply (packed doubles: `now`, seven per
+//! limit, after a lease request whether it was granted and each limit's stamp, Redis
+//! `TIME`). `SLUICE.GIVEBACK` takes the give-back script's (`lua/give_back_args.lua`) and
+//! replies with an empty string, as it does. Both read and write the same keys in the same
+//! byte layouts with the same TTLs, so the module and the scripts can serve one Redis side
+//! by side.
 //!
 //! # How it works
 //!
-//! - **Keys.** The packed argument's length (`32 + 40 L`) says how many keys come first, so
-//!   the command tells Redis where its keys are (`getkeys-api`): Cluster checks their slot,
-//!   and clients that route by the first argument route it as they route a script by its
-//!   first key.
+//! - **Keys.** The packed argument's length (`32 + 40 L`, `48 + 40 L` with a lease;
+//!   `40 + 56 L` for a give-back) says how many keys come first, so the commands tell Redis
+//!   where their keys are (`getkeys-api`): Cluster checks their slot, and clients that route
+//!   by the first argument route them as they route a script by its first key.
 //! - **Decisions.** The fixed window, sliding window, token and leaky buckets store their
-//!   core state field for field, so the module runs the core's own `decide`
-//!   (`layout.rs`); the sliding log's Redis layout (whole below 33 entries, a ring above) is
-//!   not the core's in-memory one, so `sliding_log.rs` is the script's twin.
-//! - **Writes and replication.** A check decides every limit, then records them all or
-//!   none (`check.rs`). Each write is one of the script's calls (`SET … PX`, `SETRANGE`,
+//!   core state field for field (the buckets with the leases they hold, the windows with
+//!   their stamp), so the module runs the core's own `decide`, `decide_leased` and
+//!   `give_back` (`layout.rs`); the sliding log's Redis layout (whole below 33 entries, a
+//!   ring above, leases beside the slots) is not the core's in-memory one, so
+//!   `sliding_log.rs` is the script's twin.
+//! - **Writes and replication.** A check decides every limit (with the lease asked, then,
+//!   when it does not fit them all, without), then records them all or none (`check.rs`). Each write is one of the script's calls (`SET … PX`, `SETRANGE`,
 //!   `PEXPIRE`), applied through the key API and replicated as its effect (`SET … PXAT`,
 //!   `SETRANGE`, `PEXPIREAT`), never as the command: a replica or an AOF replay needs
 //!   neither the module nor the clock the primary read.
@@ -47,6 +53,7 @@
 
 mod args;
 mod check;
+mod give_back;
 #[allow(unsafe_code)]
 mod keyspace;
 mod layout;
@@ -79,7 +86,7 @@ impl Command for CheckCommand {
         }
         let Some(keys) = keys else {
             return Err(error(
-                "usage: SLUICE.CHECK <key> [<key> ...] <packed: 32 + 40 bytes per key> [<deadline: 8 bytes>]",
+                "usage: SLUICE.CHECK <key> [<key> ...] <packed: 32 (48 with a lease) + 40 bytes per key> [<deadline: 8 bytes>]",
             ));
         };
         run(call, keys)
@@ -100,6 +107,7 @@ fn run(call: &Call<'_>, keys: usize) -> Result<(), String> {
             error(&format!("the key of limit {} holds a value that is not a Sluice state", limit + 1))
         }
         check::Refusal::TooLong(limit) => error(&format!("the log of limit {} would outgrow 512 MB", limit + 1)),
+        check::Refusal::LeaseTooLate => error("the lease would end past 2^53 us, the most the scripts compute exactly"),
     })?;
     drop(states);
     // TTLs count from Redis's command time, as the scripts' `PEXPIRE` does; before 7.2 (no
@@ -109,6 +117,50 @@ fn run(call: &Call<'_>, keys: usize) -> Result<(), String> {
         keys.apply(*limit, write, now_ms);
     }
     call.reply(&outcome.reply);
+    Ok(())
+}
+
+/// `SLUICE.GIVEBACK`: answers Redis's request for key positions, or gives a lease back.
+#[derive(Debug)]
+struct GiveBackCommand;
+
+impl Command for GiveBackCommand {
+    const NAME: &'static CStr = c"sluice.giveback";
+    const FLAGS: &'static CStr = c"write deny-oom getkeys-api";
+    const KEYS: [c_int; 3] = [1, 1, 1];
+
+    fn run(call: &Call<'_>) -> Result<(), String> {
+        let args = call.len() - 1;
+        let keys = args::give_back_key_count(args, if args >= 1 { call.arg(args).len() } else { 0 });
+        if call.wants_key_positions() {
+            for position in 1..=keys.unwrap_or(0) {
+                call.key_at(position);
+            }
+            return Ok(());
+        }
+        let Some(keys) = keys else {
+            return Err(error("usage: SLUICE.GIVEBACK <key> [<key> ...] <packed: 40 + 56 bytes per key>"));
+        };
+        give_back(call, keys)
+    }
+}
+
+/// Validates the arguments, then gives the lease back into the limits' states on the first
+/// `keys` arguments, applies what that wrote and replies (an empty string, as the script).
+fn give_back(call: &Call<'_>, keys: usize) -> Result<(), String> {
+    let back = args::parse_give_back(call.arg(keys + 1)).map_err(|problem| error(&problem))?;
+    let clock = keyspace::redis_time_us();
+    let mut keys = Keys::open(call, 1..=keys);
+    let states = keys.values().map_err(|keyspace::WrongType| WRONG_TYPE.to_owned())?;
+    let mut writes = SmallVec::new();
+    give_back::run(&back, &states, clock, &mut writes)
+        .map_err(|limit| error(&format!("the key of limit {} holds a value that is not a Sluice state", limit + 1)))?;
+    drop(states);
+    let now_ms = keyspace::command_time_ms().unwrap_or(clock / 1000);
+    for (limit, write) in &writes {
+        keys.apply(*limit, write, now_ms);
+    }
+    call.reply(&[]);
     Ok(())
 }
 
@@ -166,7 +218,7 @@ fn init(ctx: &redis_module::Context, _: &[redis_module::RedisString]) -> redis_m
     if keyspace::prepare(ctx) == keyspace::Replication::Unvalidated {
         ctx.log_notice("sluice: replicating without command validation (Valkey 8.1+)");
     }
-    let registered = keyspace::register::<CheckCommand>(ctx);
+    let registered = keyspace::register::<CheckCommand>(ctx).and_then(|()| keyspace::register::<GiveBackCommand>(ctx));
     #[cfg(feature = "bench-floor")]
     let registered = registered.and_then(|()| keyspace::register::<FloorCommand>(ctx));
     if registered.is_ok() { redis_module::Status::Ok } else { redis_module::Status::Err }

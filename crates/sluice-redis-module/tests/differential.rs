@@ -1,13 +1,18 @@
 //! Module vs scripts vs memory: the same random traces through `SLUICE.CHECK`, the Lua
 //! scripts `sluice-redis` runs, and the memory store give the same decisions, every field;
 //! after every request the module's keys hold the scripts' bytes and expire when theirs do.
+//! Leases and give-backs (`SLUICE.GIVEBACK`) too.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 mod harness;
 
 use proptest::prelude::*;
-use sluice_core::{Key, Limit, ManualClock, MemoryStore, Timestamp, Verdict};
+use sluice_core::{
+    Check, Decision, GiveBack, Key, Limit, ManualClock, MemoryStore, Receipt, SlidingLog, SlidingLogVariant, Timestamp,
+    Verdict,
+};
 use sluice_test_support::compare::{case_name, long_log, long_trace, policy, start_time, trace};
+use sluice_test_support::leases::{LeaseStep, PERIOD, lease_start, lease_trace};
 use sluice_test_support::redis::RedisServer;
 use std::cell::RefCell;
 
@@ -50,6 +55,29 @@ impl Twins {
         let ms = |(seconds, micros): Time| i64::try_from(seconds * 1000 + micros / 1000).unwrap();
         self.compare_states(&module_keys, &lua_keys, &before, ms(end) - ms(start))?;
         Ok(module)
+    }
+
+    /// One give-back through both, as [`check`](Self::check): `SLUICE.GIVEBACK` on the
+    /// module's keys and the give-back script on the scripts', with the same bytes and
+    /// expiry after.
+    fn give_back(&mut self, keys: &[String], packed: &[u8]) -> Result<(), String> {
+        let script = redis::Script::new(harness::GIVE_BACK);
+        if self.loaded.insert(script.get_hash().to_owned()) {
+            let _: String = redis::cmd("SCRIPT").arg("LOAD").arg(harness::GIVE_BACK).query(&mut self.con).unwrap();
+        }
+        let module_keys: Vec<String> = keys.iter().map(|key| format!("m:{key}")).collect();
+        let lua_keys: Vec<String> = keys.iter().map(|key| format!("l:{key}")).collect();
+        let before = self.expiries(&module_keys, &lua_keys);
+        let mut pipe = redis::pipe();
+        pipe.atomic().cmd("TIME").cmd("SLUICE.GIVEBACK").arg(&module_keys).arg(packed);
+        pipe.cmd("EVALSHA").arg(script.get_hash()).arg(keys.len()).arg(&lua_keys).arg(packed).cmd("TIME");
+        let (start, module, lua, end): (Time, Vec<u8>, Vec<u8>, Time) =
+            pipe.query(&mut self.con).map_err(|e| format!("{e}"))?;
+        if module != lua {
+            return Err(format!("give-back replies differ: module {module:?}, script {lua:?}"));
+        }
+        let ms = |(seconds, micros): Time| i64::try_from(seconds * 1000 + micros / 1000).unwrap();
+        self.compare_states(&module_keys, &lua_keys, &before, ms(end) - ms(start))
     }
 
     /// `PEXPIRETIME` of every module key and its script twin.
@@ -115,6 +143,88 @@ fn compare(twins: &mut Twins, limits: &[Limit], start: u64, trace: &[(i64, u64)]
         }
     }
     Ok(())
+}
+
+/// Runs a lease trace through the module, the scripts and a memory store: each check asks
+/// its lease (decided with the request, else the request alone), and leases granted are
+/// given back (some, in any order) through `SLUICE.GIVEBACK` and the give-back script; every
+/// answer as the memory store's, and the module's keys the scripts' bytes and expiry after
+/// every command.
+fn compare_leases(twins: &mut Twins, limits: &[Limit], start: u64, trace: &[LeaseStep]) -> Result<(), String> {
+    let memory = MemoryStore::builder().clock(ManualClock::default()).build();
+    let caller = format!("{}-leased", case_name());
+    let keys: Vec<String> = (0..limits.len()).map(|i| format!("{{{caller}}}:{i}")).collect();
+    let key = Key::new(caller.as_bytes()).unwrap();
+    let (mut now, mut outstanding) = (start, Vec::new());
+    for (index, step) in trace.iter().enumerate() {
+        now = now.saturating_add_signed(step.step);
+        let period = u64::try_from(PERIOD.as_micros()).unwrap();
+        // As the store: no lease is asked under a limit that cannot be leased exactly.
+        let leasable = limits.iter().all(|limit| limit.policy().lease_terms().refusal().is_none());
+        let lease = Some((step.lease, period)).filter(|_| step.lease > 0 && leasable);
+        let packed = harness::packed_leasing(limits, Some(now), step.cost, lease, (EXTRA_MS, 1));
+        let reply = twins.check(limits, &keys, &packed).map_err(|e| format!("step {index} at {now}: {e}"))?;
+        let check = Check::new(key, limits, Timestamp::from_micros(now), step.cost).lease(step.lease, PERIOD);
+        let expected = memory.check_and_lease_now(check).unwrap();
+        let numbers = harness::numbers(&reply);
+        let decisions: Vec<_> = numbers[1..=7 * limits.len()].chunks_exact(7).map(harness::decision).collect();
+        let granted = lease.is_some() && numbers[1 + 7 * limits.len()] == 1;
+        let got = if granted {
+            (decisions.clone(), Verdict::combine(&decisions).unwrap().decision)
+        } else {
+            (Vec::new(), Verdict::combine(&decisions).unwrap().decision)
+        };
+        if got != (expected.leased.clone(), expected.verdict.decision) {
+            return Err(format!("step {index} at {now}:\n memory {expected:?}\n module {got:?}"));
+        }
+        if granted {
+            let stamps = &numbers[2 + 7 * limits.len()..numbers.len() - 1];
+            let receipt = |(index, (limit, decision)): (usize, (&Limit, &Decision))| {
+                let debited_in = limit.policy().lease_terms().debited_in(decision, Timestamp::from_micros(now), PERIOD);
+                (limit.clone(), [debited_in, u64::try_from(stamps[index]).unwrap()])
+            };
+            outstanding.push((limits.iter().zip(&decisions).enumerate().map(receipt).collect::<Vec<_>>(), step.lease));
+        }
+        if let Some((pick, units)) = step.back
+            && !outstanding.is_empty()
+        {
+            let (receipts, leased) = outstanding.remove(pick.index(outstanding.len()));
+            let packed = harness::packed_give_back(&receipts, Some(now), (leased, units), (EXTRA_MS, 1));
+            twins.give_back(&keys, &packed).map_err(|e| format!("give-back {index} at {now}: {e}"))?;
+            let memory_receipts: Vec<Receipt> =
+                receipts.iter().map(|(_, [debited_in, _])| Receipt { debited_in: *debited_in, stamp: 0 }).collect();
+            let at = Timestamp::from_micros(now);
+            memory.give_back_now(GiveBack::new(key, limits, &memory_receipts, leased, units, at));
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn leases_and_give_backs_decide_and_write_as_the_scripts() {
+    let server = harness::start();
+    let twins = twins(&server);
+    let policies = prop::collection::vec(policy(), 1..3);
+    proptest!(ProptestConfig::with_cases(250), |(policies in policies, start in lease_start(), trace in lease_trace())| {
+        let limits: Vec<Limit> =
+            policies.iter().enumerate().map(|(i, p)| Limit::new(format!("p{i}"), p.clone())).collect();
+        prop_assert_eq!(compare_leases(&mut twins.borrow_mut(), &limits, start, &trace), Ok(()), "{:?}", policies);
+    });
+}
+
+/// A ring (a limit above 32) keeps its leases after its slots: leases end and leave the
+/// window (the list shrinks in place, the room stays), new ones come, then the ring grows
+/// and is rewritten with its list.
+#[test]
+fn a_ring_keeps_its_leases_beside_its_slots_as_the_scripts() {
+    let server = harness::start();
+    let mut twins = twins(&server).into_inner();
+    let log = SlidingLog::new(100, std::time::Duration::from_secs(1), SlidingLogVariant::Accepted).unwrap();
+    let limits = [Limit::new("ring", log)];
+    let step = |step, cost, lease| LeaseStep { step, cost, lease, back: None };
+    let mut trace: Vec<LeaseStep> = (0..5).map(|_| step(10, 1, 2)).collect();
+    trace.extend([step(1_200_000, 1, 0), step(10, 1, 1), step(10, 1, 1), step(10, 30, 1), step(10, 1, 0)]);
+    assert_eq!(compare_leases(&mut twins, &limits, 1 << 50, &trace), Ok(()));
 }
 
 #[test]

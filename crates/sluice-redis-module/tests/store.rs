@@ -9,6 +9,7 @@ mod harness;
 use sluice_core::{Check, Key, Limit, Store, Timestamp, Verdict};
 use sluice_redis::{ModuleUse, RedisSettings, RedisStore};
 use sluice_test_support::compare::{compare, policy, start_time, trace};
+use sluice_test_support::leases::{compare_leases, lease_start, lease_trace};
 use sluice_test_support::redis::{RedisCluster, RedisServer, query};
 use std::time::Duration;
 
@@ -163,4 +164,44 @@ fn a_cluster_store_on_the_module_decides_as_the_memory_store() {
         );
     }
     assert!(total("sluice.check") > 1_000, "the checks went to the module");
+}
+
+/// The store's lease differential test (leases of one to three limits, and give-backs in
+/// any order, against the memory store) through a store on the module: checks go to
+/// `SLUICE.CHECK`, give-backs to `SLUICE.GIVEBACK`, and no script runs.
+#[test]
+fn a_store_on_the_module_leases_as_the_memory_store() {
+    use proptest::prelude::*;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let server = harness::start();
+    let store = runtime.block_on(RedisStore::connect(&server.url(), settings(ModuleUse::Detect))).unwrap();
+    assert!(store.uses_module());
+    let scripts_before = calls(&server, "evalsha") + calls(&server, "eval");
+    let policies = prop::collection::vec(policy(), 1..4);
+    proptest!(ProptestConfig::with_cases(200), |(policies in policies, start in lease_start(), trace in lease_trace())| {
+        let limits: Vec<Limit> =
+            policies.iter().enumerate().map(|(i, p)| Limit::new(format!("p{i}"), p.clone())).collect();
+        prop_assert_eq!(compare_leases(&runtime, &store, &limits, start, &trace), Ok(()), "{:?}", policies);
+    });
+    let scripts_run = calls(&server, "evalsha") + calls(&server, "eval") - scripts_before;
+    assert!(scripts_run <= START_PROBES, "{scripts_run} scripts ran: not everything went to the module");
+    assert!(calls(&server, "sluice.giveback") > 100, "the give-backs went to the module");
+}
+
+/// The same on a 3-master Cluster.
+#[test]
+fn a_cluster_store_on_the_module_leases_as_the_memory_store() {
+    use proptest::prelude::*;
+    let cluster = RedisCluster::start_with_module(&harness::module_path());
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let store = runtime.block_on(RedisStore::connect_cluster(&cluster.urls(), settings(ModuleUse::Detect))).unwrap();
+    assert!(store.uses_module(), "connect's probe found SLUICE.CHECK");
+    let policies = prop::collection::vec(policy(), 1..4);
+    proptest!(ProptestConfig::with_cases(80), |(policies in policies, start in lease_start(), trace in lease_trace())| {
+        let limits: Vec<Limit> =
+            policies.iter().enumerate().map(|(i, p)| Limit::new(format!("p{i}"), p.clone())).collect();
+        prop_assert_eq!(compare_leases(&runtime, &store, &limits, start, &trace), Ok(()), "{:?}", policies);
+    });
+    let total = |command: &str| cluster.ports().into_iter().map(|port| calls_on(port, command)).sum::<u64>();
+    assert!(total("sluice.giveback") > 50, "the give-backs went to the module");
 }

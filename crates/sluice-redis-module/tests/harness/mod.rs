@@ -37,7 +37,7 @@ macro_rules! lua {
 macro_rules! single {
     ($prefix:literal, $($file:literal),+) => {
         concat!(
-            lua!("common.lua", $($file),+),
+            lua!("common.lua", "ttl.lua", $($file),+),
             "local decide, record = ", $prefix, "_decide, ", $prefix, "_record\n",
             lua!("single.lua")
         )
@@ -50,8 +50,11 @@ pub fn script(limits: &[Limit]) -> &'static str {
     let [limit] = limits else {
         return lua!(
             "common.lua",
+            "ttl.lua",
             "idiv.lua",
+            "holds.lua",
             "sliding_log.lua",
+            "sliding_log_holding.lua",
             "fixed_window.lua",
             "sliding_window.lua",
             "token_bucket.lua",
@@ -60,13 +63,28 @@ pub fn script(limits: &[Limit]) -> &'static str {
         );
     };
     match script_args(limit.policy()).0 {
-        1 => single!("sl", "sliding_log.lua"),
+        1 => single!("sl", "holds.lua", "sliding_log.lua", "sliding_log_holding.lua"),
         2 => single!("fw", "idiv.lua", "fixed_window.lua"),
         3 => single!("sw", "idiv.lua", "sliding_window.lua"),
-        4 => single!("tb", "idiv.lua", "token_bucket.lua"),
-        _ => single!("lb", "idiv.lua", "leaky_bucket.lua"),
+        4 => single!("tb", "idiv.lua", "holds.lua", "token_bucket.lua"),
+        _ => single!("lb", "idiv.lua", "holds.lua", "leaky_bucket.lua"),
     }
 }
+
+/// The give-back script `sluice-redis` runs.
+pub const GIVE_BACK: &str = lua!(
+    "give_back_args.lua",
+    "ttl.lua",
+    "idiv.lua",
+    "holds.lua",
+    "sliding_log.lua",
+    "sliding_log_holding.lua",
+    "fixed_window.lua",
+    "sliding_window.lua",
+    "token_bucket.lua",
+    "leaky_bucket.lua",
+    "give_back.lua"
+);
 
 /// The algorithm id and `p1..p4` of `policy` (the core's wire form, as the store sends it).
 pub fn script_args(policy: &Policy) -> (u64, [u64; 4]) {
@@ -77,8 +95,23 @@ pub fn script_args(policy: &Policy) -> (u64, [u64; 4]) {
 /// The packed argument: `now` (`None`: Redis `TIME`), `cost`, `extra_ms`, `min_ttl_ms`,
 /// then each limit's id and parameters, as little-endian doubles.
 pub fn packed(limits: &[Limit], now: Option<u64>, cost: u64, extra_ms: u64, min_ttl_ms: u64) -> Vec<u8> {
+    packed_leasing(limits, now, cost, None, (extra_ms, min_ttl_ms))
+}
+
+/// [`packed`], asking `lease` (units, period µs) when it is `Some`: the lease's units and
+/// period then follow the TTL settings.
+pub fn packed_leasing(
+    limits: &[Limit],
+    now: Option<u64>,
+    cost: u64,
+    lease: Option<(u64, u64)>,
+    (extra_ms, min_ttl_ms): (u64, u64),
+) -> Vec<u8> {
     let now = now.map_or(-1.0, |now| now as f64);
     let mut numbers = vec![now, cost as f64, extra_ms as f64, min_ttl_ms as f64];
+    if let Some((units, period)) = lease {
+        numbers.extend([units as f64, period as f64]);
+    }
     for limit in limits {
         let (id, params) = script_args(limit.policy());
         numbers.push(id as f64);
@@ -87,7 +120,28 @@ pub fn packed(limits: &[Limit], now: Option<u64>, cost: u64, extra_ms: u64, min_
     numbers.iter().flat_map(|n| n.to_le_bytes()).collect()
 }
 
-/// A reply's numbers: `now`, seven per limit, Redis `TIME`.
+/// The give-back's packed argument: `now` (`None`: Redis `TIME`), the units leased and
+/// given back, `extra_ms`, `min_ttl_ms`, then per limit its receipt (`debited_in`, `stamp`),
+/// id and parameters, as little-endian doubles.
+pub fn packed_give_back(
+    limits: &[(Limit, [u64; 2])],
+    now: Option<u64>,
+    (leased, unspent): (u64, u64),
+    (extra_ms, min_ttl_ms): (u64, u64),
+) -> Vec<u8> {
+    let now = now.map_or(-1.0, |now| now as f64);
+    let mut numbers = vec![now, leased as f64, unspent as f64, extra_ms as f64, min_ttl_ms as f64];
+    for (limit, receipt) in limits {
+        let (id, params) = script_args(limit.policy());
+        numbers.extend(receipt.map(|n| n as f64));
+        numbers.push(id as f64);
+        numbers.extend(params.map(|p| p as f64));
+    }
+    numbers.iter().flat_map(|n| n.to_le_bytes()).collect()
+}
+
+/// A reply's numbers: `now`, seven per limit, (after a lease request) whether it was granted
+/// and one stamp per limit, Redis `TIME`.
 pub fn numbers(reply: &[u8]) -> Vec<i64> {
     assert_eq!(reply.len() % 8, 0, "a reply of {} bytes", reply.len());
     reply.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap()) as i64).collect()
