@@ -92,7 +92,8 @@ fn judge(log: &Log<'_>, live: u64, p: Params, now: u64, cost: u64) -> Answer {
 }
 
 /// Logs the request planned by [`decide`] when it is `admitted` (or always, for `attempts`),
-/// with the leases not yet out of the window and the one granted, and a TTL covering the
+/// with the leases not yet out of the window and the one granted (at most 16: the two oldest
+/// merge at the later deadline), and a TTL covering the
 /// window and every lease's (`ttl` turns µs until fresh into ms): the script's `sl_record`.
 ///
 /// # Errors
@@ -113,7 +114,7 @@ pub(crate) fn record(
     holds.drop_where(|hold| hold.deadline.saturating_add(p.window) <= plan.now);
     let mut changed = holds.len() != held;
     if let (true, Some(lease)) = (admitted, plan.lease) {
-        holds.add(Hold { deadline: lease.deadline.as_micros(), units: lease.units });
+        holds.add_merging_oldest(Hold { deadline: lease.deadline.as_micros(), units: lease.units });
         changed = true;
     }
     let latest = holds.last_deadline().unwrap_or(plan.now).max(plan.now);

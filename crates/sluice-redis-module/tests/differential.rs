@@ -227,6 +227,21 @@ fn a_ring_keeps_its_leases_beside_its_slots_as_the_scripts() {
     assert_eq!(compare_leases(&mut twins, &limits, 1 << 50, &trace), Ok(()));
 }
 
+/// A sliding log's seventeenth lease moves the oldest one's units to the next deadline, in a
+/// whole log and in a ring (whose list then shrinks in place), as the scripts and the core.
+#[test]
+fn a_sliding_logs_seventeenth_lease_merges_as_the_scripts() {
+    let server = harness::start();
+    let mut twins = twins(&server).into_inner();
+    let step = |step, lease| LeaseStep { step, cost: 1, lease, back: None };
+    let trace: Vec<LeaseStep> = (0..40).map(|_| step(4_000, 1)).chain((0..40).map(|_| step(1_000, 0))).collect();
+    for limit in [32, 100] {
+        let log = SlidingLog::new(limit, std::time::Duration::from_millis(10), SlidingLogVariant::Accepted).unwrap();
+        let limits = [Limit::new("log", log)];
+        assert_eq!(compare_leases(&mut twins, &limits, 1 << 50, &trace), Ok(()), "limit {limit}");
+    }
+}
+
 #[test]
 fn every_algorithm_decides_and_writes_as_the_scripts() {
     let server = harness::start();

@@ -135,6 +135,19 @@ local function holds()
     return h
   end
 
+  -- H.add, then, while more than MAX_HOLDS are held, the oldest lease's units move to the
+  -- next one's deadline (Holds::add_merging_oldest): counted as spent later than they were,
+  -- which the sliding log, counting held units until their deadline passes, may always do.
+  function H.add_merging_oldest(h, deadline, units)
+    h = H.add(h, deadline, units)
+    while h and #h > 2 * MAX_HOLDS do
+      h[4] = h[4] + h[2]
+      table.remove(h, 1)
+      table.remove(h, 1)
+    end
+    return h
+  end
+
   -- Takes `units` out of the lease held under `deadline` when it holds at least `leased`;
   -- marks the list. False when it is not held (Holds::take).
   function H.take(h, deadline, leased, units)

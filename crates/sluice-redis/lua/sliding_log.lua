@@ -234,7 +234,8 @@ local function sl_write_in_place(key, ttl, now, count, first, kept, len, head, c
 end
 
 -- Logs the request decided by sl_decide when it is `admitted` (or always, for `attempts`),
--- with the leases not yet out of the window and the one granted, with a TTL covering the
+-- with the leases not yet out of the window and the one granted (at most 16: the two oldest
+-- merge at the later deadline, as holds.lua's add_merging_oldest), with a TTL covering the
 -- window and every lease's (SlidingLog::expires_at). Returns 0 (no stamp: a lease is found
 -- by its deadline).
 local function sl_record(key, admitted, n, window, attempts, _, cost, now, first, kept, len, head, cap, raw, h, lease, till)
@@ -247,7 +248,7 @@ local function sl_record(key, admitted, n, window, attempts, _, cost, now, first
     h = holds().tidy(h)
   end
   if admitted and lease > 0 then
-    h, changed = holds().add(h, till, lease), true
+    h, changed = holds().add_merging_oldest(h, till, lease), true
   end
   local ttl = ttl_ms(window)
   if h then

@@ -89,8 +89,8 @@ fn leases_of_several_limits_follow_the_core() {
 
 /// A bucket holds at most 16 leases: the seventeenth within one lease period is not granted
 /// (the request is decided alone), in Redis as in the core, and the leases then end
-/// unreported. A sliding log has no such bound in the core (its leases stay listed until they
-/// leave the window): Redis follows it there too.
+/// unreported. A sliding log keeps granting: its seventeenth lease moves the oldest one's
+/// units to the next deadline, in Redis as in the core.
 #[test]
 fn many_leases_held_at_once_follow_the_core() {
     let (server, runtime) = (RedisServer::start(), runtime());
@@ -116,5 +116,24 @@ fn many_leases_held_at_once_follow_the_core() {
             .filter(|check| memory.check_and_lease_now(*check).unwrap().decided_at.is_some())
             .count();
         assert!(most.is_none_or(|most| granted == most), "{policy:?}: {granted} granted");
+    }
+}
+
+/// A short window with leases longer than it: a sliding log lists up to 27 leases at once
+/// unless the two oldest merge. Checks a window past a merged lease's deadline see its units
+/// still counted (at the later deadline), in Redis (whole log and ring) as in the core.
+#[test]
+fn a_sliding_logs_seventeenth_lease_merges_as_in_the_core() {
+    let (server, runtime) = (RedisServer::start(), runtime());
+    let redis = connect(&server, &runtime);
+    let window = Duration::from_millis(10);
+    // 40 leases of one unit 4 ms apart (their deadlines too), then a check each 1 ms.
+    let lease = |step| LeaseStep { step, cost: 1, lease: 1, back: None };
+    let peek = |step| LeaseStep { step, cost: 1, lease: 0, back: None };
+    let trace: Vec<LeaseStep> = (0..40).map(|_| lease(4_000)).chain((0..40).map(|_| peek(1_000))).collect();
+    for limit in [32, 100] {
+        let policy: Policy = SlidingLog::new(limit, window, SlidingLogVariant::Accepted).unwrap().into();
+        let limits = [Limit::new("p", policy)];
+        assert_eq!(compare_leases(&runtime, &redis, &limits, 1 << 50, &trace), Ok(()), "limit {limit}");
     }
 }
