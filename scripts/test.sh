@@ -123,8 +123,8 @@ cargo test -p sluice-tower --all-features --lib --bins --tests --examples --lock
 cargo test --workspace --doc --locked "$@"
 
 # The same suites on the other servers: the Redis store's differential, fault and recovery
-# tests, and every test of the module (its Cluster tests join the nodes with Debian's
-# redis-cli). One module test is left out on Redis 8.2: it unloads the module under a connection that ran
+# tests, every test of the module (its Cluster tests join the nodes with Debian's
+# redis-cli), and four `sluice serve` leasing every algorithm from one server and a Cluster. One module test is left out on Redis 8.2: it unloads the module under a connection that ran
 # SLUICE.CHECK, and Redis 8.2.3 then runs that connection's next SLUICE.CHECK in the unloaded
 # code and crashes (docs/redis.md, "With the module"); Redis 7.0 and Valkey 8.1 answer it as
 # an unknown command, as the test asserts.
@@ -136,4 +136,5 @@ for server in "${other_servers[@]}"; do
   fi
   SLUICE_REDIS_SERVER="$server" cargo test -p sluice-redis --test differential --test faults --test recovery --locked "$@"
   SLUICE_REDIS_SERVER="$server" cargo test -p sluice-redis-module --tests --locked "$@" "${skip[@]}"
+  SLUICE_REDIS_SERVER="$server" cargo test -p sluice-server --test leases --locked "$@"
 done

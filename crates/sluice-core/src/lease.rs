@@ -23,6 +23,7 @@ mod held;
 mod leased_store;
 mod ledger;
 mod never_leased;
+mod parcel;
 mod sizing;
 mod terms;
 

@@ -1,7 +1,10 @@
 //! `sluice serve --lease-period` end to end: four servers on one real Redis (scripts,
-//! module, and a 3-master Cluster), clients hammering one key through all four. No window
-//! admits more than the limit, and a whole window admits less only by units left unspent
-//! at its end (none while every server keeps seeing demand: exactly the limit); most
+//! module, and a 3-master Cluster; scripts/test.sh runs them again on Valkey and Redis 8),
+//! clients hammering one key through all four. No fixed window admits more than the limit,
+//! and a whole window admits less only by units left unspent at its end (none while every
+//! server keeps seeing demand: exactly the limit); a token bucket of 2 000 admits 2 000 but
+//! for units that ended unspent, counted; a GCRA never admits more than its definition over
+//! the run; a sliding log never surely holds `N + 1` admitted requests in one window; most
 //! admissions are answered from leases; a stopping server gives its units back; and
 //! configurations leases cannot serve exactly are refused at start.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
@@ -19,6 +22,9 @@ const LIMIT: u64 = 100;
 const CONFIG: &str = r#"
 policies:
   per_second: {algorithm: fixed_window, limit: 100, window: 1s}
+  tokens: {algorithm: token_bucket, capacity: 2000, refill_amount: 1, refill_interval: 1h}
+  gcra: {algorithm: leaky_bucket, interval: 1ms, burst: 1000}
+  log: {algorithm: sliding_log, limit: 100, window: 1s}
 "#;
 
 /// The module Cargo built for the workspace's tests, beside this test's directory.
@@ -47,33 +53,64 @@ fn four(store: &str, module: &str) -> Vec<Server> {
     (0..4).map(|_| Server::start(CONFIG, &args)).collect()
 }
 
-/// One answer: when its window ends as seen from the client (µs after the start), whether
-/// it was admitted, and whether a lease answered it.
+/// One answer: when its request was sent and its answer received, and when its window
+/// ends, as seen from the client (µs after the start); whether it was admitted, and whether
+/// a lease answered it.
 #[derive(Clone, Copy, Debug)]
 struct Answer {
+    sent: i64,
+    received: i64,
     end: i64,
     allowed: bool,
     leased: bool,
 }
 
-/// Two clients per server hammer the key for `for_how_long`; every answer.
-async fn hammer(servers: &[Server], for_how_long: Duration) -> Vec<Answer> {
+/// When a client stops hammering.
+#[derive(Clone, Copy, Debug)]
+enum Stop {
+    /// Once this long has passed since the start.
+    After(Duration),
+    /// Once its server has rejected this many checks in a row (within a minute at most).
+    RejectedInARow(usize),
+}
+
+impl Stop {
+    fn reached(self, elapsed: Duration, answers: &[Answer]) -> bool {
+        match self {
+            Stop::After(run) => elapsed >= run,
+            Stop::RejectedInARow(count) => {
+                assert!(elapsed < Duration::from_secs(60), "still admitting after a minute");
+                answers.len() >= count && answers[answers.len() - count..].iter().all(|answer| !answer.allowed)
+            }
+        }
+    }
+}
+
+/// µs since `origin`.
+fn micros_since(origin: Instant) -> i64 {
+    i64::try_from(origin.elapsed().as_micros()).unwrap()
+}
+
+/// Two clients per server check `policy` on one key until `stop`; every answer, in the
+/// order of their window's end.
+async fn hammer(servers: &[Server], policy: &str, stop: Stop) -> Vec<Answer> {
     let origin = Instant::now();
     let mut tasks = Vec::new();
     for server in servers.iter().chain(servers) {
         let url = server.url("/v1/check");
+        let body = json!({"key": "tenant", "policies": [policy]});
         tasks.push(tokio::spawn(async move {
             let client = reqwest::Client::new();
             let mut answers = Vec::new();
-            let body = json!({"key": "tenant", "policies": ["per_second"]});
-            while origin.elapsed() < for_how_long {
+            while !stop.reached(origin.elapsed(), &answers) {
+                let sent = micros_since(origin);
                 let response = client.post(&url).json(&body).send().await.unwrap();
                 let allowed = response.status().is_success();
                 let answer: Value = response.json().await.unwrap();
-                let received = i64::try_from(origin.elapsed().as_micros()).unwrap();
+                let received = micros_since(origin);
                 assert!(matches!(answer["source"].as_str(), Some("store" | "lease" | "cache")), "{answer}");
                 let end = received + answer["reset_after_us"].as_i64().unwrap();
-                answers.push(Answer { end, allowed, leased: answer["source"] == "lease" });
+                answers.push(Answer { sent, received, end, allowed, leased: answer["source"] == "lease" });
             }
             answers
         }));
@@ -141,10 +178,10 @@ async fn wait_for_the_store(servers: &[Server]) {
     }
 }
 
-async fn exactly_the_limit(servers: Vec<Server>) {
-    wait_for_the_store(&servers).await;
+/// A fixed window of 100 per second hammered through the four servers for 3.6 s.
+async fn exactly_the_limit(servers: &[Server]) {
     let run = Duration::from_millis(3_600);
-    let answers = hammer(&servers, run).await;
+    let answers = hammer(servers, "per_second", Stop::After(run)).await;
     let windows = windows(&answers);
     assert!(windows.iter().all(|window| window.admitted <= LIMIT), "a window over the limit: {windows:?}");
     // Windows wholly inside the run (they start after it began, end before it ended) in
@@ -158,8 +195,8 @@ async fn exactly_the_limit(servers: Vec<Server>) {
     // Such a window admits less than the limit only by leased units left unspent when it
     // ended (a server whose clients stalled): none while every server keeps seeing demand.
     let mut unspent = 0;
-    for server in &servers {
-        unspent += metric(server, "sluice_lease_units_total{kind=\"expired\"}").await;
+    for server in servers {
+        unspent += metric(server, EXPIRED).await;
     }
     let short: u64 = hammered.iter().map(|window| LIMIT - window.admitted).sum();
     assert!(short <= unspent, "hammered windows {short} short of the limit, {unspent} units expired: {windows:?}");
@@ -168,26 +205,125 @@ async fn exactly_the_limit(servers: Vec<Server>) {
     assert!(metric(&servers[0], "sluice_lease_checks_total").await > 0);
 }
 
+/// Units that ended unspent in a server's lease.
+const EXPIRED: &str = "sluice_lease_units_total{kind=\"expired\"}";
+
+/// Admitted answers among `answers`.
+fn admitted(answers: &[Answer]) -> u64 {
+    answers.iter().filter(|answer| answer.allowed).count() as u64
+}
+
+/// A token bucket of 2 000 (one more per hour) hammered until each server has turned its
+/// clients away 20 times in a row: 2 000 admitted, less exactly the units that ended unspent
+/// in a server's lease (`kind="expired"`: the bucket never has them back). Runs first on its
+/// servers, so that every expired unit counted is the bucket's.
+async fn exactly_the_bucket(servers: &[Server]) {
+    let answers = hammer(servers, "tokens", Stop::RejectedInARow(20)).await;
+    let mut expired = 0;
+    for server in servers {
+        expired += metric(server, EXPIRED).await;
+    }
+    let admitted = admitted(&answers);
+    assert_eq!(admitted + expired, 2_000, "{admitted} admitted, {expired} expired unspent");
+    let leased = answers.iter().filter(|answer| answer.leased).count() as u64;
+    eprintln!("token bucket: {admitted} admitted ({leased} from leases), {expired} expired unspent");
+    assert!(4 * leased >= admitted, "only {leased} of {admitted} admissions answered from leases");
+}
+
+/// A GCRA of one per ms with a burst of 1 000 hammered for 2 s: never more than its
+/// definition allows over the run (1 001, and one per ms from the first request sent to
+/// the last answer received), and at least the burst (or every check, if fewer).
+async fn never_beyond_the_gcra(servers: &[Server]) {
+    let answers = hammer(servers, "gcra", Stop::After(Duration::from_secs(2))).await;
+    let first = answers.iter().map(|answer| answer.sent).min().unwrap();
+    let last = answers.iter().map(|answer| answer.received).max().unwrap();
+    let most = 1_001 + u64::try_from(last - first).unwrap() / 1_000;
+    let admitted = admitted(&answers);
+    eprintln!("GCRA: {admitted} admitted of {} checks, at most {most}", answers.len());
+    assert!(admitted <= most, "{admitted} admitted in {} µs: at most {most}", last - first);
+    // The burst is there from the start: the first 1 001 checks (or all, if fewer) pass.
+    let least = answers.len().min(1_001) as u64;
+    assert!(admitted >= least, "{admitted} admitted of {} checks: not even the burst", answers.len());
+    assert!(answers.iter().any(|answer| answer.leased), "no check was answered from a lease");
+}
+
+/// The admitted requests' sent and received times (µs), in the order they were sent.
+fn admitted_spans(answers: &[Answer]) -> Vec<(i64, i64)> {
+    let mut spans: Vec<_> =
+        answers.iter().filter(|answer| answer.allowed).map(|answer| (answer.sent, answer.received)).collect();
+    spans.sort_unstable();
+    spans
+}
+
+/// The first of `limit + 1` admitted requests all surely decided within one `window`: each
+/// was decided between its sending and its answer, so a set whose latest answer came less
+/// than `window` after its earliest sending was. None when no such set exists.
+fn surely_over(spans: &[(i64, i64)], limit: usize, window: i64) -> Option<i64> {
+    // Sweeping from the latest sent: the `limit + 1` earliest answers of the requests sent
+    // at or after each one.
+    let mut earliest = std::collections::BinaryHeap::new();
+    for &(sent, received) in spans.iter().rev() {
+        earliest.push(received);
+        if earliest.len() > limit + 1 {
+            earliest.pop();
+        }
+        if earliest.len() == limit + 1 && earliest.peek().is_some_and(|&latest| latest - sent < window) {
+            return Some(sent);
+        }
+    }
+    None
+}
+
+/// A sliding log of 100 per second hammered for 3.6 s: no `N + 1` admitted requests were
+/// surely decided within one window, and the hammered log admitted more than one window's.
+async fn never_beyond_the_log(servers: &[Server]) {
+    let answers = hammer(servers, "log", Stop::After(Duration::from_millis(3_600))).await;
+    let spans = admitted_spans(&answers);
+    eprintln!("sliding log: {} admitted of {} checks in 3.6 s", spans.len(), answers.len());
+    assert_eq!(surely_over(&spans, 100, 1_000_000), None, "101 admitted within one window: {spans:?}");
+    assert!(spans.len() > 100 && answers.iter().any(|answer| !answer.allowed), "{} admitted", spans.len());
+    assert!(answers.iter().any(|answer| answer.leased), "no check was answered from a lease");
+}
+
+/// Each algorithm's promise through the same four servers, one after the other.
+async fn every_limit_holds(servers: Vec<Server>) {
+    wait_for_the_store(&servers).await;
+    exactly_the_bucket(&servers).await;
+    exactly_the_limit(&servers).await;
+    never_beyond_the_gcra(&servers).await;
+    never_beyond_the_log(&servers).await;
+}
+
+#[test]
+fn surely_over_finds_only_sets_decided_within_one_window() {
+    // Three requests, limit 2, window 10: sent 0, 1, 2 and answered 3, 4, 9 (9 < 0 + 10).
+    assert_eq!(surely_over(&[(0, 3), (1, 4), (2, 9)], 2, 10), Some(0));
+    // The third answered at 10: maybe decided a window after the first.
+    assert_eq!(surely_over(&[(0, 3), (1, 4), (2, 10)], 2, 10), None);
+    // Sent later, answered early: the set (1, 2, 3) is within one window.
+    assert_eq!(surely_over(&[(0, 30), (1, 4), (2, 5), (3, 6)], 2, 10), Some(1));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn four_servers_on_the_scripts_admit_exactly_the_limit() {
+async fn four_servers_on_the_scripts_hold_every_limit() {
     let redis = RedisServer::start();
-    exactly_the_limit(four(&redis.url(), "never")).await;
+    every_limit_holds(four(&redis.url(), "never")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn four_servers_on_the_module_admit_exactly_the_limit() {
+async fn four_servers_on_the_module_hold_every_limit() {
     let redis = RedisServer::start_with_module(&module_path());
-    exactly_the_limit(four(&redis.url(), "always")).await;
+    every_limit_holds(four(&redis.url(), "always")).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn four_servers_on_a_cluster_admit_exactly_the_limit() {
+async fn four_servers_on_a_cluster_hold_every_limit() {
     let cluster = RedisCluster::start_with_module(&module_path());
     let store = format!(
         "redis+cluster://{}",
         cluster.ports().iter().map(|port| format!("127.0.0.1:{port}")).collect::<Vec<_>>().join(",")
     );
-    exactly_the_limit(four(&store, "detect")).await;
+    every_limit_holds(four(&store, "detect")).await;
 }
 
 #[test]

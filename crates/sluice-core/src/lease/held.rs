@@ -1,6 +1,7 @@
 //! The units one process holds for one key and set of limits, and what it reports when
 //! it spends them.
 
+use super::parcel::{Parcel, Parcels};
 use super::sizing::{Demand, LastWord, extra_units};
 use super::terms;
 use crate::store::{LeaseAnswer, Receipt, Source, Verdict};
@@ -11,26 +12,18 @@ use std::time::Duration;
 /// Leased units of one key and set of limits, with what this process knows of them.
 #[derive(Clone, Debug)]
 pub(crate) struct Held {
-    /// Units left to spend.
-    units: u64,
-    /// They may be spent while `now < until`.
-    until: Timestamp,
-    /// The store's decision for the lease that granted them: what leased decisions report.
+    /// The units left to spend, by where the store debited them.
+    parcels: Parcels,
+    /// The store's decision for the last lease granted: what leased decisions report.
     quote: Option<Quote>,
     /// What the store said after its last decision here, and when.
     last_word: Option<(LastWord, Timestamp)>,
     /// This process's own recent demand for the key.
     demand: Demand,
-    /// Where the store debited the units held: per limit, the start of the window or
-    /// bucket, or the lease's deadline (store time), for giving them back; empty when
-    /// unknown.
-    receipts: SmallVec<[Receipt; 2]>,
-    /// The units the store debited there as leases: what a give-back names.
-    leased: u64,
 }
 
-/// Units a lease's answer changed: newly held, and given up because they were debited
-/// elsewhere than the new ones (they stay counted there until it ends).
+/// Units a lease's answer changed: newly held, and given up to keep a key's parcels few
+/// (they stay counted where they were debited until that ends).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Settled {
     pub(crate) leased: u64,
@@ -79,28 +72,19 @@ struct Quote {
 impl Held {
     /// Nothing held yet; demand counted from `now`.
     pub(crate) fn new(now: Timestamp) -> Self {
-        Held {
-            units: 0,
-            until: now,
-            quote: None,
-            last_word: None,
-            demand: Demand::starting(now),
-            receipts: SmallVec::new(),
-            leased: 0,
-        }
+        Held { parcels: Parcels::default(), quote: None, last_word: None, demand: Demand::starting(now) }
     }
 
     /// Spends `cost` held units at `now` when they cover it (counting the demand): the
     /// leased decision.
     pub(crate) fn spend(&mut self, now: Timestamp, cost: u64, period: Duration) -> Option<Verdict> {
         let quote = self.quote?;
-        if self.units < cost || now >= self.until {
+        if !self.parcels.spend(now, cost) {
             return None;
         }
         self.demand.observe(now, cost, period);
-        self.units -= cost;
         let reset_after = terms::reset_after(&quote.decision, now.saturating_since(quote.at));
-        let decision = quote.decision.with_remaining(self.units).with_reset_after(reset_after);
+        let decision = quote.decision.with_remaining(self.parcels.spendable(now)).with_reset_after(reset_after);
         Some(Verdict::new(decision, quote.limit, Source::Lease))
     }
 
@@ -117,26 +101,22 @@ impl Held {
 
     /// Gives up held units that can no longer be spent at `now`; returns how many.
     pub(crate) fn expire(&mut self, now: Timestamp) -> u64 {
-        if now < self.until {
-            return 0;
-        }
-        std::mem::take(&mut self.units)
+        self.parcels.expire(now)
     }
 
     /// Takes the units held that may still be spent, with where the store debited them, to
-    /// give them back: those of `which` keys.
-    pub(crate) fn take_unspent(&mut self, now: Timestamp, period: Duration, which: Unspent) -> Option<Returning> {
-        let quiet = which == Unspent::All || self.demand.is_quiet(now, period);
-        if self.units == 0 || now >= self.until || !quiet || self.receipts.is_empty() {
-            return None;
+    /// give them back (one return per lease parcel): those of `which` keys.
+    pub(crate) fn take_unspent(&mut self, now: Timestamp, period: Duration, which: Unspent) -> Vec<Returning> {
+        if which == Unspent::OfQuietKeys && !self.demand.is_quiet(now, period) {
+            return Vec::new();
         }
-        let units = std::mem::take(&mut self.units);
-        Some(Returning { units, leased: std::mem::take(&mut self.leased), receipts: self.receipts.clone() })
+        let returning = |Parcel { units, leased, receipts, .. }| Returning { units, leased, receipts };
+        self.parcels.take_returnable(now).into_iter().map(returning).collect()
     }
 
     /// True when it holds nothing and its demand is stale: safe to forget.
     pub(crate) fn is_idle(&self, now: Timestamp, period: Duration) -> bool {
-        (self.units == 0 || now >= self.until) && self.demand.is_idle(now, period)
+        self.parcels.spendable(now) == 0 && self.demand.is_idle(now, period)
     }
 
     /// Takes in the store's `answer` to the lease request `asked` (call
@@ -170,18 +150,12 @@ impl Held {
                 .collect(),
             None => SmallVec::new(),
         };
-        // Units held from an earlier lease join the new ones only when the store debited
-        // both in the same place (their give-back names one place); otherwise they are
-        // given up, still counted where they were debited until that ends.
-        let dropped = if receipts == self.receipts { 0 } else { std::mem::take(&mut self.units) };
-        // Units from two leases stay spendable only while both leases are (expired ones
-        // were given up by `expire` before).
-        self.until = if self.units > 0 { self.until.min(until) } else { until };
-        self.leased = if self.units > 0 { self.leased.saturating_add(extra) } else { extra };
-        self.units = self.units.saturating_add(extra);
+        // Units held from an earlier lease join the new ones when the store debited both in
+        // the same place (their give-back names one place); otherwise they are held apart.
+        let dropped = self.parcels.add(Parcel { units: extra, until, receipts, leased: extra });
         self.quote = Some(Quote { decision: verdict.decision, limit: verdict.limit, at: received.max(now) });
-        self.receipts = receipts;
-        let decision = verdict.decision.with_remaining(verdict.decision.remaining.saturating_add(self.units));
+        let held = self.parcels.spendable(now);
+        let decision = verdict.decision.with_remaining(verdict.decision.remaining.saturating_add(held));
         (Verdict::new(decision, verdict.limit, verdict.source), Settled { leased: extra, dropped })
     }
 }

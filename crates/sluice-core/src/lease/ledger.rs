@@ -148,7 +148,7 @@ impl Ledger {
         let mut returns = Vec::new();
         for shard in self.shards.iter() {
             for entry in shard.lock().entries.values_mut() {
-                if let Some(Returning { units, leased, receipts }) = entry.held.take_unspent(now, self.period, which) {
+                for Returning { units, leased, receipts } in entry.held.take_unspent(now, self.period, which) {
                     let (key, limits) = (entry.key.clone(), entry.limits.clone());
                     returns.push(Return { key, limits, receipts, leased, units });
                 }
