@@ -327,6 +327,24 @@ fn few_store_calls_below_the_limit(spec: Spec) {
     assert!(store_calls * 20 <= 50_000, "{spec:?}: {store_calls} store calls for 50 000 checks ({sources:?})");
 }
 
+/// A sliding log leased by four processes at a tenth of its rate, for 30 windows: every
+/// request admitted. Its leases (about 44 per window and lease period here) are logged as
+/// entries once their deadline passes; kept as leases and merged past 16, the oldest units
+/// rode forward from merge to merge, never leaving the window, and the log refused requests
+/// at a tenth of its rate after 11 s.
+#[test]
+fn a_sliding_log_leased_below_its_limit_admits_every_request_for_ever() {
+    let limits = [Limit::new("api", Spec::SlidingLog { limit: 10_000, window: 1_000_000 }.policy())];
+    let shared = Arc::new(MemoryStore::new());
+    let stores: Vec<_> = (0..4).map(|_| LeasedStore::new(shared.clone(), us(100_000))).collect();
+    let key = Key::new(b"tenant").unwrap();
+    for i in 0..30_000u64 {
+        let now = Timestamp::from_micros(1_000_000 + i * 1_000);
+        let verdict = ready(stores[(i % 4) as usize].check(Check::new(key, &limits, now, 1))).unwrap();
+        assert!(verdict.decision.allowed, "request {i} rejected at a tenth of the rate: {verdict:?}");
+    }
+}
+
 /// Why the store must hold leased units apart (docs/leases.md): in each, a store that saw
 /// a lease's units at the lease's time admits a stream that, with one leased unit spent
 /// later, the definition refuses.

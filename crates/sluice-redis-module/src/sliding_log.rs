@@ -92,7 +92,8 @@ fn judge(log: &Log<'_>, live: u64, p: Params, now: u64, cost: u64) -> Answer {
 }
 
 /// Logs the request planned by [`decide`] when it is `admitted` (or always, for `attempts`),
-/// with the leases not yet out of the window and the one granted (at most 16: the two oldest
+/// with the units of the leases whose deadline has passed (as entries at `now`), the leases
+/// not yet out of the window and the one granted (at most 16: the two oldest
 /// merge at the later deadline), and a TTL covering the
 /// window and every lease's (`ttl` turns µs until fresh into ms): the script's `sl_record`.
 ///
@@ -112,6 +113,7 @@ pub(crate) fn record(
     let mut holds = plan.log.holds.clone();
     let held = holds.len();
     holds.drop_where(|hold| hold.deadline.saturating_add(p.window) <= plan.now);
+    let ended = holds.take_until(plan.now);
     let mut changed = holds.len() != held;
     if let (true, Some(lease)) = (admitted, plan.lease) {
         holds.add_merging_oldest(Hold { deadline: lease.deadline.as_micros(), units: lease.units });
@@ -119,7 +121,24 @@ pub(crate) fn record(
     }
     let latest = holds.last_deadline().unwrap_or(plan.now).max(plan.now);
     let ttl_ms = ttl(latest + p.window - plan.now);
-    write::record(p, plan, &holds, changed, ttl_ms, writes)
+    write::record(p, plan, &fresh_entries(p, plan, &ended), (&holds, changed), ttl_ms, writes)
+}
+
+/// The entries the record logs, oldest first: the units of the `ended` leases, each at its
+/// deadline or at the newest entry if later (a lease's deadline passed since the last
+/// admission, which logged those before it; the log stays in time order), then the
+/// request's at `plan.now`; the newest `n` of them (the script's `sl_ended_entries`).
+fn fresh_entries(p: Params, plan: &Plan<'_>, ended: &[Hold]) -> Vec<u64> {
+    let log = &plan.log;
+    let mut newest = if log.len > 0 { log.at(log.len - 1) } else { 0 };
+    let mut fresh = Vec::new();
+    for hold in ended {
+        newest = newest.max(hold.deadline);
+        fresh.extend(std::iter::repeat_n(newest, usize::try_from(hold.units).unwrap_or(usize::MAX)));
+    }
+    fresh.extend(std::iter::repeat_n(plan.now, usize::try_from(plan.cost.min(p.n)).unwrap_or(usize::MAX)));
+    let n = usize::try_from(p.n).unwrap_or(usize::MAX);
+    fresh.split_off(fresh.len().saturating_sub(n))
 }
 
 /// Takes a lease's unspent units out of the lease it names (`back.debited_in`, its

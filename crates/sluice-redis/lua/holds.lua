@@ -93,6 +93,17 @@ local function holds()
     return dropped
   end
 
+  -- Takes out the leases whose deadline is at or before `t`: their pairs, oldest first
+  -- (Holds::take_until).
+  function H.take_until(h, t)
+    local taken = {}
+    while h and #taken < #h and h[#taken + 1] <= t do
+      taken[#taken + 1], taken[#taken + 2] = h[#taken + 1], h[#taken + 2]
+    end
+    H.drop_until(h, t)
+    return taken
+  end
+
   -- nil when `h` holds nothing and is not marked (Holds::tidy).
   function H.tidy(h)
     if h and #h == 0 and not h.ended then

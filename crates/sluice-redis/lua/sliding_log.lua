@@ -189,10 +189,11 @@ local function sl_read_range(key, len, head, cap, from)
   return redis.call('GETRANGE', key, SL_HEADER + 8 * p, SL_HEADER + 8 * finish - 1)
 end
 
--- Rewrites a ring straightened, with `capacity` slots: the live entries, then `count`
--- new ones, keeping the newest `capacity` (amortized O(1): capacities double or halve).
-local function sl_rewrite(key, ttl, now, count, first, len, head, cap, capacity, h)
-  local body = sl_read_range(key, len, head, cap, first) .. string.rep(struct.pack('<d', now), count)
+-- Rewrites a ring straightened, with `capacity` slots: the live entries, then the new ones
+-- (`fresh`, packed), keeping the newest `capacity` (amortized O(1): capacities double or
+-- halve).
+local function sl_rewrite(key, ttl, now, fresh, first, len, head, cap, capacity, h)
+  local body = sl_read_range(key, len, head, cap, first) .. fresh
   local held = #body / 8
   if held > capacity then
     body = string.sub(body, 8 * (held - capacity) + 1)
@@ -203,28 +204,29 @@ local function sl_rewrite(key, ttl, now, count, first, len, head, cap, capacity,
   redis.call('SET', key, value, 'PX', ttl)
 end
 
--- Writes `count` entries stamped `now` after the newest, in place; in a full ring they
--- replace the oldest. `kept` is the oldest live entry's value, at logical index `first`.
--- The leases `h` are written after the slots when they `changed`.
-local function sl_write_in_place(key, ttl, now, count, first, kept, len, head, cap, h, changed)
+-- Writes the new entries (`fresh`, packed, at most `cap`, the newest `now`) after the
+-- newest, in place; in a full ring they replace the oldest. `kept` is the oldest live
+-- entry's value, at logical index `first`. The leases `h` are written after the slots when
+-- they `changed`.
+local function sl_write_in_place(key, ttl, now, fresh, first, kept, len, head, cap, h, changed)
+  local count = #fresh / 8
   local live = len - first
   local overwritten = math.max(live + count - cap, 0)
   if live == 0 or overwritten >= live then
-    kept = now
+    kept = (struct.unpack('<d', fresh, 8 * (overwritten - live) + 1))
   elseif overwritten > 0 then
     kept = sl_entry(key, nil, head, cap, first + overwritten)
   end
   head = (head + first) % cap
-  local packed = struct.pack('<d', now)
-  local left = count
-  while left > 0 do
+  local written = 0
+  while written < count do
     local tail = (head + live) % cap
-    local run = math.min(left, cap - tail)
-    redis.call('SETRANGE', key, SL_HEADER + 8 * tail, string.rep(packed, run))
+    local run = math.min(count - written, cap - tail)
+    redis.call('SETRANGE', key, SL_HEADER + 8 * tail, string.sub(fresh, 8 * written + 1, 8 * (written + run)))
     local grown = math.min(run, cap - live)
     live = live + grown
     head = (head + run - grown) % cap
-    left = left - run
+    written = written + run
   end
   if changed and h then
     redis.call('SETRANGE', key, SL_HEADER + 8 * cap, holds().pack(h))
@@ -233,18 +235,35 @@ local function sl_write_in_place(key, ttl, now, count, first, kept, len, head, c
   redis.call('PEXPIRE', key, ttl)
 end
 
+-- The entries of `ended` leases (pairs, oldest first): each lease's units at its deadline,
+-- or at the newest entry if later (`newest`: the log stays in time order), packed.
+local function sl_ended_entries(ended, newest)
+  local parts = {}
+  for i = 1, #ended, 2 do
+    newest = math.max(ended[i], newest)
+    parts[#parts + 1] = string.rep(struct.pack('<d', newest), ended[i + 1])
+  end
+  return table.concat(parts)
+end
+
 -- Logs the request decided by sl_decide when it is `admitted` (or always, for `attempts`),
--- with the leases not yet out of the window and the one granted (at most 16: the two oldest
--- merge at the later deadline, as holds.lua's add_merging_oldest), with a TTL covering the
--- window and every lease's (SlidingLog::expires_at). Returns 0 (no stamp: a lease is found
--- by its deadline).
+-- after the units of the leases whose deadline has passed (sl_ended_entries: a lease's
+-- deadline passed since the last admission, which logged those before it), with the leases
+-- not yet ended and the one granted (at most 16: the two oldest merge at the later
+-- deadline, as holds.lua's add_merging_oldest), with a TTL covering the window and every
+-- lease's (SlidingLog::expires_at). Returns 0 (no stamp: a lease is found by its deadline).
 local function sl_record(key, admitted, n, window, attempts, _, cost, now, first, kept, len, head, cap, raw, h, lease, till)
   if cost == 0 or not (admitted or attempts == 1) then
     return 0
   end
-  local changed = false
+  local changed, fresh = false, ''
   if h then
     changed = holds().drop_until(h, now - window) > 0
+    local ended = holds().take_until(h, now)
+    if #ended > 0 then
+      local newest = len > 0 and sl_entry(key, raw, head, cap, len - 1) or 0
+      changed, fresh = true, sl_ended_entries(ended, newest)
+    end
     h = holds().tidy(h)
   end
   if admitted and lease > 0 then
@@ -254,9 +273,12 @@ local function sl_record(key, admitted, n, window, attempts, _, cost, now, first
   if h then
     ttl = ttl_ms(math.max(holds().last(h), now) + window - now)
   end
-  local count = math.min(cost, n)
+  fresh = fresh .. string.rep(struct.pack('<d', now), math.min(cost, n))
+  if #fresh > 8 * n then
+    fresh = string.sub(fresh, #fresh - 8 * n + 1)
+  end
   if raw then
-    local body = string.sub(raw, 8 * first + 1, 8 * len) .. string.rep(struct.pack('<d', now), count)
+    local body = string.sub(raw, 8 * first + 1, 8 * len) .. fresh
     local held = #body / 8
     if held > n then
       body = string.sub(body, 8 * (held - n) + 1)
@@ -267,13 +289,16 @@ local function sl_record(key, admitted, n, window, attempts, _, cost, now, first
     redis.call('SET', key, body, 'PX', ttl)
     return 0
   end
-  local needed = len - first + count
+  local needed = len - first + #fresh / 8
   if needed > cap and cap < n then
-    sl_rewrite(key, ttl, now, count, first, len, head, cap, math.min(math.max(needed, cap * 2, SL_MIN), n), h)
+    sl_rewrite(key, ttl, now, fresh, first, len, head, cap, math.min(math.max(needed, cap * 2, SL_MIN), n), h)
   elseif needed * 4 <= cap and cap > SL_MIN then
-    sl_rewrite(key, ttl, now, count, first, len, head, cap, math.max(needed * 2, SL_MIN), h)
+    sl_rewrite(key, ttl, now, fresh, first, len, head, cap, math.max(needed * 2, SL_MIN), h)
   else
-    sl_write_in_place(key, ttl, now, math.min(count, cap), first, kept, len, head, cap, h, changed)
+    if #fresh > 8 * cap then
+      fresh = string.sub(fresh, #fresh - 8 * cap + 1)
+    end
+    sl_write_in_place(key, ttl, now, fresh, first, kept, len, head, cap, h, changed)
   end
   return 0
 end

@@ -122,6 +122,15 @@ impl Holds {
         self.tidy();
     }
 
+    /// Takes out the leases whose deadline is at or before `t`, oldest first.
+    pub fn take_until(&mut self, t: u64) -> Vec<Hold> {
+        let Some(list) = self.0.as_mut() else { return Vec::new() };
+        let ended = list.holds.partition_point(|hold| hold.deadline <= t);
+        let taken = list.holds.drain(..ended).collect();
+        self.tidy();
+        taken
+    }
+
     /// Adds a lease (merged with one of the same deadline).
     pub fn add(&mut self, hold: Hold) {
         if hold.units == 0 {

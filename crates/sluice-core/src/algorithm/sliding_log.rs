@@ -144,28 +144,49 @@ impl SlidingLog {
     /// counts against its bound.
     #[inline(always)]
     pub(crate) fn record_resizing(&self, state: &mut SlidingLogState, plan: SlidingLogPlan, admitted: bool) -> isize {
-        let logs_attempts = self.variant == SlidingLogVariant::Attempts;
-        let grown = if admitted || logs_attempts { state.append(&plan, self.limit as usize) } else { 0 };
+        let limit = self.limit as usize;
+        if !admitted && self.variant != SlidingLogVariant::Attempts {
+            return 0;
+        }
         // A rejection changes nothing of the leases (as on Redis, which writes nothing then).
         if !admitted || (state.holds().is_clear() && plan.hold.is_none()) {
-            return grown;
+            return state.append(&plan, limit);
         }
-        grown + self.record_holds(state, plan)
+        let (ended, grown) = self.record_holds(state, plan);
+        grown + self.append_ended(state, plan, &ended)
     }
 
-    /// Drops the leases that left the window at `plan.now` and logs the one granted with the
-    /// admitted request, keeping at most [`MAX_HOLDS`] (the two oldest merge at the later
-    /// deadline: their units stay in the window longer, never shorter); returns how many
-    /// bytes the list's heap grew by.
+    /// Logs the units of `ended` leases, each at its deadline (or at the newest entry, if
+    /// later: the log stays in time order), then the request at `plan.now`. A lease's
+    /// deadline passed since the last admission (which logged those before it), so its
+    /// units are logged as they were counted: none leaves the window earlier or later.
+    fn append_ended(&self, state: &mut SlidingLogState, plan: SlidingLogPlan, ended: &[Hold]) -> isize {
+        let limit = self.limit as usize;
+        let mut grown = 0;
+        let mut next = plan;
+        for hold in ended {
+            let at = hold.deadline.max(next.newest);
+            grown += state.append(&SlidingLogPlan { now: at, cost: hold.units, ..next }, limit);
+            next = SlidingLogPlan { newest: state.newest().unwrap_or(at), first_live: 0, ..plan };
+        }
+        grown + state.append(&next, limit)
+    }
+
+    /// Drops the leases that left the window at `plan.now`, takes out those whose deadline
+    /// has passed (to be logged as entries), and adds the one granted, keeping at most
+    /// [`MAX_HOLDS`] (the two oldest merge at the later deadline: their units stay in the
+    /// window longer, never shorter). Returns the leases taken out, and how many bytes the
+    /// list's heap grew by. Only leases not yet ended stay listed: a few per holder.
     #[inline(never)]
-    fn record_holds(&self, state: &mut SlidingLogState, plan: SlidingLogPlan) -> isize {
+    fn record_holds(&self, state: &mut SlidingLogState, plan: SlidingLogPlan) -> (Vec<Hold>, isize) {
         let before = state.holds().heap_bytes();
         let holds = state.holds_mut();
         holds.drop_where(|hold| self.expired(hold.deadline, plan.now));
+        let ended = holds.take_until(plan.now);
         if let Some(hold) = plan.hold {
             holds.add_merging_oldest(hold);
         }
-        state.holds().heap_bytes() as isize - before as isize
+        (ended, state.holds().heap_bytes() as isize - before as isize)
     }
 
     /// `t + window − now` for the `rank`-th newest entry (1 = newest).

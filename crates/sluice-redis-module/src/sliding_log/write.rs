@@ -18,8 +18,8 @@ const MAX_VALUE: usize = 512 << 20;
 #[derive(Debug)]
 pub(crate) struct TooLong;
 
-/// Writes the planned request's entries and `holds` (written in place only when they
-/// `changed`), with a TTL of `ttl_ms`.
+/// Writes the `fresh` entries (oldest first, the request's last) and `holds` (written in
+/// place only when they `changed`), with a TTL of `ttl_ms`.
 ///
 /// # Errors
 ///
@@ -27,19 +27,16 @@ pub(crate) struct TooLong;
 pub(super) fn record(
     p: Params,
     plan: &Plan<'_>,
-    holds: &Holds,
-    changed: bool,
+    fresh: &[u64],
+    (holds, changed): (&Holds, bool),
     ttl_ms: u64,
     writes: &mut dyn FnMut(Write),
 ) -> Result<(), TooLong> {
     let log = &plan.log;
-    let count = usize::try_from(plan.cost.min(p.n)).unwrap_or(usize::MAX);
     let n = usize::try_from(p.n).unwrap_or(usize::MAX);
     if !log.ring {
         let mut body = Bytes::from_slice(&log.slots[8 * plan.first..]);
-        for _ in 0..count {
-            body.extend_from_slice(&double(plan.now));
-        }
+        fresh.iter().for_each(|&entry| body.extend_from_slice(&double(entry)));
         let held = body.len() / 8;
         if held > n {
             body.drain(..8 * (held - n));
@@ -48,19 +45,19 @@ pub(super) fn record(
         writes(Write::Set { value: body, ttl_ms });
         return Ok(());
     }
-    let needed = log.len - plan.first + count;
+    let needed = log.len - plan.first + fresh.len();
     let capacity = if needed > log.cap && log.cap < n {
         needed.max(log.cap * 2).max(MIN_SLOTS).min(n)
     } else if needed * 4 <= log.cap && log.cap > MIN_SLOTS {
         (needed * 2).max(MIN_SLOTS)
     } else {
-        write_in_place(plan, count.min(log.cap), (holds, changed), ttl_ms, writes);
+        write_in_place(plan, &fresh[fresh.len().saturating_sub(log.cap)..], (holds, changed), ttl_ms, writes);
         return Ok(());
     };
     if capacity > (MAX_VALUE - HEADER) / 8 {
         return Err(TooLong);
     }
-    writes(rewrite(plan, count, capacity, holds, ttl_ms));
+    writes(rewrite(plan, fresh, capacity, holds, ttl_ms));
     Ok(())
 }
 
@@ -105,11 +102,11 @@ fn live_slots(log: &Log<'_>, from: usize) -> Vec<u8> {
     log.slots[8 * p..8 * finish].to_vec()
 }
 
-/// The ring rewritten straightened with `capacity` slots: the live entries, then `count`
-/// new ones, keeping the newest `capacity`; then `holds`.
-fn rewrite(plan: &Plan<'_>, count: usize, capacity: usize, holds: &Holds, ttl_ms: u64) -> Write {
+/// The ring rewritten straightened with `capacity` slots: the live entries, then the
+/// `fresh` ones, keeping the newest `capacity`; then `holds`.
+fn rewrite(plan: &Plan<'_>, fresh: &[u64], capacity: usize, holds: &Holds, ttl_ms: u64) -> Write {
     let mut body = live_slots(&plan.log, plan.first);
-    body.extend(std::iter::repeat_n(double(plan.now), count).flatten());
+    body.extend(fresh.iter().flat_map(|&entry| double(entry)));
     let mut held = body.len() / 8;
     if held > capacity {
         body.drain(..8 * (held - capacity));
@@ -124,39 +121,38 @@ fn rewrite(plan: &Plan<'_>, count: usize, capacity: usize, holds: &Holds, ttl_ms
     Write::Set { value: Bytes::from_vec(value), ttl_ms }
 }
 
-/// Writes `count` entries stamped `now` after the newest, in place; in a full ring they
-/// replace the oldest. The leases are written after the slots when they changed.
+/// Writes the `fresh` entries (at most the ring's capacity; the newest `plan.now`) after
+/// the newest, in place; in a full ring they replace the oldest. The leases are written
+/// after the slots when they changed.
 fn write_in_place(
     plan: &Plan<'_>,
-    count: usize,
+    fresh: &[u64],
     (holds, changed): (&Holds, bool),
     ttl_ms: u64,
     writes: &mut dyn FnMut(Write),
 ) {
     let log = &plan.log;
     let mut live = log.len - plan.first;
-    let overwritten = (live + count).saturating_sub(log.cap);
+    let overwritten = (live + fresh.len()).saturating_sub(log.cap);
     let kept = if live == 0 || overwritten >= live {
-        plan.now
+        fresh[overwritten - live]
     } else if overwritten > 0 {
         log.at(plan.first + overwritten)
     } else {
         plan.kept
     };
     let mut head = (log.head + plan.first) % log.cap;
-    let mut left = count;
-    while left > 0 {
+    let mut written = 0;
+    while written < fresh.len() {
         let tail = (head + live) % log.cap;
-        let run = left.min(log.cap - tail);
+        let run = (fresh.len() - written).min(log.cap - tail);
         let mut bytes = Bytes::new();
-        for _ in 0..run {
-            bytes.extend_from_slice(&double(plan.now));
-        }
+        fresh[written..written + run].iter().for_each(|&entry| bytes.extend_from_slice(&double(entry)));
         writes(Write::SetRange { offset: HEADER + 8 * tail, bytes });
         let grown = run.min(log.cap - live);
         live += grown;
         head = (head + run - grown) % log.cap;
-        left -= run;
+        written += run;
     }
     if changed && !holds.is_empty() {
         writes(Write::SetRange { offset: HEADER + 8 * log.cap, bytes: holds_tail(holds, false) });
