@@ -106,3 +106,46 @@ async fn a_redis_that_never_started_is_an_outage_for_a_new_client() {
         }
     }
 }
+
+/// Two app instances, each behind its own `LeasedStore` over its own Redis connection,
+/// share a token bucket, a GCRA and a sliding log: together they admit exactly what one
+/// store alone admits of the same requests, and most of their checks are answered from
+/// leased units.
+#[tokio::test]
+async fn two_instances_behind_leases_on_redis_admit_what_one_store_would() {
+    use sluice_core::{Check, Clock, Key, LeakMode, LeakyBucket, Limit, MemoryStore, TokenBucket, TokenBucketSettings};
+    use sluice_tower::LeasedStore;
+    let server = RedisServer::start();
+    let second = Duration::from_secs(1);
+    let bucket = TokenBucketSettings { capacity: 50, refill_amount: 1, refill_interval: Duration::from_secs(3600) };
+    let limits = [
+        Limit::new("tokens", TokenBucket::new(bucket).unwrap()),
+        Limit::new("gcra", LeakyBucket::new(Duration::from_millis(20), 49, LeakMode::NoDelay).unwrap()),
+        sliding_log("log", 50, second),
+    ];
+    for limit in limits {
+        let clock = clock();
+        let mut instances = Vec::new();
+        let mut stores = Vec::new();
+        for _ in 0..2 {
+            let redis = RedisStore::connect(&server.url(), RedisSettings::injected_time()).await.unwrap();
+            let store = LeasedStore::new(redis, Duration::from_millis(100));
+            let limiter = RateLimiter::builder().limit(limit.clone()).store(store.clone()).clock(clock.clone());
+            instances.push(app(RateLimitLayer::from_limiter(limiter.build().unwrap(), PeerIp::new())));
+            stores.push(store);
+        }
+        // 400 requests 1 ms apart, alternating instances; one store alone decides the same.
+        let alone = MemoryStore::new();
+        let (mut admitted, mut allowed) = (0, 0);
+        for i in 0..400 {
+            clock.advance(Duration::from_millis(1));
+            admitted += u32::from(status(&instances[i % 2], from_peer(PEER)).await == 200);
+            let check = Check::new(Key::new(b"192.0.2.1").unwrap(), std::slice::from_ref(&limit), clock.now(), 1);
+            allowed += u32::from(alone.check_now(check.key, check.limits, check.now, 1).unwrap().decision.allowed);
+        }
+        let leased: u64 = stores.iter().map(|store| store.figures().leased_checks).sum();
+        // Never more; and here no less: the instances keep asking, so no lease ends unspent.
+        assert_eq!(admitted, allowed, "{}: admitted, against one store alone", limit.name());
+        assert!(leased > 0, "{}: no check answered from a lease", limit.name());
+    }
+}
