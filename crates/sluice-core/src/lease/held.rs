@@ -4,6 +4,7 @@
 use super::parcel::{Parcel, Parcels};
 use super::sizing::{Demand, LastWord, extra_units};
 use super::terms;
+use crate::algorithm::LeaseTerms;
 use crate::store::{LeaseAnswer, Receipt, Source, Verdict};
 use crate::{Decision, Limit, Timestamp};
 use smallvec::SmallVec;
@@ -162,9 +163,15 @@ impl Held {
 
 /// What the store's `decision` under `limit` says for the next lease of `period`: what
 /// remains, and how long units would stay spendable (unknown after a rejection: none then).
+/// A held lease's units are spendable for a whole period from its own grant, whenever that
+/// is: no window's end limits the next one, so that does not shrink as the word ages.
 fn last_word(limit: &Limit, decision: &Decision, period: Duration) -> LastWord {
     if !decision.allowed {
         return LastWord { remaining: 0, spendable_for: Duration::ZERO };
     }
-    LastWord { remaining: decision.remaining, spendable_for: terms::valid_for(limit, decision, period) }
+    let spendable_for = match limit.policy().lease_terms() {
+        LeaseTerms::Held => Duration::MAX,
+        _ => terms::valid_for(limit, decision, period),
+    };
+    LastWord { remaining: decision.remaining, spendable_for }
 }
