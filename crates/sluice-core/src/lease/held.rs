@@ -21,6 +21,9 @@ pub(crate) struct Held {
     last_word: Option<(LastWord, Timestamp)>,
     /// This process's own recent demand for the key.
     demand: Demand,
+    /// When this process last asked the store for a lease of the key, while no answer has
+    /// come: meanwhile (a period at most, in case none comes) other misses ask for none.
+    asking_since: Option<Timestamp>,
 }
 
 /// Units a lease's answer changed: newly held, and given up to keep a key's parcels few
@@ -73,7 +76,13 @@ struct Quote {
 impl Held {
     /// Nothing held yet; demand counted from `now`.
     pub(crate) fn new(now: Timestamp) -> Self {
-        Held { parcels: Parcels::default(), quote: None, last_word: None, demand: Demand::starting(now) }
+        Held {
+            parcels: Parcels::default(),
+            quote: None,
+            last_word: None,
+            demand: Demand::starting(now),
+            asking_since: None,
+        }
     }
 
     /// Spends `cost` held units at `now` when they cover it (counting the demand): the
@@ -90,14 +99,23 @@ impl Held {
     }
 
     /// Counts a request of `cost` at `now` that held units did not cover, and returns
-    /// the units to ask the store for beyond it.
+    /// the units to ask the store for beyond it: none while an earlier lease request is
+    /// unanswered (concurrent misses would each lease a period's demand: one lease in flight
+    /// per key keeps what a process holds to what one lease gives).
     pub(crate) fn wanted(&mut self, now: Timestamp, cost: u64, period: Duration) -> u64 {
         self.demand.observe(now, cost, period);
-        let last = self.last_word.map(|(word, at)| LastWord {
-            spendable_for: word.spendable_for.saturating_sub(now.saturating_since(at)),
-            ..word
+        if self.asking_since.is_some_and(|since| now.saturating_since(since) < period) {
+            return 0;
+        }
+        let last = self.last_word.map(|(word, at)| match word.ages {
+            true => LastWord { spendable_for: word.spendable_for.saturating_sub(now.saturating_since(at)), ..word },
+            false => word,
         });
-        extra_units(&self.demand, cost, last, period)
+        let extra = extra_units(&self.demand, cost, last, period);
+        if extra > 0 {
+            self.asking_since = Some(now);
+        }
+        extra
     }
 
     /// Gives up held units that can no longer be spent at `now`; returns how many.
@@ -126,6 +144,9 @@ impl Held {
     /// and what changed.
     pub(crate) fn settle(&mut self, limits: &[Limit], asked: Asked, answer: &LeaseAnswer) -> (Verdict, Settled) {
         let Asked { now, received, extra, period } = asked;
+        if extra > 0 {
+            self.asking_since = None;
+        }
         let verdict = answer.verdict;
         let last = last_word(&limits[verdict.limit], &verdict.decision, period);
         self.last_word = Some((last, now));
@@ -164,14 +185,49 @@ impl Held {
 /// What the store's `decision` under `limit` says for the next lease of `period`: what
 /// remains, and how long units would stay spendable (unknown after a rejection: none then).
 /// A held lease's units are spendable for a whole period from its own grant, whenever that
-/// is: no window's end limits the next one, so that does not shrink as the word ages.
+/// is: what the word says of the next one does not shrink as the word ages; a window's end
+/// does not move, so what it says of a window's does.
 fn last_word(limit: &Limit, decision: &Decision, period: Duration) -> LastWord {
     if !decision.allowed {
-        return LastWord { remaining: 0, spendable_for: Duration::ZERO };
+        return LastWord { remaining: 0, spendable_for: Duration::ZERO, ages: false };
     }
-    let spendable_for = match limit.policy().lease_terms() {
-        LeaseTerms::Held => Duration::MAX,
-        _ => terms::valid_for(limit, decision, period),
-    };
-    LastWord { remaining: decision.remaining, spendable_for }
+    let ages = !matches!(limit.policy().lease_terms(), LeaseTerms::Held);
+    LastWord { remaining: decision.remaining, spendable_for: terms::valid_for(limit, decision, period), ages }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{FixedWindow, Key, MemoryStore, store::Check};
+
+    const PERIOD: Duration = Duration::from_millis(100);
+
+    fn at(ms: u64) -> Timestamp {
+        Timestamp::from_micros(1_000_000 + ms * 1_000)
+    }
+
+    /// A key of `limits` whose last word says much remains, with a period of demand seen.
+    fn busy(limits: &[Limit]) -> (Held, LeaseAnswer) {
+        let store = MemoryStore::new();
+        let key = Key::new(b"k").unwrap();
+        let answer = store.check_and_lease_now(Check::new(key, limits, at(0), 1)).unwrap();
+        let mut held = Held::new(at(0));
+        held.settle(limits, Asked { now: at(0), received: at(0), extra: 0, period: PERIOD }, &answer);
+        (0..50).for_each(|ms| held.demand.observe(at(ms), 1, PERIOD));
+        (held, answer)
+    }
+
+    #[test]
+    fn one_lease_request_at_a_time_per_key() {
+        let window = FixedWindow::new(1_000_000, Duration::from_secs(60), crate::Alignment::Anchored, Duration::ZERO);
+        let limits = [Limit::new("w", window.unwrap())];
+        let (mut held, answer) = busy(&limits);
+        let first = held.wanted(at(60), 1, PERIOD);
+        assert!(first > 0, "a lease is asked for");
+        assert_eq!(held.wanted(at(61), 1, PERIOD), 0, "none while the first is unanswered");
+        let asked = Asked { now: at(60), received: at(62), extra: first, period: PERIOD };
+        held.settle(&limits, asked, &answer);
+        assert!(held.wanted(at(63), 1, PERIOD) > 0, "answered: the next miss may ask");
+        assert!(held.wanted(at(163), 1, PERIOD) > 0, "unanswered for a period: asked again");
+    }
 }

@@ -65,17 +65,19 @@ impl Demand {
 pub(crate) struct LastWord {
     pub(crate) remaining: u64,
     pub(crate) spendable_for: Duration,
+    /// Whether `spendable_for` shrinks as time passes (a window's end does not move; a held
+    /// lease is spendable for a period from its own grant, whenever that is).
+    pub(crate) ages: bool,
 }
 
-/// Units to lease beyond a request's `cost`: this process's own demand over a period (the
-/// units stay spendable that long: a held lease's, or a window's that ends a period or
-/// more from now), or over half the time left when the window or bucket ends sooner (so a
-/// lease is spent well before its units expire at that end, at the rate it was sized by),
-/// less what the request itself takes, and at most a quarter of what the store said
-/// remained. Nothing when the store said nothing.
+/// Units to lease beyond a request's `cost`: this process's own demand over half the time
+/// its units stay spendable, at most a period (half a period for a held lease, spendable
+/// for one: so a lease is spent well before its units expire, at the rate it was sized by,
+/// when the rate wavers), less what the request itself takes, and at most a quarter of what
+/// the store said remained. Nothing when the store said nothing.
 pub(crate) fn extra_units(demand: &Demand, cost: u64, last: Option<LastWord>, period: Duration) -> u64 {
     let Some(last) = last else { return 0 };
-    let horizon = if last.spendable_for >= period { period } else { last.spendable_for / 2 }.as_micros();
+    let horizon = (last.spendable_for / 2).min(period).as_micros();
     let usable = u128::from(demand.per_period()) * horizon / period.as_micros().max(1);
     let usable = u64::try_from(usable).unwrap_or(u64::MAX);
     usable.saturating_sub(cost).min(last.remaining / SHARE_OF_REMAINING)
@@ -92,7 +94,7 @@ mod tests {
     }
 
     fn said(remaining: u64, spendable_ms: u64) -> Option<LastWord> {
-        Some(LastWord { remaining, spendable_for: Duration::from_millis(spendable_ms) })
+        Some(LastWord { remaining, spendable_for: Duration::from_millis(spendable_ms), ages: true })
     }
 
     #[test]
@@ -118,8 +120,7 @@ mod tests {
     fn leases_shrink_as_the_window_ends() {
         let mut demand = Demand::starting(at(0));
         (0..50).for_each(|i| demand.observe(at(i), 1, PERIOD));
-        assert_eq!(extra_units(&demand, 1, said(1_000, 100), PERIOD), 49, "spendable for a whole period");
-        assert_eq!(extra_units(&demand, 1, said(1_000, 80), PERIOD), 19);
+        assert_eq!(extra_units(&demand, 1, said(1_000, 100), PERIOD), 24);
         assert_eq!(extra_units(&demand, 1, said(1_000, 1), PERIOD), 0);
     }
 
