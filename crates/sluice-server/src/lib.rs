@@ -13,6 +13,7 @@ mod http;
 mod metrics;
 mod micros;
 mod offline;
+mod resp;
 mod rlqs;
 mod runtime;
 mod serve;

@@ -75,6 +75,11 @@ pub(crate) fn address(text: &str) -> Result<SocketAddr, String> {
     })
 }
 
+/// A listening address, or `off` (or nothing) for no listener.
+pub(crate) fn optional_address(text: &str) -> Result<Option<SocketAddr>, String> {
+    if matches!(text.trim(), "off" | "") { Ok(None) } else { address(text).map(Some) }
+}
+
 /// The snapshot's path; `off` (or nothing) turns snapshots off.
 pub(crate) fn snapshot_path(text: &str) -> Option<PathBuf> {
     (text != "off" && !text.is_empty()).then(|| PathBuf::from(text))

@@ -13,7 +13,7 @@ use crate::config::byte_size::RawSize;
 use crate::config::declare::declare_settings;
 pub(crate) use crate::config::setting_values::{LogFormat, UiAccess};
 use crate::config::setting_values::{
-    address, at_least_a_mebibyte, at_least_one, failure_mode, lease_period, module_use, snapshot_path,
+    address, at_least_a_mebibyte, at_least_one, failure_mode, lease_period, module_use, optional_address, snapshot_path,
 };
 pub(crate) use crate::config::store_url::StoreChoice;
 use crate::config::values::{positive, positive_or_off, within};
@@ -37,6 +37,10 @@ declare_settings! {
     "Where the Envoy rate limit gRPC service listens."
     grpc: SocketAddr, from String, env "SLUICE_GRPC", default("127.0.0.1:8081"),
         parse |text: String| address(&text), #[arg(value_name = "ADDR")];
+    "Where the Redis-protocol (RESP2/RESP3) front listens, serving `CL.THROTTLE` and \
+     `SLUICE.CHECK` (docs/resp.md), or `off`."
+    resp: Option<SocketAddr>, from String, env "SLUICE_RESP", default("off"),
+        parse |text: String| optional_address(&text), #[arg(value_name = "ADDR")];
     "Where states live: `memory`, `redis://HOST:PORT[/DB]` (`rediss://` for TLS), \
      `redis+cluster://HOST:PORT[,HOST:PORT…]` or \
      `redis+sentinel://[USER:PASSWORD@]HOST:PORT[,HOST:PORT…]/PRIMARY_NAME`."

@@ -162,6 +162,20 @@ impl Engine {
         metrics.per_second().record(self.clock.now(), allowed);
     }
 
+    /// Decides `cost` for `key` under `limit`, a policy no configuration names (`CL.THROTTLE`
+    /// builds one from its arguments); the caller counts the outcome under its own label.
+    pub(crate) async fn check_limit(&self, key: &[u8], limit: &Limit, cost: u64) -> Result<Verdict, RequestError> {
+        let key = Key::new(key).map_err(|error| RequestError::InvalidKey(error.to_string()))?;
+        let verdict = self.decide(key, std::slice::from_ref(limit), cost).await?;
+        if cost > 0 {
+            let allowed = verdict.decision.allowed;
+            let metrics = &self.shared.metrics;
+            metrics.hot_keys().record(key.as_bytes(), (!allowed).then(|| limit.name()));
+            metrics.per_second().record(self.clock.now(), allowed);
+        }
+        Ok(verdict)
+    }
+
     /// Forgets `key`'s states under the named policies (every policy when none is named).
     pub(crate) async fn reset(&self, key: &[u8], names: &[impl AsRef<str>]) -> Result<(), RequestError> {
         let key = Key::new(key).map_err(|error| RequestError::InvalidKey(error.to_string()))?;

@@ -19,6 +19,7 @@ mod leases;
 mod per_second;
 mod redis_health;
 mod rlqs;
+mod throttle;
 
 pub(crate) use hot_keys::{HotKey, HotKeys, SAMPLE_EVERY};
 use latency::LatencyHistogram;
@@ -68,6 +69,7 @@ pub(crate) struct Metrics {
     redis: RedisHealthMetrics,
     leases: LeaseMetrics,
     rlqs: RlqsMetrics,
+    throttle: throttle::ThrottleCounters,
 }
 
 /// The counters of one policy, resolved once per configuration.
@@ -115,6 +117,7 @@ impl Metrics {
             hot_keys: HotKeys::default(),
             per_second: PerSecond::default(),
             rlqs: RlqsMetrics::default(),
+            throttle: throttle::ThrottleCounters::default(),
         };
         metrics.register()
     }
@@ -175,6 +178,12 @@ impl Metrics {
             rejected: counter("rejected"),
             shadow_rejected: counter("shadow_rejected"),
         }
+    }
+
+    /// The counters of `CL.THROTTLE` calls with `max_burst`, `count` and `period`
+    /// (bounded in number: `metrics/throttle.rs`).
+    pub(crate) fn throttle(&self, parameters: (i64, i64, i64)) -> PolicyCounters {
+        self.throttle.of(self, parameters)
     }
 
     /// Counts a decision by its source, when the store did not make it: the failure mode

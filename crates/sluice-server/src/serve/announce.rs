@@ -11,8 +11,16 @@ use tokio::net::TcpListener;
 
 /// Prints where the service listens and what it serves (standard output, for people and
 /// scripts). A closed standard output (`sluice serve | head -1`) does not stop the service.
-pub(super) fn announce(service: &ServiceState, http: &TcpListener, grpc: &TcpListener) -> anyhow::Result<()> {
+pub(super) fn announce(
+    service: &ServiceState,
+    http: &TcpListener,
+    grpc: &TcpListener,
+    resp: Option<&TcpListener>,
+) -> anyhow::Result<()> {
     let mut lines = served(service);
+    if let Some(resp) = resp {
+        let _ = writeln!(lines, "RESP listening on {}", resp.local_addr()?);
+    }
     let _ = writeln!(lines, "HTTP listening on http://{}", http.local_addr()?);
     let _ = writeln!(lines, "gRPC listening on {}", grpc.local_addr()?);
     let _ = std::io::stdout().lock().write_all(lines.as_bytes());

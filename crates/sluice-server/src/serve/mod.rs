@@ -109,27 +109,44 @@ async fn sweep_leases_periodically(service: Arc<ServiceState>) {
 }
 
 /// Starts the workers and, once every one can serve, announces the service and accepts on
-/// `[http, grpc]` until shutdown; then waits for the workers, which finish the requests in
-/// flight within the shutdown grace period and drop what is left after it.
+/// `[http, grpc, resp]` until shutdown; then waits for the workers, which finish the
+/// requests in flight within the shutdown grace period and drop what is left after it.
 async fn serve_connections(
     service: &Arc<ServiceState>,
     hub: &HubHandle,
-    Listeners { http, grpc }: Listeners,
+    Listeners { http, grpc, resp }: Listeners,
     shutdown: &Shutdown,
 ) -> anyhow::Result<()> {
     let count = service.settings.workers;
     let max_connections = service.settings.max_connections;
     let (http_handoff, http_queues) = Handoff::new(count, max_connections, "HTTP");
     let (grpc_handoff, grpc_queues) = Handoff::new(count, max_connections, "gRPC");
-    let (workers, ready) = start_workers(service, hub, http_queues.into_iter().zip(grpc_queues), shutdown)?;
+    let (resp_handoff, resp_queues): (_, Vec<Option<Queue>>) = match &resp {
+        Some(_) => {
+            let (handoff, queues) = Handoff::new(count, max_connections, "RESP");
+            (Some(handoff), queues.into_iter().map(Some).collect())
+        }
+        None => (None, std::iter::repeat_with(|| None).take(count.max(1)).collect()),
+    };
+    let queues = http_queues.into_iter().zip(grpc_queues).zip(resp_queues).map(|((http, grpc), resp)| WorkerQueues {
+        http,
+        grpc,
+        resp,
+    });
+    let (workers, ready) = start_workers(service, hub, queues, shutdown)?;
     // Nothing is accepted, nor announced, before every worker can serve: a request must
     // never wait for a worker's store connection (`/readyz` and the "listening" lines
     // mean it).
     if join_all(ready).await.iter().any(Result::is_err) {
         return workers.wait().await.and(Err(anyhow::anyhow!("a worker stopped before it could serve")));
     }
-    announce::announce(service, &http, &grpc)?;
+    announce::announce(service, &http, &grpc, resp.as_ref())?;
     service.set_ready(true);
+    let accept_resp = async {
+        if let (Some(handoff), Some(listener)) = (resp_handoff, resp) {
+            handoff.accept(listener, shutdown.clone().wait()).await;
+        }
+    };
     tokio::join!(
         async {
             shutdown.clone().wait().await;
@@ -137,23 +154,33 @@ async fn serve_connections(
         },
         http_handoff.accept(http, shutdown.clone().wait()),
         grpc_handoff.accept(grpc, shutdown.clone().wait()),
+        accept_resp,
     );
     wait_for(workers, shutdown).await
 }
 
-/// Starts one worker per pair of queues; each tells on its receiver when it can serve.
+/// One worker's share of each listener's connections.
+#[derive(Debug)]
+struct WorkerQueues {
+    http: Queue,
+    grpc: Queue,
+    /// `None` when the RESP front is off.
+    resp: Option<Queue>,
+}
+
+/// Starts one worker per set of queues; each tells on its receiver when it can serve.
 fn start_workers(
     service: &Arc<ServiceState>,
     hub: &HubHandle,
-    queues: impl Iterator<Item = (Queue, Queue)>,
+    queues: impl Iterator<Item = WorkerQueues>,
     shutdown: &Shutdown,
 ) -> anyhow::Result<(Workers, Vec<oneshot::Receiver<()>>)> {
     let mut ready = Vec::new();
     let mut jobs = Vec::new();
-    for (http, grpc) in queues {
+    for queues in queues {
         let (sender, receiver) = oneshot::channel();
         ready.push(receiver);
-        jobs.push(worker(Arc::clone(service), hub.clone(), http, grpc, shutdown.clone(), sender));
+        jobs.push(worker(Arc::clone(service), hub.clone(), queues, shutdown.clone(), sender));
     }
     Ok((Workers::start(jobs)?, ready))
 }
@@ -181,8 +208,7 @@ async fn wait_for(workers: Workers, shutdown: &Shutdown) -> anyhow::Result<()> {
 fn worker(
     service: Arc<ServiceState>,
     hub: HubHandle,
-    http: Queue,
-    grpc: Queue,
+    queues: WorkerQueues,
     shutdown: Shutdown,
     ready: oneshot::Sender<()>,
 ) -> Job {
@@ -191,21 +217,21 @@ fn worker(
             let front = Arc::new(Front::for_this_worker(service).await);
             let _ = ready.send(());
             tokio::select! {
-                served = serve_front(front, hub, http, grpc, shutdown.clone()) => served,
+                served = serve_front(front, hub, queues, shutdown.clone()) => served,
                 () = shutdown.forced() => Ok(()),
             }
         })
     })
 }
 
-/// Serves `front` on the HTTP and gRPC connections of `http` and `grpc` until shutdown.
+/// Serves `front` on the HTTP, gRPC and RESP connections of `queues` until shutdown.
 async fn serve_front(
     front: Arc<Front>,
     hub: HubHandle,
-    http: Queue,
-    grpc: Queue,
+    queues: WorkerQueues,
     shutdown: Shutdown,
 ) -> anyhow::Result<()> {
+    let WorkerQueues { http, grpc, resp } = queues;
     let settings = &front.service.settings;
     let bounds = &settings.bounds();
     let api = MakeApi::new(Arc::clone(&front), http::router(Arc::clone(&front)));
@@ -225,8 +251,13 @@ async fn serve_front(
         .http2_max_header_list_size(u32::try_from(bounds.max_request_head).unwrap_or(u32::MAX))
         .add_service(rls)
         .add_service(rlqs)
-        .serve_with_incoming_shutdown(connection::connections(grpc, timeouts), shutdown.wait());
-    let ((), served_grpc) = tokio::join!(served_http, served_grpc);
+        .serve_with_incoming_shutdown(connection::connections(grpc, timeouts), shutdown.clone().wait());
+    let served_resp = async {
+        if let Some(queue) = resp {
+            crate::resp::serve(queue, Arc::clone(&front), timeouts, shutdown.clone()).await;
+        }
+    };
+    let ((), served_grpc, ()) = tokio::join!(served_http, served_grpc, served_resp);
     served_grpc.context("gRPC server")
 }
 

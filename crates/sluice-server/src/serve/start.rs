@@ -50,6 +50,8 @@ pub(crate) struct Listeners {
     pub(crate) http: TcpListener,
     /// The Envoy rate limit gRPC service's.
     pub(crate) grpc: TcpListener,
+    /// The Redis-protocol front's, when it is on (`--resp`).
+    pub(crate) resp: Option<TcpListener>,
 }
 
 impl Listeners {
@@ -59,7 +61,11 @@ impl Listeners {
     ///
     /// An address cannot be listened on (in use, not this host's).
     pub(crate) async fn bind(settings: &Settings) -> anyhow::Result<Listeners> {
-        Ok(Listeners { http: bind(settings.http, "HTTP").await?, grpc: bind(settings.grpc, "gRPC").await? })
+        let resp = match settings.resp {
+            Some(address) => Some(bind(address, "RESP").await?),
+            None => None,
+        };
+        Ok(Listeners { http: bind(settings.http, "HTTP").await?, grpc: bind(settings.grpc, "gRPC").await?, resp })
     }
 }
 

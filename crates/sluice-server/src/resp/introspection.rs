@@ -1,0 +1,70 @@
+//! `COMMAND` (with `COUNT`, `INFO` and `DOCS`) and `INFO`: what `redis-cli` and client
+//! libraries read to learn the server, in Redis 7's reply shapes.
+
+use crate::engine::front::Front;
+use crate::resp::dispatch::{COMMANDS, Spec};
+use crate::resp::handshake::REDIS_VERSION;
+use crate::resp::reply::Reply;
+use crate::resp::session::Session;
+use bytes::Bytes;
+
+/// `COMMAND [COUNT | INFO name… | DOCS [name…]]`.
+pub(crate) fn command(args: &[Bytes]) -> Reply {
+    let Some(subcommand) = args.first() else { return Reply::Array(COMMANDS.iter().map(info_of).collect()) };
+    let named = || args[1..].iter().map(|name| find(name));
+    match subcommand.to_ascii_lowercase().as_slice() {
+        b"count" => Reply::Integer(COMMANDS.len() as i64),
+        b"info" => Reply::Array(named().map(|spec| spec.map_or(Reply::Null, info_of)).collect()),
+        b"docs" if args.len() == 1 => Reply::Map(COMMANDS.iter().map(docs_of).collect()),
+        b"docs" => Reply::Map(named().flatten().map(docs_of).collect()),
+        _ => Reply::error(format!("unknown subcommand '{}'. Try COMMAND HELP.", String::from_utf8_lossy(subcommand))),
+    }
+}
+
+fn find(name: &[u8]) -> Option<&'static Spec> {
+    COMMANDS.iter().find(|spec| spec.name.as_bytes().eq_ignore_ascii_case(name))
+}
+
+/// A command as `COMMAND INFO` describes it: name, arity, flags, first key, last key, step,
+/// ACL categories, tips, key specifications, subcommands.
+fn info_of(spec: &Spec) -> Reply {
+    let words = |list: &[&'static str]| Reply::Array(list.iter().map(|word| Reply::Simple(word)).collect());
+    let key = spec.first_key;
+    Reply::Array(vec![
+        Reply::text(spec.name),
+        Reply::Integer(spec.arity),
+        words(spec.flags),
+        Reply::Integer(key),
+        Reply::Integer(key),
+        Reply::Integer(i64::from(key > 0)),
+        Reply::Array(Vec::new()),
+        Reply::Array(Vec::new()),
+        Reply::Array(Vec::new()),
+        Reply::Array(Vec::new()),
+    ])
+}
+
+/// A command's name and its documentation map, as `COMMAND DOCS` lists them.
+fn docs_of(spec: &'static Spec) -> (&'static str, Reply) {
+    let docs = Reply::Map(vec![
+        ("summary", Reply::text(spec.summary)),
+        ("since", Reply::text("1.0.0")),
+        ("group", Reply::text(spec.group)),
+    ]);
+    (spec.name, docs)
+}
+
+/// `INFO [section…]`: the server section, whatever is asked.
+pub(crate) fn info(front: &Front, session: &Session) -> Reply {
+    let settings = &front.service.settings;
+    let port = settings.resp.map_or(0, |address| address.port());
+    let text = format!(
+        "# Server\r\nredis_version:{REDIS_VERSION}\r\nsluice_version:{}\r\nredis_mode:standalone\r\n\
+         process_id:{}\r\ntcp_port:{port}\r\nstore:{}\r\nconnection_protocol:{}\r\n",
+        env!("CARGO_PKG_VERSION"),
+        std::process::id(),
+        settings.store,
+        session.protocol.version(),
+    );
+    Reply::text(text)
+}

@@ -1,0 +1,44 @@
+//! What one RESP connection remembers between its commands.
+
+use crate::resp::cell::LimitCache;
+use crate::resp::reply::Protocol;
+use crate::runtime::handoff::Client;
+use bytes::Bytes;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Connection ids, as `CLIENT ID` and `HELLO` report them: one counter for the process.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// One connection's state.
+#[derive(Debug)]
+pub(crate) struct Session {
+    /// The protocol it speaks (`HELLO` changes it).
+    pub(crate) protocol: Protocol,
+    /// Its id (`CLIENT ID`).
+    pub(crate) id: u64,
+    /// Its client's address.
+    pub(crate) peer: Client,
+    /// The name `CLIENT SETNAME` (or `HELLO … SETNAME`) gave it.
+    pub(crate) name: Option<Bytes>,
+    /// Whether it presented the admin token (`AUTH`, `HELLO … AUTH`).
+    pub(crate) authenticated: bool,
+    /// `QUIT` was sent: the connection closes once the reply is written.
+    pub(crate) quitting: bool,
+    /// The last `CL.THROTTLE` limit built, reused while the parameters stay the same.
+    pub(crate) limits: LimitCache,
+}
+
+impl Session {
+    /// A new connection from `peer`: RESP2, no name, not authenticated.
+    pub(crate) fn new(peer: Client) -> Session {
+        Session {
+            protocol: Protocol::default(),
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            peer,
+            name: None,
+            authenticated: false,
+            quitting: false,
+            limits: LimitCache::default(),
+        }
+    }
+}
