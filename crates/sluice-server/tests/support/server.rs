@@ -18,6 +18,8 @@ pub struct Server {
     dir: TempDir,
     pub http: SocketAddr,
     pub grpc: SocketAddr,
+    /// The RESP front's address, when started with `--resp`.
+    pub resp: Option<SocketAddr>,
     stderr: std::sync::Arc<std::sync::Mutex<String>>,
     args: Vec<String>,
     /// What it printed on standard output until it listened.
@@ -116,7 +118,7 @@ impl Server {
                 let _ = sender.send(line);
             }
         });
-        let (mut http, mut grpc) = (None, None);
+        let (mut http, mut grpc, mut resp) = (None, None, None);
         let mut start_up = String::new();
         let deadline = Instant::now() + Duration::from_secs(20);
         while http.is_none() || grpc.is_none() {
@@ -127,6 +129,9 @@ impl Server {
                     start_up.push('\n');
                     if let Some(address) = line.strip_prefix("HTTP listening on http://") {
                         http = Some(address.parse().unwrap());
+                    }
+                    if let Some(address) = line.strip_prefix("RESP listening on ") {
+                        resp = Some(address.parse().unwrap());
                     }
                     if let Some(address) = line.strip_prefix("gRPC listening on ") {
                         grpc = Some(address.parse().unwrap());
@@ -142,7 +147,7 @@ impl Server {
             }
         }
         std::thread::spawn(move || while receiver.recv().is_ok() {});
-        Ok(Server { child, dir, http: http.unwrap(), grpc: grpc.unwrap(), stderr, args, start_up })
+        Ok(Server { child, dir, http: http.unwrap(), grpc: grpc.unwrap(), resp, stderr, args, start_up })
     }
 
     /// The lines it printed on standard output at start, up to its "listening" lines.
