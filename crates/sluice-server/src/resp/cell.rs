@@ -11,11 +11,6 @@ use crate::resp::throttle::{Plan, Throttle};
 use bytes::Bytes;
 use sluice_core::Source;
 
-/// The last plan a connection built, by its `max_burst`, `count` and `period`: clients call
-/// with the same parameters again and again, and a limit's identity is a hash.
-#[derive(Debug, Default)]
-pub(crate) struct LimitCache(Option<((i64, i64, i64), Plan)>);
-
 /// `CL.THROTTLE key max_burst count period [quantity]`.
 pub(crate) async fn throttle(front: &Front, session: &mut Session, args: &[Bytes]) -> Reply {
     let call = match Throttle::parse(args) {
@@ -27,11 +22,11 @@ pub(crate) async fn throttle(front: &Front, session: &mut Session, args: &[Bytes
         Err(reply) => return reply,
     };
     let parameters = (call.max_burst, call.count, call.period);
-    let plan = match &session.limits.0 {
+    let plan = match &session.limits {
         Some((cached, plan)) if *cached == parameters => plan.clone(),
         _ => match call.plan(rate) {
             Ok(plan) => {
-                session.limits.0 = Some((parameters, plan.clone()));
+                session.limits = Some((parameters, plan.clone()));
                 plan
             }
             Err(reply) => return reply,

@@ -2,10 +2,10 @@
 //! libraries read to learn the server, in Redis 7's reply shapes.
 
 use crate::engine::front::Front;
-use crate::resp::dispatch::{COMMANDS, Spec};
 use crate::resp::handshake::REDIS_VERSION;
 use crate::resp::reply::Reply;
 use crate::resp::session::Session;
+use crate::resp::table::{COMMANDS, Spec};
 use bytes::Bytes;
 
 /// `COMMAND [COUNT | INFO name… | DOCS [name…]]`.

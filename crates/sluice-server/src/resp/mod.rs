@@ -8,7 +8,7 @@
 //! | --- | --- |
 //! | `server.rs`, `connection.rs` | connections: caps, idle timeout, shutdown, pipelining |
 //! | `frame.rs`, `reply.rs` | commands in, replies out (RESP2 and RESP3) |
-//! | `dispatch.rs` | names to handlers, arity, unknown commands, the `COMMAND` table |
+//! | `dispatch.rs`, `table.rs` | names to handlers, arity, unknown commands; the commands' table |
 //! | `handshake.rs`, `introspection.rs` | connection commands, `COMMAND`, `INFO` |
 //! | `throttle.rs`, `cell.rs` | `CL.THROTTLE`: redis-cell's arithmetic, and its run |
 //! | `policies.rs` | `SLUICE.CHECK`, `SLUICE.PEEK`, `SLUICE.RESET` |
@@ -23,6 +23,7 @@ mod policies;
 mod reply;
 mod server;
 mod session;
+mod table;
 mod throttle;
 
 pub(crate) use server::serve;

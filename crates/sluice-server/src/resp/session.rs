@@ -1,7 +1,7 @@
 //! What one RESP connection remembers between its commands.
 
-use crate::resp::cell::LimitCache;
 use crate::resp::reply::Protocol;
+use crate::resp::throttle::Plan;
 use crate::runtime::handoff::Client;
 use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,8 +24,9 @@ pub(crate) struct Session {
     pub(crate) authenticated: bool,
     /// `QUIT` was sent: the connection closes once the reply is written.
     pub(crate) quitting: bool,
-    /// The last `CL.THROTTLE` limit built, reused while the parameters stay the same.
-    pub(crate) limits: LimitCache,
+    /// The last `CL.THROTTLE` plan built, by its `max_burst`, `count` and `period`: clients
+    /// call with the same parameters again and again, and a limit's identity is a hash.
+    pub(crate) limits: Option<((i64, i64, i64), Plan)>,
 }
 
 impl Session {
@@ -38,7 +39,7 @@ impl Session {
             name: None,
             authenticated: false,
             quitting: false,
-            limits: LimitCache::default(),
+            limits: None,
         }
     }
 }

@@ -14,8 +14,10 @@
 //! - `retry_after` is −1 unless limited by a quantity that could ever pass; `retry_after`
 //!   and `reset_after` are whole seconds, plus one when a millisecond or more remains.
 //!
-//! Sluice keeps time in microseconds: `T` is rounded to the nearest microsecond for the
-//! decision, and must be at least 1 µs. Where redis-cell's arithmetic goes where Sluice's
+//! Sluice keeps time in microseconds: the decision's interval is `T` truncated to whole
+//! microseconds (as redis-cell's `remaining` reads it), and must be at least 1 µs. When `T`
+//! is not a whole number of microseconds, the state runs ahead of redis-cell's by less than
+//! 1 µs per request admitted while the key stays busy (docs/resp.md). Where redis-cell's arithmetic goes where Sluice's
 //! cannot (negative rates or quantities, sub-microsecond intervals, periods past 2^53 µs)
 //! the command answers an error instead; docs/resp.md lists each case.
 
@@ -121,7 +123,8 @@ impl Throttle {
             return Err(Reply::error("CL.THROTTLE: period / count is under 1 µs, Sluice's resolution"));
         }
         let Ok(burst) = u64::try_from(self.max_burst) else { return Ok(Plan::Stateless) };
-        let micros = u64::try_from(rate.interval.saturating_add(500) / 1_000).unwrap_or(u64::MAX);
+        // Truncated, as redis-cell's `remaining` reads the interval (`whole_microseconds`).
+        let micros = u64::try_from(rate.interval / 1_000).unwrap_or(u64::MAX);
         let bucket = LeakyBucket::new(Duration::from_micros(micros), burst, LeakMode::NoDelay)
             .map_err(|_| Reply::error("CL.THROTTLE: (max_burst + 1) × period / count must be below 2^53 µs"))?;
         Ok(Plan::Store(Limit::new(LIMIT_NAME, bucket)))

@@ -211,3 +211,22 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Any interval, whole microseconds or not: a burst at one instant, and what a quantity
+    /// of 0 reads after it, answer as redis-cell (the interval's truncation to whole
+    /// microseconds drifts only across refills).
+    #[test]
+    fn a_burst_answers_as_redis_cell_for_any_interval(burst in 0_i64..30, count in 1_i64..1_000, period in 1_i64..100, quantities in proptest::collection::vec(0_i64..4, 1..40)) {
+        let (mut cell, sluice) = (RedisCell::default(), Sluice::default());
+        let now = Timestamp::from_micros(START);
+        for quantity in quantities {
+            let args = ["k".to_owned(), burst.to_string(), count.to_string(), period.to_string(), quantity.to_string()];
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            let expected = cell.throttle(&args, i64::try_from(START * 1000).unwrap());
+            prop_assert_eq!(sluice.throttle(&args, now), expected, "CL.THROTTLE {}", args.join(" "));
+        }
+    }
+}
