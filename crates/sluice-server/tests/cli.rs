@@ -225,3 +225,27 @@ fn every_subcommand_exits_quietly_into_a_closed_pipe() {
         assert!(output.status.success() && stderr.is_empty(), "{args:?}: {:?}, stderr: {stderr}", output.status);
     }
 }
+
+/// The RESP front is off by default; `SLUICE_RESP` or `server.resp` turns it on, and a bad
+/// address is named where it was given.
+#[test]
+fn the_resp_port_opens_from_the_variable_or_the_file_and_a_bad_address_is_named() {
+    let config = "policies:\n  p: {algorithm: fixed_window, limit: 1, window: 1h}\n";
+    let dir = fresh_dir("resp-setting");
+    std::fs::write(dir.join("config.yaml"), config).unwrap();
+    let off = with_env(&dir, &[], &["--snapshot", "off"]);
+    assert!(off.resp.is_none() && !off.start_up_lines().contains("RESP"), "{}", off.start_up_lines());
+    drop(off);
+    let on = with_env(&dir, &[("SLUICE_RESP", "127.0.0.1:0")], &["--snapshot", "off"]);
+    let mut stream = std::net::TcpStream::connect(on.resp.expect("RESP listening")).unwrap();
+    std::io::Write::write_all(&mut stream, b"PING\r\n").unwrap();
+    let mut pong = [0; 7];
+    std::io::Read::read_exact(&mut stream, &mut pong).unwrap();
+    assert_eq!(&pong, b"+PONG\r\n");
+    drop(on);
+    std::fs::write(dir.join("config.yaml"), format!("server: {{resp: '127.0.0.1:0'}}\n{config}")).unwrap();
+    assert!(with_env(&dir, &[], &["--snapshot", "off"]).resp.is_some(), "server.resp opens it");
+    let (code, err) = serve_refused(&["--resp", "nowhere"]);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("--resp: `nowhere` is not an address"), "{err}");
+}

@@ -22,11 +22,7 @@ pub(crate) async fn serve(mut queue: Queue, api: MakeApi, timeouts: Timeouts, bo
     let builder = builder(bounds);
     let connections = GracefulShutdown::new();
     loop {
-        let next = tokio::select! {
-            () = shutdown.clone().wait() => break,
-            next = queue.next() => next,
-        };
-        let Some(Connection { stream, peer, slot }) = next else { break };
+        let Some(Connection { stream, peer, slot }) = queue.next_before(shutdown.clone().wait()).await else { break };
         let activity = Arc::clone(slot.activity());
         let api = api.for_client(Client(peer), Arc::clone(&activity));
         let stream = Watched::new(stream, Arc::clone(&activity));

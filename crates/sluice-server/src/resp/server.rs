@@ -18,11 +18,7 @@ pub(crate) async fn serve(mut queue: Queue, front: Arc<Front>, timeouts: Timeout
     let timeouts = Timeouts { head: timeouts.idle, ..timeouts };
     let mut watchdogs = JoinSet::new();
     loop {
-        let next = tokio::select! {
-            () = shutdown.clone().wait() => break,
-            next = queue.next() => next,
-        };
-        let Some(Connection { stream, peer, slot }) = next else { break };
+        let Some(Connection { stream, peer, slot }) = queue.next_before(shutdown.clone().wait()).await else { break };
         let activity = Arc::clone(slot.activity());
         let served =
             connection::serve(Arc::clone(&front), stream, Client(peer), Arc::clone(&activity), shutdown.clone());

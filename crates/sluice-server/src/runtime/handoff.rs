@@ -141,6 +141,14 @@ impl Queue {
         }
         None
     }
+
+    /// [`next`](Self::next), or `None` once `stop` has completed (shutdown has begun).
+    pub(crate) async fn next_before(&mut self, stop: impl Future<Output = ()>) -> Option<Connection> {
+        tokio::select! {
+            () = stop => None,
+            next = self.next() => next,
+        }
+    }
 }
 
 /// The address of the client of an HTTP connection (axum's `ConnectInfo`).
