@@ -1,7 +1,7 @@
 //! The Redis-protocol front of the real `sluice serve --resp`, on free loopback ports: the
 //! wire byte for byte, RESP3, malformed frames, the admin token, idle and shutdown closes,
-//! metrics, and the clients people use: the `redis` crate, `redis-cli` and redis-py, each
-//! pipelining 1 000 calls.
+//! metrics, the clients people use (the `redis` crate, `redis-cli` and redis-py, each
+//! pipelining 1 000 calls), and the shared stores behind it (a Cluster, leases on Redis).
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 mod support;
@@ -305,4 +305,45 @@ print("ok")
     let out = Command::new(redis_py()).args(["-c", script, &port]).output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success() && said.trim() == "ok", "{said}");
+}
+
+#[test]
+fn a_cluster_backed_front_serves_keys_on_every_master() {
+    let cluster = sluice_test_support::redis::RedisCluster::start();
+    let nodes: Vec<String> = cluster.ports().iter().map(|port| format!("127.0.0.1:{port}")).collect();
+    let store = format!("redis+cluster://{}", nodes.join(","));
+    let server = start(&["--store", &store, "--redis-timeout", "2s"]);
+    let client = redis::Client::open(format!("redis://{}", server.resp.unwrap())).unwrap();
+    let mut connection = client.get_connection().unwrap();
+    let mut pipe = redis::pipe();
+    for key in 0..300 {
+        // Each key twice: the second call is limited only if the first one's state was stored.
+        pipe.cmd("CL.THROTTLE").arg(format!("cluster-{key}")).arg(0).arg(1).arg(60);
+        pipe.cmd("CL.THROTTLE").arg(format!("cluster-{key}")).arg(0).arg(1).arg(60);
+    }
+    let replies: Vec<Vec<i64>> = pipe.query(&mut connection).unwrap();
+    for (index, pair) in replies.chunks(2).enumerate() {
+        assert_eq!((pair[0][0], pair[1][0]), (0, 1), "cluster-{index}: allowed, then limited: {pair:?}");
+    }
+    for node in cluster.nodes() {
+        let mut master = redis::Client::open(node.url()).unwrap().get_connection().unwrap();
+        let keys: i64 = redis::cmd("DBSIZE").query(&mut master).unwrap();
+        assert!(keys > 0, "the master on port {} holds none of the 300 keys", node.port());
+    }
+}
+
+#[test]
+fn with_leases_on_redis_a_burst_still_passes_whole_and_no_more() {
+    let store = sluice_test_support::redis::RedisServer::start();
+    let server = start(&["--store", &store.url(), "--lease-period", "100ms", "--redis-timeout", "2s"]);
+    let client = redis::Client::open(format!("redis://{}", server.resp.unwrap())).unwrap();
+    let mut connection = client.get_connection().unwrap();
+    let mut limited = Vec::new();
+    for _ in 0..12 {
+        let reply: Vec<i64> =
+            redis::cmd("CL.THROTTLE").arg("leased").arg(9).arg(1).arg(3600).query(&mut connection).unwrap();
+        assert_eq!(reply[1], 10, "{reply:?}");
+        limited.push(reply[0]);
+    }
+    assert_eq!(limited, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1], "a burst of 10 in an hour, then limited");
 }
