@@ -180,6 +180,13 @@ fn sluice_reset_takes_the_admin_token_as_the_auth_password() {
         b"-WRONGPASS invalid username-password pair or user is disabled.\r\n",
     );
     exchange(&mut stream, &command(&["AUTH", "default", "s3cret"]), b"+OK\r\n");
+    // HELLO takes the token too, as client libraries send it with `password=`.
+    let mut hello = connect(&server);
+    exchange(&mut hello, &command(&["HELLO", "3", "AUTH", "default", "nope"]), b"-WRONGPASS");
+    drain(&mut hello);
+    exchange(&mut hello, &command(&["HELLO", "2", "AUTH", "default", "s3cret", "SETNAME", "me"]), b"*16\r\n");
+    drain(&mut hello);
+    exchange(&mut hello, &command(&["CLIENT", "GETNAME"]), b"$2\r\nme\r\n");
     exchange(&mut stream, &command(&["SLUICE.RESET", "u", "two_per_hour"]), b"+OK\r\n");
     exchange(
         &mut stream,

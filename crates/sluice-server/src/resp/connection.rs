@@ -6,7 +6,7 @@
 
 use crate::engine::front::Front;
 use crate::resp::dispatch;
-use crate::resp::frame::{self, MAX_COMMAND};
+use crate::resp::frame;
 use crate::resp::reply::Reply;
 use crate::resp::session::Session;
 use crate::runtime::activity::Activity;
@@ -49,8 +49,8 @@ pub(crate) async fn serve(
         if matches!(batch, Ok(Batch::Close) | Err(())) {
             return;
         }
-        // Room for a whole command at most: `next_command` refuses anything larger.
-        buffer.reserve(4096.min(MAX_COMMAND));
+        // What is buffered stays under one command's bound: `next_command` refuses the rest.
+        buffer.reserve(4096);
         tokio::select! {
             read = stream.read_buf(&mut buffer) => match read {
                 Ok(0) | Err(_) => return,

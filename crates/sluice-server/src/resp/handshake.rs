@@ -36,35 +36,15 @@ pub(crate) fn run(front: &Front, session: &mut Session, name: &str, args: &[Byte
 
 /// `HELLO [protover [AUTH user password] [SETNAME name]]`.
 fn hello(front: &Front, session: &mut Session, args: &[Bytes]) -> Reply {
-    let mut protocol = session.protocol;
-    if let Some(version) = args.first() {
-        protocol = match std::str::from_utf8(version).ok().and_then(|text| text.parse::<i64>().ok()) {
-            Some(2) => Protocol::Resp2,
-            Some(3) => Protocol::Resp3,
-            Some(_) => return Reply::Error("NOPROTO unsupported protocol version".into()),
-            None => return Reply::error("Protocol version is not an integer or out of range"),
+    let protocol =
+        match args.first().map(|version| std::str::from_utf8(version).ok().and_then(|text| text.parse().ok())) {
+            None => session.protocol,
+            Some(Some(2)) => Protocol::Resp2,
+            Some(Some(3)) => Protocol::Resp3,
+            Some(Some(_)) => return Reply::Error("NOPROTO unsupported protocol version".into()),
+            Some(None) => return Reply::error("Protocol version is not an integer or out of range"),
         };
-    }
-    let mut rest = args.get(1..).unwrap_or_default();
-    let mut name = None;
-    while let Some(option) = rest.first() {
-        match (option.to_ascii_lowercase().as_slice(), rest) {
-            (b"auth", [_, user, password, more @ ..]) => {
-                if let reply @ Reply::Error(_) = auth(front, session, user, password) {
-                    return reply;
-                }
-                rest = more;
-            }
-            (b"setname", [_, given, more @ ..]) => {
-                name = Some(given.clone());
-                rest = more;
-            }
-            _ => return Reply::error(format!("Syntax error in HELLO option '{}'", String::from_utf8_lossy(option))),
-        }
-    }
-    if let Some(name) = name
-        && let reply @ Reply::Error(_) = set_name(session, name)
-    {
+    if let Err(reply) = hello_options(front, session, args.get(1..).unwrap_or_default()) {
         return reply;
     }
     session.protocol = protocol;
@@ -78,6 +58,27 @@ fn hello(front: &Front, session: &mut Session, args: &[Bytes]) -> Reply {
         ("modules", Reply::Array(Vec::new())),
         ("sluice_version", Reply::text(env!("CARGO_PKG_VERSION"))),
     ])
+}
+
+/// `HELLO`'s `AUTH user password` and `SETNAME name`, applied in order; the first error stops.
+fn hello_options(front: &Front, session: &mut Session, mut options: &[Bytes]) -> Result<(), Reply> {
+    while let Some(option) = options.first() {
+        let reply = match (option.to_ascii_lowercase().as_slice(), options) {
+            (b"auth", [_, user, password, more @ ..]) => {
+                options = more;
+                auth(front, session, user, password)
+            }
+            (b"setname", [_, name, more @ ..]) => {
+                options = more;
+                set_name(session, name.clone())
+            }
+            _ => Reply::error(format!("Syntax error in HELLO option '{}'", String::from_utf8_lossy(option))),
+        };
+        if let Reply::Error(_) = reply {
+            return Err(reply);
+        }
+    }
+    Ok(())
 }
 
 /// `AUTH [user] password`: the default user's password is the admin token.

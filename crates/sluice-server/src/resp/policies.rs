@@ -15,11 +15,13 @@ use sluice_core::Source;
 
 /// `SLUICE.CHECK policy[,policy…] key [cost]`; the cost is 1 when not given.
 pub(crate) async fn check(front: &Front, args: &[Bytes]) -> Reply {
-    let cost = match args.get(2).map(|cost| std::str::from_utf8(cost).ok().and_then(|text| text.parse::<u64>().ok())) {
-        None => 1,
-        Some(Some(cost)) if args.len() == 3 => cost,
-        Some(Some(_)) => return Reply::error("syntax error: SLUICE.CHECK policy[,policy…] key [cost]"),
-        Some(None) => return Reply::error("cost must be an integer from 0 to 2^64 − 1"),
+    let cost = match args {
+        [_, _] => 1,
+        [_, _, cost] => match std::str::from_utf8(cost).ok().and_then(|text| text.parse::<u64>().ok()) {
+            Some(cost) => cost,
+            None => return Reply::error("cost must be an integer from 0 to 2^64 − 1"),
+        },
+        _ => return Reply::error("syntax error: SLUICE.CHECK policy[,policy…] key [cost]"),
     };
     decide(front, &args[0], &args[1], cost).await
 }
