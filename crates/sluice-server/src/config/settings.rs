@@ -126,8 +126,8 @@ declare_settings! {
     workers: usize, from usize, env "SLUICE_WORKERS",
         default(workers::default_count(), "the cores this process may use"),
         parse |count| within(count, 1, workers::MAX_COUNT), #[arg(value_name = "COUNT")];
-    "Connections each listener (HTTP, gRPC) serves at once; a connection past it is closed \
-     as soon as it is accepted."
+    "Connections each listener (HTTP, gRPC, RESP) serves at once; a connection past it is \
+     closed as soon as it is accepted."
     max_connections: usize, from usize, env "SLUICE_MAX_CONNECTIONS", default(DEFAULT_MAX_CONNECTIONS, "4096"),
         parse |count| within(count, 1, 1_000_000), #[arg(value_name = "COUNT")];
     "The largest request head in bytes, at least 8192: an HTTP/1 head (431 past it) or an \
@@ -146,7 +146,7 @@ declare_settings! {
         parse |bytes| within(bytes, 1024, 64 * 1024 * 1024), #[arg(value_name = "BYTES")];
     "How long a connection may stay idle before it is closed: an HTTP connection with no \
      request in flight (keep-alive, or a head that never began), a gRPC connection with no \
-     stream open, such as `60s`."
+     stream open, a RESP connection with no command, such as `60s`."
     idle_timeout: Duration, from String, env "SLUICE_IDLE_TIMEOUT", default("60s"),
         parse |text: String| positive(&text), #[arg(value_name = "DURATION")];
     "Streams a gRPC connection may have open at once (its HTTP/2 SETTINGS say so); more \
