@@ -6,8 +6,8 @@
 use crate::engine::front::Front;
 use crate::resp::policies::request_error;
 use crate::resp::reply::Reply;
-use crate::resp::session::Session;
-use crate::resp::throttle::{Plan, Throttle};
+use crate::resp::session::{Planned, Session};
+use crate::resp::throttle::{Plan, Rate, Throttle};
 use bytes::Bytes;
 use sluice_core::Source;
 
@@ -21,16 +21,9 @@ pub(crate) async fn throttle(front: &Front, session: &mut Session, args: &[Bytes
         Ok(rate) => rate,
         Err(reply) => return reply,
     };
-    let parameters = (call.max_burst, call.count, call.period);
-    let plan = match &session.limits {
-        Some((cached, plan)) if *cached == parameters => plan.clone(),
-        _ => match call.plan(rate) {
-            Ok(plan) => {
-                session.limits = Some((parameters, plan.clone()));
-                plan
-            }
-            Err(reply) => return reply,
-        },
+    let Planned { plan, counters, .. } = match planned(front, session, &call, rate) {
+        Ok(planned) => planned,
+        Err(reply) => return reply,
     };
     let fields = match plan {
         Plan::Stateless => call.stateless_reply(rate),
@@ -43,7 +36,23 @@ pub(crate) async fn throttle(front: &Front, session: &mut Session, args: &[Bytes
         },
     };
     if call.quantity > 0 {
-        front.engine.metrics().throttle(parameters).count(fields[0] == 0, false);
+        counters.count(fields[0] == 0, false);
     }
     Reply::Array(fields.into_iter().map(Reply::Integer).collect())
+}
+
+/// The plan and counters of `call`'s parameters: the connection's last ones when they are
+/// the same (clients call with the same parameters again and again; a limit's identity is
+/// a hash, and the counters are shared by every connection), else new ones.
+fn planned(front: &Front, session: &mut Session, call: &Throttle, rate: Rate) -> Result<Planned, Reply> {
+    let parameters = (call.max_burst, call.count, call.period);
+    match &session.planned {
+        Some(planned) if planned.parameters == parameters => Ok(planned.clone()),
+        _ => {
+            let plan = call.plan(rate)?;
+            let planned = Planned { parameters, plan, counters: front.engine.metrics().throttle(parameters) };
+            session.planned = Some(planned.clone());
+            Ok(planned)
+        }
+    }
 }

@@ -1,5 +1,6 @@
 //! What one RESP connection remembers between its commands.
 
+use crate::metrics::PolicyCounters;
 use crate::resp::reply::Protocol;
 use crate::resp::throttle::Plan;
 use crate::runtime::handoff::Client;
@@ -24,9 +25,8 @@ pub(crate) struct Session {
     pub(crate) authenticated: bool,
     /// `QUIT` was sent: the connection closes once the reply is written.
     pub(crate) quitting: bool,
-    /// The last `CL.THROTTLE` plan built, by its `max_burst`, `count` and `period`: clients
-    /// call with the same parameters again and again, and a limit's identity is a hash.
-    pub(crate) limits: Option<((i64, i64, i64), Plan)>,
+    /// The last `CL.THROTTLE` parameters seen, with their plan and counters.
+    pub(crate) planned: Option<Planned>,
 }
 
 impl Session {
@@ -39,7 +39,18 @@ impl Session {
             name: None,
             authenticated: false,
             quitting: false,
-            limits: None,
+            planned: None,
         }
     }
+}
+
+/// How a connection decides `CL.THROTTLE` calls with one set of parameters.
+#[derive(Clone, Debug)]
+pub(crate) struct Planned {
+    /// `max_burst`, `count`, `period`.
+    pub(crate) parameters: (i64, i64, i64),
+    /// The limit built from them (or none).
+    pub(crate) plan: Plan,
+    /// Their counters in `sluice_checks_total`.
+    pub(crate) counters: PolicyCounters,
 }
