@@ -354,3 +354,14 @@ fn with_leases_on_redis_a_burst_still_passes_whole_and_no_more() {
     }
     assert_eq!(limited, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1], "a burst of 10 in an hour, then limited");
 }
+
+#[test]
+fn the_connection_cap_holds_on_the_resp_port_an_idle_connection_making_room() {
+    let server = start(&["--max-connections", "1"]);
+    let mut first = connect(&server);
+    exchange(&mut first, &command(&["PING"]), b"+PONG\r\n");
+    let mut second = connect(&server);
+    exchange(&mut second, &command(&["PING"]), b"+PONG\r\n");
+    assert!(closed(&mut first), "the idle connection was closed to make room");
+    exchange(&mut second, &command(&["PING"]), b"+PONG\r\n");
+}
