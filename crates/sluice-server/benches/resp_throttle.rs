@@ -1,0 +1,159 @@
+//! `CL.THROTTLE` calls per second through `sluice serve --resp`, against redis-cell on
+//! redis-server, as one client sees them over loopback, three peers started side by side in
+//! the same run:
+//!
+//! - `sluice`: the embedded store;
+//! - `sluice+redis`: a Redis store (a redis-server of its own), with quota leases of
+//!   `SLUICE_BENCH_LEASE_PERIOD` (default `100ms`; `0` for none);
+//! - `redis-cell`: the module (scripts/redis-cell.sh, or `SLUICE_REDIS_CELL`) in a
+//!   redis-server of its own.
+//!
+//! Each round sends, to each peer in turn (the order rotating every round, so that a burst
+//! of load from another process hits all of them alike), sequential calls (one round trip
+//! each: calls per second, p50 and p99) and pipelined batches of 100 calls (calls per
+//! second). Keys rotate over 1 000, at a rate none reaches (`max_burst` 1 000 000, 1 000 000
+//! per second), so every call stores a state. The same harness as `envoy_latency` (not
+//! criterion): peers that are servers are compared round by round, in ratios.
+//!
+//! `cargo bench -p sluice-server --bench resp_throttle`. Environment: `SLUICE_BENCH_ROUNDS`
+//! (default 5), `SLUICE_BENCH_ROUND_CALLS` (default 4 000 sequential and as many pipelined),
+//! `SLUICE_BENCH_LEASE_PERIOD`.
+#![allow(clippy::unwrap_used)] // a bench that cannot set up should stop loudly
+
+#[path = "../tests/support/server.rs"]
+mod server;
+
+use redis::Connection;
+use server::Server;
+use sluice_test_support::redis::RedisServer;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+const CONFIG: &str = "policies:\n  unused: {algorithm: fixed_window, limit: 1, window: 1s}\n";
+const NAMES: [&str; 3] = ["sluice", "sluice+redis", "redis-cell"];
+const BATCH: usize = 100;
+
+/// One round of one peer.
+#[derive(Clone, Copy, Default)]
+struct Round {
+    sequential_per_second: f64,
+    p50_us: f64,
+    p99_us: f64,
+    pipelined_per_second: f64,
+}
+
+fn env_number(name: &str, default: usize) -> usize {
+    std::env::var(name).ok().and_then(|value| value.parse().ok()).unwrap_or(default)
+}
+
+fn redis_cell() -> PathBuf {
+    let default = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/redis-cell/build/release/libredis_cell.so");
+    let path = std::env::var_os("SLUICE_REDIS_CELL").map_or_else(|| PathBuf::from(default), PathBuf::from);
+    assert!(path.exists(), "{} is missing: scripts/redis-cell.sh builds it", path.display());
+    path
+}
+
+fn connect(url: &str) -> Connection {
+    redis::Client::open(url).unwrap().get_connection().unwrap()
+}
+
+fn call(key: usize) -> redis::Cmd {
+    let mut command = redis::cmd("CL.THROTTLE");
+    command.arg(format!("bench-{}", key % 1000)).arg(1_000_000).arg(1_000_000).arg(1);
+    command
+}
+
+/// One round on `connection`: `calls` sequential calls, then as many in batches of [`BATCH`].
+fn round(connection: &mut Connection, calls: usize) -> Round {
+    let mut latencies = Vec::with_capacity(calls);
+    let started = Instant::now();
+    for key in 0..calls {
+        let sent = Instant::now();
+        let reply: Vec<i64> = call(key).query(connection).unwrap();
+        latencies.push(sent.elapsed());
+        assert_eq!(reply[0], 0, "a call was limited: {reply:?}");
+    }
+    let sequential = started.elapsed();
+    latencies.sort_unstable();
+    let started = Instant::now();
+    for batch in 0..calls / BATCH {
+        let mut pipe = redis::pipe();
+        for key in 0..BATCH {
+            pipe.add_command(call(batch * BATCH + key));
+        }
+        let replies: Vec<Vec<i64>> = pipe.query(connection).unwrap();
+        assert!(replies.iter().all(|reply| reply[0] == 0), "a pipelined call was limited");
+    }
+    let pipelined = started.elapsed();
+    let micros = |at: f64| latencies[((latencies.len() - 1) as f64 * at) as usize].as_secs_f64() * 1e6;
+    Round {
+        sequential_per_second: calls as f64 / sequential.as_secs_f64(),
+        p50_us: micros(0.5),
+        p99_us: micros(0.99),
+        pipelined_per_second: (calls / BATCH * BATCH) as f64 / pipelined.as_secs_f64(),
+    }
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; `cargo test --benches` passes nothing of the kind and
+    // only checks that this builds.
+    if !std::env::args().any(|arg| arg == "--bench") {
+        return;
+    }
+    let (rounds, calls) = (env_number("SLUICE_BENCH_ROUNDS", 5), env_number("SLUICE_BENCH_ROUND_CALLS", 4_000));
+    let cell = RedisServer::start_with_module(&redis_cell());
+    let store = RedisServer::start();
+    let embedded = Server::start(CONFIG, &["--resp", "127.0.0.1:0", "--snapshot", "off"]);
+    let lease_period = std::env::var("SLUICE_BENCH_LEASE_PERIOD").unwrap_or_else(|_| "100ms".into());
+    let leased = Server::start(
+        CONFIG,
+        &["--resp", "127.0.0.1:0", "--snapshot", "off", "--store", &store.url(), "--lease-period", &lease_period],
+    );
+    let mut connections = [
+        connect(&format!("redis://{}", embedded.resp.unwrap())),
+        connect(&format!("redis://{}", leased.resp.unwrap())),
+        connect(&cell.url()),
+    ];
+    // Warm up: every key's state exists before the first round.
+    for connection in &mut connections {
+        round(connection, 1000);
+    }
+    let mut results: [Vec<Round>; 3] = Default::default();
+    for index in 0..rounds {
+        for offset in 0..NAMES.len() {
+            let peer = (index + offset) % NAMES.len();
+            results[peer].push(round(&mut connections[peer], calls));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    report(&results);
+}
+
+fn report(results: &[Vec<Round>; 3]) {
+    println!("peer           sequential/s   p50 µs   p99 µs   pipelined/s   (medians of {} rounds)", results[0].len());
+    for (name, rounds) in NAMES.iter().zip(results) {
+        let of = |field: fn(&Round) -> f64| median(rounds.iter().map(field).collect());
+        println!(
+            "{name:<14} {:>12.0} {:>8.1} {:>8.1} {:>13.0}",
+            of(|r| r.sequential_per_second),
+            of(|r| r.p50_us),
+            of(|r| r.p99_us),
+            of(|r| r.pipelined_per_second)
+        );
+    }
+    for (peer, name) in NAMES.iter().enumerate().take(2) {
+        let ratio = |field: fn(&Round) -> f64| {
+            median(results[peer].iter().zip(&results[2]).map(|(ours, cell)| field(ours) / field(cell)).collect())
+        };
+        println!(
+            "{name} / redis-cell, paired by round: sequential {:.2}×, pipelined {:.2}×",
+            ratio(|r| r.sequential_per_second),
+            ratio(|r| r.pipelined_per_second)
+        );
+    }
+}
