@@ -365,3 +365,24 @@ fn the_connection_cap_holds_on_the_resp_port_an_idle_connection_making_room() {
     assert!(closed(&mut first), "the idle connection was closed to make room");
     exchange(&mut second, &command(&["PING"]), b"+PONG\r\n");
 }
+
+/// A pipeline's calls on distinct keys wait for Redis together; each key's calls are still
+/// decided in the order they came.
+#[test]
+fn a_pipeline_on_redis_decides_each_key_s_calls_in_order() {
+    let store = sluice_test_support::redis::RedisServer::start();
+    let server = start(&["--store", &store.url(), "--redis-timeout", "2s"]);
+    let mut connection =
+        redis::Client::open(format!("redis://{}", server.resp.unwrap())).unwrap().get_connection().unwrap();
+    let keys = ["a", "b", "a", "c", "a", "b", "a", "d", "c", "b", "b", "c", "d", "c", "d", "d"];
+    let mut pipe = redis::pipe();
+    for key in keys {
+        pipe.cmd("CL.THROTTLE").arg(format!("ordered-{key}")).arg(2).arg(1).arg(3600);
+    }
+    let replies: Vec<Vec<i64>> = pipe.query(&mut connection).unwrap();
+    for key in ["a", "b", "c", "d"] {
+        let seen: Vec<(i64, i64)> =
+            keys.iter().zip(&replies).filter(|(k, _)| **k == key).map(|(_, reply)| (reply[0], reply[2])).collect();
+        assert_eq!(seen, [(0, 2), (0, 1), (0, 0), (1, 0)], "{key}: [limited, remaining] in order");
+    }
+}
