@@ -247,6 +247,9 @@ fn the_redis_crate_pipelines_a_thousand_calls_over_resp3() {
     assert!(replies.iter().all(|reply| reply[0] == 0), "1 000 fit the burst of 1 000");
     let check: redis::Value = redis::cmd("SLUICE.CHECK").arg("ten_per_hour").arg("rs").query(&mut connection).unwrap();
     assert!(matches!(check, redis::Value::Map(_)), "RESP3: a map, {check:?}");
+    let info: String = redis::cmd("INFO").query(&mut connection).unwrap();
+    let port = server.resp.unwrap().port();
+    assert!(info.starts_with("# Server\r\n") && info.contains(&format!("tcp_port:{port}\r\n")), "{info}");
 }
 
 /// `redis-cli`, which `scripts/test.sh` installs with redis-server.

@@ -43,7 +43,7 @@ pub(crate) async fn serve(
     activity: Arc<Activity>,
     shutdown: Shutdown,
 ) {
-    let mut session = Session::new(peer);
+    let mut session = Session::new(peer, stream.local_addr().map_or(0, |address| address.port()));
     let mut buffer = BytesMut::with_capacity(4096);
     let mut out = Vec::with_capacity(4096);
     loop {

@@ -57,7 +57,6 @@ fn docs_of(spec: &'static Spec) -> (&'static str, Reply) {
 /// `INFO [section…]`: the server section, whatever is asked.
 pub(crate) fn info(front: &Front, session: &Session) -> Reply {
     let settings = &front.service.settings;
-    let port = settings.resp.map_or(0, |address| address.port());
     let text = format!(
         "# Server\r\nredis_version:{REDIS_VERSION}\r\nsluice_version:{}\r\nredis_mode:standalone\r\n\
          process_id:{}\r\ntcp_port:{port}\r\nstore:{}\r\nconnection_protocol:{}\r\n",
@@ -65,6 +64,7 @@ pub(crate) fn info(front: &Front, session: &Session) -> Reply {
         std::process::id(),
         settings.store,
         session.protocol.version(),
+        port = session.port,
     );
     Reply::text(text)
 }

@@ -19,6 +19,8 @@ pub(crate) struct Session {
     pub(crate) id: u64,
     /// Its client's address.
     pub(crate) peer: Client,
+    /// The port it was accepted on (`INFO`'s `tcp_port`).
+    pub(crate) port: u16,
     /// The name `CLIENT SETNAME` (or `HELLO … SETNAME`) gave it.
     pub(crate) name: Option<Bytes>,
     /// Whether it presented the admin token (`AUTH`, `HELLO … AUTH`).
@@ -30,12 +32,13 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// A new connection from `peer`: RESP2, no name, not authenticated.
-    pub(crate) fn new(peer: Client) -> Session {
+    /// A new connection from `peer` on `port`: RESP2, no name, not authenticated.
+    pub(crate) fn new(peer: Client, port: u16) -> Session {
         Session {
             protocol: Protocol::default(),
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             peer,
+            port,
             name: None,
             authenticated: false,
             quitting: false,
