@@ -20,6 +20,9 @@
 //! states differ. Sluice's interval is `period / count` truncated to whole microseconds
 //! (docs/resp.md): its drift, under 1 µs per request, stays well inside that margin here.
 //! Every other disagreement fails the test, and so would more than 2 % of boundary ones.
+//!
+//! Pipelines are compared apart, on intervals of 20 minutes and more, where no boundary lies
+//! within the milliseconds a pipeline takes: there every reply must be equal.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 mod support;
@@ -197,4 +200,47 @@ fn cl_throttle_on_redis_answers_as_redis_cell() {
     let mut sluice =
         redis::Client::open(format!("redis://{}", server.resp.unwrap())).unwrap().get_connection().unwrap();
     assert_agrees(&compare(&mut sluice, seed() + 1, 400), "Redis store");
+}
+
+/// Pipelines of calls on fresh keys with intervals of 20 minutes or more: no boundary lies
+/// within the few milliseconds a pipeline takes, so every reply must be equal, field for
+/// field, however the calls of a pipeline are run together.
+fn compare_pipelines(sluice: &mut Connection, seed: u64) {
+    let cell_server = RedisServer::start_with_module(&redis_cell());
+    let mut cell = redis::Client::open(cell_server.url()).unwrap().get_connection().unwrap();
+    let mut corpus = Corpus(seed);
+    let parameters: Vec<[i64; 3]> =
+        (0..10).map(|_| [corpus.below(6) as i64, 1 + corpus.below(3) as i64, 3600]).collect();
+    for batch in 0..6 {
+        let mut pipe = redis::pipe();
+        let mut calls = Vec::new();
+        for _ in 0..50 {
+            let key = corpus.below(10) as usize;
+            let [burst, count, period] = parameters[key];
+            let quantity = corpus.below(4) as i64;
+            pipe.cmd("CL.THROTTLE").arg(format!("pipe-{seed}-{key}")).arg(burst).arg(count).arg(period).arg(quantity);
+            calls.push(format!("pipe-{seed}-{key} {burst} {count} {period} {quantity}"));
+        }
+        let expected: Vec<Vec<i64>> = pipe.query(&mut cell).unwrap();
+        let got: Vec<Vec<i64>> = pipe.query(sluice).unwrap();
+        for ((call, expected), got) in calls.iter().zip(&expected).zip(&got) {
+            assert_eq!(got, expected, "batch {batch}: CL.THROTTLE {call}");
+        }
+    }
+}
+
+#[test]
+fn pipelines_answer_as_redis_cell_on_the_embedded_store_and_on_redis() {
+    let embedded = Server::start(CONFIG, &["--resp", "127.0.0.1:0", "--snapshot", "off"]);
+    let mut sluice =
+        redis::Client::open(format!("redis://{}", embedded.resp.unwrap())).unwrap().get_connection().unwrap();
+    compare_pipelines(&mut sluice, seed() + 2);
+    let store = RedisServer::start();
+    let on_redis = Server::start(
+        CONFIG,
+        &["--resp", "127.0.0.1:0", "--snapshot", "off", "--store", &store.url(), "--redis-timeout", "2s"],
+    );
+    let mut sluice =
+        redis::Client::open(format!("redis://{}", on_redis.resp.unwrap())).unwrap().get_connection().unwrap();
+    compare_pipelines(&mut sluice, seed() + 3);
 }
