@@ -78,6 +78,18 @@ if [ -z "$SLUICE_ENVOY" ]; then
 fi
 export SLUICE_ENVOY
 
+# scripts/redis-cell.sh (below) patches the peer's source with `patch`.
+if ! need patch; then
+  if [ "$(id -u)" -eq 0 ] && need apt-get; then
+    echo "scripts/test.sh: installing patch with apt-get" >&2
+    apt-get update
+    DEBIAN_FRONTEND=noninteractive apt-get install -y patch
+  else
+    echo "scripts/test.sh: patch is missing; install it (on Debian: sudo apt-get install patch)" >&2
+    exit 1
+  fi
+fi
+
 # The Redis-protocol front's tests (crates/sluice-server/tests/resp*.rs) connect with redis-py,
 # from a venv under target/ (reused when it already holds this version), and compare
 # CL.THROTTLE with redis-cell, built from its crates.io source by scripts/redis-cell.sh.
