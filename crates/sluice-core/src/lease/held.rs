@@ -7,7 +7,9 @@ use super::terms;
 use crate::algorithm::LeaseTerms;
 use crate::store::{LeaseAnswer, Receipt, Source, Verdict};
 use crate::{Decision, Limit, Timestamp};
+use event_listener::{Event, EventListener};
 use smallvec::SmallVec;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// Leased units of one key and set of limits, with what this process knows of them.
@@ -21,9 +23,26 @@ pub(crate) struct Held {
     last_word: Option<(LastWord, Timestamp)>,
     /// This process's own recent demand for the key.
     demand: Demand,
-    /// When this process last asked the store for a lease of the key, while no answer has
-    /// come: meanwhile (a period at most, in case none comes) other misses ask for none.
-    asking_since: Option<Timestamp>,
+    /// The lease request in flight for the key, while no answer has come: meanwhile (a
+    /// period at most) other misses wait for it rather than ask for a lease of their own.
+    asking: Option<Asking>,
+}
+
+/// A lease request sent and not yet answered.
+#[derive(Clone, Debug)]
+struct Asking {
+    since: Timestamp,
+    /// Notified when the answer is taken in, or the request failed or was dropped.
+    answered: Arc<Event>,
+}
+
+/// What a check that held units did not cover does.
+#[derive(Debug)]
+pub(crate) enum Miss {
+    /// Asks the store, for this many units beyond its cost.
+    Ask(u64),
+    /// Waits for the lease request in flight, then tries the held units again.
+    Wait(EventListener),
 }
 
 /// Units a lease's answer changed: newly held, and given up to keep a key's parcels few
@@ -76,13 +95,7 @@ struct Quote {
 impl Held {
     /// Nothing held yet; demand counted from `now`.
     pub(crate) fn new(now: Timestamp) -> Self {
-        Held {
-            parcels: Parcels::default(),
-            quote: None,
-            last_word: None,
-            demand: Demand::starting(now),
-            asking_since: None,
-        }
+        Held { parcels: Parcels::default(), quote: None, last_word: None, demand: Demand::starting(now), asking: None }
     }
 
     /// Spends `cost` held units at `now` when they cover it (counting the demand): the
@@ -98,14 +111,16 @@ impl Held {
         Some(Verdict::new(decision, quote.limit, Source::Lease))
     }
 
-    /// Counts a request of `cost` at `now` that held units did not cover, and returns
-    /// the units to ask the store for beyond it: none while an earlier lease request is
-    /// unanswered (concurrent misses would each lease a period's demand: one lease in flight
-    /// per key keeps what a process holds to what one lease gives).
-    pub(crate) fn wanted(&mut self, now: Timestamp, cost: u64, period: Duration) -> u64 {
+    /// Counts a request of `cost` at `now` that held units did not cover, and says what it
+    /// does: waits for the lease request in flight for the key, if any (concurrent misses
+    /// would each lease a period's demand: one request at a time keeps what a process holds
+    /// to what one lease gives, and saves their store calls), or asks the store for the
+    /// units to lease beyond its cost. A miss that `waited` already asks, for no more units
+    /// while a request is in flight.
+    pub(crate) fn wanted(&mut self, now: Timestamp, cost: u64, period: Duration, waited: bool) -> Miss {
         self.demand.observe(now, cost, period);
-        if self.asking_since.is_some_and(|since| now.saturating_since(since) < period) {
-            return 0;
+        if let Some(asking) = self.asking.as_ref().filter(|asking| now.saturating_since(asking.since) < period) {
+            return if waited { Miss::Ask(0) } else { Miss::Wait(asking.answered.listen()) };
         }
         let last = self.last_word.map(|(word, at)| match word.ages {
             true => LastWord { spendable_for: word.spendable_for.saturating_sub(now.saturating_since(at)), ..word },
@@ -113,9 +128,17 @@ impl Held {
         });
         let extra = extra_units(&self.demand, cost, last, period);
         if extra > 0 {
-            self.asking_since = Some(now);
+            self.answered();
+            self.asking = Some(Asking { since: now, answered: Arc::new(Event::new()) });
         }
-        extra
+        Miss::Ask(extra)
+    }
+
+    /// Ends the lease request in flight (answered, failed or dropped): its waiters try again.
+    pub(crate) fn answered(&mut self) {
+        if let Some(asking) = self.asking.take() {
+            asking.answered.notify(usize::MAX);
+        }
     }
 
     /// Gives up held units that can no longer be spent at `now`; returns how many.
@@ -145,7 +168,7 @@ impl Held {
     pub(crate) fn settle(&mut self, limits: &[Limit], asked: Asked, answer: &LeaseAnswer) -> (Verdict, Settled) {
         let Asked { now, received, extra, period } = asked;
         if extra > 0 {
-            self.asking_since = None;
+            self.answered();
         }
         let verdict = answer.verdict;
         let last = last_word(&limits[verdict.limit], &verdict.decision, period);
@@ -217,17 +240,25 @@ mod tests {
         (held, answer)
     }
 
+    fn asks(miss: &Miss) -> u64 {
+        match miss {
+            Miss::Ask(extra) => *extra,
+            Miss::Wait(_) => panic!("waits"),
+        }
+    }
+
     #[test]
     fn one_lease_request_at_a_time_per_key() {
         let window = FixedWindow::new(1_000_000, Duration::from_secs(60), crate::Alignment::Anchored, Duration::ZERO);
         let limits = [Limit::new("w", window.unwrap())];
         let (mut held, answer) = busy(&limits);
-        let first = held.wanted(at(60), 1, PERIOD);
+        let first = asks(&held.wanted(at(60), 1, PERIOD, false));
         assert!(first > 0, "a lease is asked for");
-        assert_eq!(held.wanted(at(61), 1, PERIOD), 0, "none while the first is unanswered");
+        assert!(matches!(held.wanted(at(61), 1, PERIOD, false), Miss::Wait(_)), "a miss waits for it");
+        assert_eq!(asks(&held.wanted(at(61), 1, PERIOD, true)), 0, "and after waiting asks for none");
         let asked = Asked { now: at(60), received: at(62), extra: first, period: PERIOD };
         held.settle(&limits, asked, &answer);
-        assert!(held.wanted(at(63), 1, PERIOD) > 0, "answered: the next miss may ask");
-        assert!(held.wanted(at(163), 1, PERIOD) > 0, "unanswered for a period: asked again");
+        assert!(asks(&held.wanted(at(63), 1, PERIOD, false)) > 0, "answered: the next miss may ask");
+        assert!(asks(&held.wanted(at(163), 1, PERIOD, false)) > 0, "unanswered for a period: asked again");
     }
 }

@@ -161,28 +161,45 @@ impl<S: Store> LeasedStore<S> {
         }
     }
 
-    /// The leased decision, when held units cover `check`; otherwise the check to send to
-    /// the store, asking for a lease when `check.lease > 0`, with `None` when these limits
-    /// get no lease at all.
-    fn spend<'a>(&self, check: Check<'a>) -> Result<Verdict, Option<Check<'a>>> {
-        if !self.leases(check) {
-            return Err(None);
-        }
-        match self.ledger.spend(check) {
+    /// What `spent` (the ledger's answer for `check`) means: the leased decision, or the
+    /// check to send to the store, asking for a lease when `check.lease > 0`.
+    fn leased<'a>(&self, check: Check<'a>, spent: Spend) -> Result<Verdict, Miss<'a>> {
+        match spent {
             Spend::Covered(verdict) => {
                 self.ledger.counters().leased_check(check.cost);
                 Ok(verdict)
             }
-            Spend::Ask { extra } => Err(Some(check.lease(extra, self.period()))),
+            Spend::Ask { extra } => Err(Miss::Ask(check.lease(extra, self.period()))),
+            Spend::Wait(listener) => Err(Miss::Wait(listener)),
         }
     }
 
+    /// Decides `check` from held units, or through the store: after waiting for the lease
+    /// request in flight for its key, when there is one.
+    async fn decide(&self, check: Check<'_>, missed: Miss<'_>) -> Result<Verdict, StoreError> {
+        let asked = match missed {
+            Miss::Ask(asked) => asked,
+            Miss::Wait(listener) => {
+                listener.await;
+                match self.leased(check, self.ledger.spend_after_waiting(check)) {
+                    Ok(verdict) => return Ok(verdict),
+                    Err(Miss::Ask(asked)) => asked,
+                    Err(Miss::Wait(_)) => check,
+                }
+            }
+        };
+        self.lease(asked).await
+    }
+
     /// Asks the store for the lease `check` carries, and takes the answer in (even when no
-    /// unit was asked for: it says what remains).
+    /// unit was asked for: it says what remains). A lease request that fails, or whose
+    /// future is dropped, ends so (the checks waiting for it try again).
     async fn lease(&self, check: Check<'_>) -> Result<Verdict, StoreError> {
+        let mut unanswered = Unanswered { ledger: &self.ledger, check: (check.lease > 0).then_some(check) };
         let answer = self.inner.check_and_lease(check).await;
         self.ledger.counters().asked_store(answer.as_ref().ok().map(|answer| answer.verdict.source));
         let answer: LeaseAnswer = answer?;
+        unanswered.check = None;
         Ok(self.ledger.settle(check, &answer, self.answers.received(check.now)))
     }
 
@@ -196,12 +213,12 @@ impl<S: Store> LeasedStore<S> {
 
 impl<S: Store> Store for LeasedStore<S> {
     fn check(&self, check: Check<'_>) -> impl Future<Output = Result<Verdict, StoreError>> + Send {
-        let spent = self.spend(check);
+        let spent = self.leases(check).then(|| self.leased(check, self.ledger.spend(check)));
         async move {
             match spent {
-                Ok(verdict) => Ok(verdict),
-                Err(Some(asked)) => self.lease(asked).await,
-                Err(None) => self.unleased(check).await,
+                Some(Ok(verdict)) => Ok(verdict),
+                Some(Err(missed)) => self.decide(check, missed).await,
+                None => self.unleased(check).await,
             }
         }
     }
@@ -218,5 +235,28 @@ impl<S: Store> Store for LeasedStore<S> {
         let verdict = self.ledger.spend_if_covered(check)?;
         self.ledger.counters().leased_check(check.cost);
         Some(Ok(verdict))
+    }
+}
+
+/// What a check that held units did not cover does.
+enum Miss<'a> {
+    /// Sends this check (asking for the lease it carries) to the store.
+    Ask(Check<'a>),
+    /// Waits for the lease request in flight for its key first.
+    Wait(event_listener::EventListener),
+}
+
+/// A lease request not answered yet: dropped so (failed, or its future dropped), it ends the
+/// request in the ledger, so that the checks waiting for it do not wait for ever.
+struct Unanswered<'a, 'c> {
+    ledger: &'a Ledger,
+    check: Option<Check<'c>>,
+}
+
+impl Drop for Unanswered<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(check) = self.check {
+            self.ledger.unanswered(check);
+        }
     }
 }

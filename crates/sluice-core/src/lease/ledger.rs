@@ -1,7 +1,7 @@
 //! The leases one process holds, by key and set of limits: sharded, bounded.
 
 use super::counters::LeaseCounters;
-use super::held::{Asked, Held, Returning, Unspent};
+use super::held::{Asked, Held, Miss, Returning, Unspent};
 use crate::store::{Check, LeaseAnswer, Receipt, Verdict};
 use crate::{Key, Limit, Timestamp};
 use ahash::RandomState;
@@ -62,6 +62,9 @@ pub(crate) enum Spend {
     Covered(Verdict),
     /// The store must decide; ask it for `extra` more units.
     Ask { extra: u64 },
+    /// A lease request for the key is in flight: wait for it, then spend again
+    /// ([`Ledger::spend_after_waiting`]).
+    Wait(event_listener::EventListener),
 }
 
 impl Ledger {
@@ -82,22 +85,39 @@ impl Ledger {
         &self.counters
     }
 
-    /// Spends held units on `check`, or says how much to ask the store for.
+    /// Spends held units on `check`, or says how much to ask the store for, or to wait for
+    /// the lease request in flight for its key.
     pub(crate) fn spend(&self, check: Check<'_>) -> Spend {
         let period = self.period;
-        self.spend_or(check, |held| held.wanted(check.now, check.cost, period))
+        self.spend_or(check, |held| held.wanted(check.now, check.cost, period, false))
+    }
+
+    /// [`spend`](Self::spend) once the lease request `check` waited for was answered: never
+    /// waits again.
+    pub(crate) fn spend_after_waiting(&self, check: Check<'_>) -> Spend {
+        let period = self.period;
+        self.spend_or(check, |held| held.wanted(check.now, check.cost, period, true))
+    }
+
+    /// Ends the lease request `check` made without an answer to take in (it failed, or its
+    /// future was dropped): the checks waiting for it try again.
+    pub(crate) fn unanswered(&self, check: Check<'_>) {
+        let (hash, shard) = self.shard(check.limits, check.key);
+        if let Some(entry) = shard.lock().entries.get_mut(&hash).filter(|entry| entry.is_for(check.limits, check.key)) {
+            entry.held.answered();
+        }
     }
 
     /// Spends held units on `check` when they cover it; changes nothing otherwise (the
     /// request is not counted: its check will be).
     pub(crate) fn spend_if_covered(&self, check: Check<'_>) -> Option<Verdict> {
-        match self.spend_or(check, |_| 0) {
+        match self.spend_or(check, |_| Miss::Ask(0)) {
             Spend::Covered(verdict) => Some(verdict),
-            Spend::Ask { .. } => None,
+            Spend::Ask { .. } | Spend::Wait(_) => None,
         }
     }
 
-    fn spend_or(&self, check: Check<'_>, missed: impl FnOnce(&mut Held) -> u64) -> Spend {
+    fn spend_or(&self, check: Check<'_>, missed: impl FnOnce(&mut Held) -> Miss) -> Spend {
         let Check { key, limits, now, cost, .. } = check;
         let (hash, shard) = self.shard(limits, key);
         let mut shard = shard.lock();
@@ -114,7 +134,10 @@ impl Ledger {
         }
         match entry.held.spend(now, cost, self.period) {
             Some(verdict) => Spend::Covered(verdict),
-            None => Spend::Ask { extra: missed(&mut entry.held) },
+            None => match missed(&mut entry.held) {
+                Miss::Ask(extra) => Spend::Ask { extra },
+                Miss::Wait(listener) => Spend::Wait(listener),
+            },
         }
     }
 
