@@ -4,6 +4,8 @@
 
 #![forbid(unsafe_code)]
 
+#[doc(hidden)]
+pub mod bench;
 mod cli;
 mod config;
 mod engine;

@@ -17,6 +17,7 @@ use crate::config::setting_values::{
 };
 pub(crate) use crate::config::store_url::StoreChoice;
 use crate::config::values::{positive, positive_or_off, within};
+use crate::metrics::{DEFAULT_TOP_KEYS, FigureSettings, MAX_TOP_KEYS};
 use crate::runtime::workers;
 use sluice_core::config::parse_duration;
 use sluice_core::store::memory::DEFAULT_MAX_KEYS;
@@ -180,6 +181,19 @@ declare_settings! {
      clients only, every client (`open`), or nobody (`off`)."
     ui: UiAccess, from String, env "SLUICE_UI", default("loopback"),
         parse |text: String| UiAccess::parse(&text), #[arg(value_name = "ACCESS")];
+    "Counters of each policy's top-keys tables (denied checks, consumed units; this minute \
+     and the last), 0 to 1024: every key above 1/k of an epoch's total is listed, each count \
+     at most that much too high. 0 keeps no tables and no distinct-key estimate."
+    top_keys: usize, from usize, env "SLUICE_TOP_KEYS", default(DEFAULT_TOP_KEYS, "64"),
+        parse |count| within(count, 0, MAX_TOP_KEYS), #[arg(value_name = "COUNT")];
+    "Ranks of each policy's top keys exported to /metrics (`sluice_top_key_count`), 0 \
+     (none) up to `top_keys`."
+    top_key_series: usize, from usize, env "SLUICE_TOP_KEY_SERIES", default(0_usize, "0"),
+        parse |count| within(count, 0, MAX_TOP_KEYS), #[arg(value_name = "COUNT")];
+    "Export top keys to /metrics as they are, instead of the first 16 hex digits of their \
+     SHA-256."
+    raw_key_labels: bool, from bool, env "SLUICE_RAW_KEY_LABELS", default(false), parse Ok,
+        #[arg(num_args = 0..=1, default_missing_value = "true")];
 }
 
 impl Settings {
@@ -200,9 +214,14 @@ impl Settings {
         }
     }
 
-    /// A problem between settings, as `(setting, problem)`: TLS files for a store that is
-    /// not `rediss://` (read by `check-config` and `serve` alike).
+    /// A problem between settings, as `(setting, problem)`: more top-key series than top
+    /// keys, or TLS files for a store that is not `rediss://` (read by `check-config` and
+    /// `serve` alike).
     pub(crate) fn problem_between(&self) -> Option<(&'static str, String)> {
+        if self.top_key_series > self.top_keys {
+            let problem = format!("must be at most `top_keys` ({}), got {}", self.top_keys, self.top_key_series);
+            return Some(("top_key_series", problem));
+        }
         let StoreChoice::Redis(url) = &self.store else { return None };
         let tls = self.redis_tls();
         if url.starts_with("rediss://") || tls.is_empty() {
@@ -216,6 +235,15 @@ impl Settings {
                 self.store
             ),
         ))
+    }
+
+    /// How the per-policy figures are set up.
+    pub(crate) fn figures(&self) -> FigureSettings {
+        FigureSettings {
+            top_keys: self.top_keys,
+            top_key_series: self.top_key_series,
+            raw_key_labels: self.raw_key_labels,
+        }
     }
 
     /// Certificates for `rediss://` stores.
@@ -267,6 +295,19 @@ mod tests {
             problems.contains("--redis-module: unknown module use `sometimes` (detect, always, never)"),
             "{problems}"
         );
+    }
+
+    #[test]
+    fn top_keys_settings_out_of_bounds_are_refused_by_name() {
+        let args = SettingFlags { top_keys: Some(2000), ..SettingFlags::default() };
+        let problems = Settings::resolve(&args, &ServerSection::default()).unwrap_err().to_string();
+        assert!(problems.contains("--top-keys: must be between 0 and 1024"), "{problems}");
+        let file = ServerSection { top_keys: Some(8), top_key_series: Some(9), ..ServerSection::default() };
+        let settings = Settings::resolve(&SettingFlags::default(), &file).unwrap();
+        let (setting, problem) = settings.problem_between().unwrap();
+        assert_eq!((setting, problem.as_str()), ("top_key_series", "must be at most `top_keys` (8), got 9"));
+        let defaults = Settings::resolve(&SettingFlags::default(), &ServerSection::default()).unwrap();
+        assert_eq!(defaults.figures(), FigureSettings::default());
     }
 
     #[test]

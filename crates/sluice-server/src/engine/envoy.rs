@@ -11,7 +11,8 @@
 
 use crate::engine::{Answer, Engine, Loaded, RequestError};
 use crate::envoy::{Rule, Unit};
-use sluice_core::{Decision, Key, Limit, StoreError};
+use crate::metrics::{PolicyCounters, Seen};
+use sluice_core::{Decision, Key, Limit, StoreError, Verdict};
 use std::time::Duration;
 
 /// The engine's checks of Envoy descriptors and RLQS shares.
@@ -39,6 +40,7 @@ impl<'e> EnvoyChecks<'e> {
     ) -> Result<Answer, RequestError> {
         let verdict = self.engine.decide(key, std::slice::from_ref(limit), cost).await?;
         let counters = loaded.rule_counters(rule).filter(|_| cost > 0);
+        self.observe(counters, key, &verdict, cost);
         let outcome = self.engine.report(verdict, limit, counters, rule_shadow || self.engine.shadow_all());
         if cost > 0 {
             self.engine.observe(key, &outcome);
@@ -57,7 +59,16 @@ impl<'e> EnvoyChecks<'e> {
     ) -> Result<Answer, RequestError> {
         let verdict = self.engine.decide(key, std::slice::from_ref(limit), cost).await?;
         let counters = loaded.override_counters().filter(|_| cost > 0);
+        self.observe(counters, key, &verdict, cost);
         Ok(self.engine.report(verdict, limit, counters, self.engine.shadow_all()))
+    }
+
+    /// Counts a checked descriptor in its rule's figures (none for a peek: no `counters`).
+    fn observe(&self, counters: Option<&PolicyCounters>, key: Key<'_>, verdict: &Verdict, cost: u64) {
+        if let Some(counters) = counters {
+            let seen = Seen { now: self.engine.now(), key: key.as_bytes(), cost };
+            counters.observe(seen, Some(&verdict.decision), verdict.decision.allowed);
+        }
     }
 
     /// Counts a rule that rejects without a check (a limit of 0) when `cost` adds hits;

@@ -14,7 +14,7 @@ pub(crate) use loaded::Loaded;
 
 use crate::config::service_file::ServiceConfig;
 use crate::engine::backend::Backend;
-use crate::metrics::{Metrics, PolicyCounters};
+use crate::metrics::{Metrics, PolicyCounters, Seen};
 use arc_swap::ArcSwap;
 use envoy::EnvoyChecks;
 use sluice_core::{Check, Clock, Decision, Key, Limit, Source, StoreError, SystemClock, Timestamp, Verdict};
@@ -209,17 +209,37 @@ impl Engine {
                 self.decide(key, &limits, cost).await?
             }
         };
-        // An allowed request passed every policy of the group: each counts it. A rejected
-        // one counts under the policy that rejected it. A peek (cost 0) counts under none.
         let index = group[verdict.limit];
         let counting = cost > 0;
-        if verdict.decision.allowed && counting {
-            for &other in group.iter().filter(|&&other| other != index) {
-                loaded.counters[other].count(true, shadow);
-            }
+        if counting {
+            self.count_group(
+                loaded,
+                Seen { now: self.clock.now(), key: key.as_bytes(), cost },
+                group,
+                &verdict,
+                shadow,
+            );
         }
         let counters = counting.then(|| &loaded.counters[index]);
         Ok(Some(self.report(verdict, &policies[index].limit, counters, shadow)))
+    }
+
+    /// Counts a group's decision in its policies' figures, and an allowed one in the checks
+    /// of the policies other than the one reported (which [`Engine::report`] counts).
+    ///
+    /// An allowed request passed every policy of the group: each counts it, and each had
+    /// `cost` units consumed. A rejected one counts under the policy that rejected it only.
+    fn count_group(&self, loaded: &Loaded, seen: Seen<'_>, group: &[usize], verdict: &Verdict, shadow: bool) {
+        let index = group[verdict.limit];
+        let allowed = verdict.decision.allowed;
+        loaded.counters[index].observe(seen, Some(&verdict.decision), allowed);
+        if !allowed {
+            return;
+        }
+        for &other in group.iter().filter(|&&other| other != index) {
+            loaded.counters[other].count(true, shadow);
+            loaded.counters[other].observe(seen, None, true);
+        }
     }
 
     /// Asks the store, timing and counting what it answered.

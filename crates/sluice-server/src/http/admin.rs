@@ -1,4 +1,5 @@
-//! Admin endpoints: `POST /v1/reset` and `POST /v1/reload`.
+//! Admin endpoints: `POST /v1/reset` and `POST /v1/reload`, and the rules they and
+//! `GET /v1/top` follow.
 //!
 //! With an admin token configured they require `Authorization: Bearer <token>` (the scheme
 //! in any case; the token is checked in constant time, see
@@ -69,7 +70,8 @@ pub(crate) async fn reload(
     }
 }
 
-fn authorize(service: &ServiceState, peer: &Client, headers: &HeaderMap) -> Result<(), ApiError> {
+/// Admits an admin request: the admin token, or a loopback client when none is configured.
+pub(super) fn authorize(service: &ServiceState, peer: &Client, headers: &HeaderMap) -> Result<(), ApiError> {
     let Some(token) = &service.settings.admin_token else {
         if peer.is_loopback() {
             return Ok(());

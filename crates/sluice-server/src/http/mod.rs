@@ -7,6 +7,7 @@
 //! | `POST /v1/reset` | forget a key's state (admin) |
 //! | `POST /v1/reload` | reload the configuration file (admin) |
 //! | `GET /v1/policies` | the policies in force |
+//! | `GET /v1/top` | a policy's heaviest keys with their error bounds (admin) |
 //! | `GET /v1/live` | the policies' counts, decisions without the store, hot keys (dashboard) |
 //! | `POST /v1/playground` | decide a posted trace on a throwaway store (dashboard) |
 //! | `GET /ui` | the dashboard (loopback clients only by default) |
@@ -27,6 +28,7 @@ mod openapi;
 mod ops;
 mod playground;
 mod server;
+mod top;
 mod ui;
 mod watched;
 
@@ -52,6 +54,7 @@ pub(crate) fn router(front: Arc<Front>) -> Router {
         .route("/v1/reset", post(admin::reset))
         .route("/v1/reload", post(admin::reload))
         .route("/v1/policies", get(ops::policies))
+        .route("/v1/top", get(top::top))
         .route("/v1/live", get(live::live))
         .route("/v1/playground", post(playground::playground))
         .route("/ui", get(ui::index))

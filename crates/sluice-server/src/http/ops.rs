@@ -95,6 +95,7 @@ pub(crate) async fn metrics(State(front): State<Arc<Front>>) -> Response {
         leases: backend.lease_figures(),
         never_leased: never_leased.into_iter().map(|(name, reason)| (name.to_owned(), reason)).collect(),
         snapshot_age: service.last_snapshot.lock().map(|at| at.elapsed()),
+        now: service.engine.now(),
     };
     let text = service.engine.metrics().render(gauges);
     ([(header::CONTENT_TYPE, METRICS_CONTENT_TYPE)], text).into_response()

@@ -8,26 +8,38 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use sluice_core::Source;
 use sluice_core::lease::{LeaseFigures, NoLease};
+use sluice_core::{Decision, Source, Timestamp};
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
+mod distinct;
+mod figure_series;
+mod fill;
 mod hot_keys;
 mod latency;
 mod leases;
 mod per_second;
+mod policy_figures;
 mod redis_health;
 mod rlqs;
 mod throttle;
+mod space_saving;
+#[cfg(test)]
+mod space_saving_props;
+mod top_keys;
 
+use figure_series::FigureSeries;
 pub(crate) use hot_keys::{HotKey, HotKeys, SAMPLE_EVERY};
 use latency::LatencyHistogram;
 use leases::LeaseMetrics;
 pub(crate) use per_second::{PerSecond, Seconds};
+pub(crate) use policy_figures::{DEFAULT_TOP_KEYS, FigureSettings, MAX_TOP_KEYS, PolicyFigures, Seen};
 use redis_health::RedisHealthMetrics;
 pub(crate) use rlqs::{RlqsCounts, RlqsMetrics};
 use sluice_redis::RedisHealth;
+pub(crate) use top_keys::{By, EPOCH_MICROS, EpochTop};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CheckLabels {
@@ -70,6 +82,11 @@ pub(crate) struct Metrics {
     leases: LeaseMetrics,
     rlqs: RlqsMetrics,
     throttle: throttle::ThrottleCounters,
+    figures: FigureSeries,
+    /// Off only for the benchmark's baseline: no policy gets figures.
+    figures_on: bool,
+    /// Held through a scrape, so that two scrapes do not interleave the ranks' series.
+    rendering: parking_lot::Mutex<()>,
 }
 
 /// The counters of one policy, resolved once per configuration.
@@ -78,6 +95,8 @@ pub(crate) struct PolicyCounters {
     allowed: Counter,
     rejected: Counter,
     shadow_rejected: Counter,
+    /// Its figures that look at keys; `None` only in the benchmark's baseline.
+    figures: Option<Arc<PolicyFigures>>,
 }
 
 impl PolicyCounters {
@@ -90,6 +109,14 @@ impl PolicyCounters {
         };
     }
 
+    /// Counts a decision of this policy in its figures: `decision` when the policy's own
+    /// is known, `allowed` whether the policy let the request through.
+    pub(crate) fn observe(&self, seen: Seen<'_>, decision: Option<&Decision>, allowed: bool) {
+        if let Some(figures) = &self.figures {
+            figures.observe(seen, decision, allowed);
+        }
+    }
+
     /// Requests counted so far: allowed, rejected and shadow-rejected.
     pub(crate) fn totals(&self) -> [u64; 3] {
         [self.allowed.get(), self.rejected.get(), self.shadow_rejected.get()]
@@ -100,10 +127,12 @@ impl PolicyCounters {
 pub(crate) const WITHOUT_STORE: [&str; 3] = ["failed_open", "failed_closed", "fallback"];
 
 impl Metrics {
-    /// Creates and registers every metric.
-    pub(crate) fn new() -> Metrics {
+    /// Creates and registers every metric, with the per-policy figures set up by `figures`.
+    pub(crate) fn new(figures: FigureSettings) -> Metrics {
+        let mut registry = Registry::with_prefix("sluice");
+        let figures = FigureSeries::new(figures, &mut registry);
         let metrics = Metrics {
-            registry: Registry::with_prefix("sluice"),
+            registry,
             checks: Family::default(),
             without_store: Family::default(),
             store_latency: LatencyHistogram::default(),
@@ -118,8 +147,21 @@ impl Metrics {
             per_second: PerSecond::default(),
             rlqs: RlqsMetrics::default(),
             throttle: throttle::ThrottleCounters::default(),
+            figures,
+            figures_on: true,
+            rendering: parking_lot::Mutex::default(),
         };
         metrics.register()
+    }
+
+    /// The same metrics, but no policy gets figures: the benchmark's baseline.
+    pub(crate) fn without_figures(self) -> Metrics {
+        Metrics { figures_on: false, ..self }
+    }
+
+    /// The figures of `policy`, if a configuration ever named it.
+    pub(crate) fn figures_of(&self, policy: &str) -> Option<Arc<PolicyFigures>> {
+        self.figures.find(policy)
     }
 
     fn register(mut self) -> Metrics {
@@ -177,6 +219,7 @@ impl Metrics {
             allowed: counter("allowed"),
             rejected: counter("rejected"),
             shadow_rejected: counter("shadow_rejected"),
+            figures: self.figures_on.then(|| self.figures.of(policy)),
         }
     }
 
@@ -243,7 +286,9 @@ impl Metrics {
 
     /// Renders every metric, with the gauges read now.
     pub(crate) fn render(&self, gauges: Gauges) -> String {
-        let Gauges { keys, redis, leases, never_leased, snapshot_age } = gauges;
+        let Gauges { keys, redis, leases, never_leased, snapshot_age, now } = gauges;
+        let _rendering = self.rendering.lock();
+        self.figures.update(now);
         self.keys.set(keys.map_or(0, |keys| i64::try_from(keys).unwrap_or(i64::MAX)));
         self.redis.update(&redis.unwrap_or_default());
         self.leases.update(&leases.unwrap_or_default(), never_leased);
@@ -271,6 +316,8 @@ pub(crate) struct Gauges {
     pub(crate) never_leased: Vec<(String, NoLease)>,
     /// How long ago the last snapshot was written; `None` before the first.
     pub(crate) snapshot_age: Option<Duration>,
+    /// The time of the scrape, on the decisions' clock (the top keys' epochs).
+    pub(crate) now: Timestamp,
 }
 
 /// The label set of a series that has none: a family of it holds one series or none.

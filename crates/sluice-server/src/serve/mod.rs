@@ -72,7 +72,7 @@ pub(crate) async fn run(
         let limits: Vec<Limit> = initial.config.limits().cloned().collect();
         snapshot::load(path, store, &limits, settings.discard_bad_snapshot)?;
     }
-    let engine = Engine::new(backend, initial.config, Metrics::new(), settings.shadow_mode);
+    let engine = Engine::new(backend, initial.config, Metrics::new(settings.figures()), settings.shadow_mode);
     let service = Arc::new(ServiceState::new(engine, settings, initial.path));
     if let Some(bytes) = initial.bytes {
         service.config_read(bytes);

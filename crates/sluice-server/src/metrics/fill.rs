@@ -1,0 +1,97 @@
+//! How close keys are to their limit: a histogram of `used / limit` at each decision, with
+//! `used = limit − remaining`, labelled by policy only (`sluice_fill_ratio{policy}`).
+//!
+//! A denied decision's `remaining` is what was left (less than the cost), so a denial
+//! shows how full the key was when it asked. The buckets are 0.5, 0.8, 0.9, 0.95 and 1;
+//! a ratio is at most 1, so the `+Inf` bucket holds only what the 1 bucket holds.
+//! Ratios are compared in integers (`used × 100 ≤ bound × limit`): no float on the
+//! check path, and a ratio exactly on a bound falls in that bound's bucket.
+
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
+use prometheus_client::metrics::{MetricType, TypedMetric};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Upper bounds of the buckets, in hundredths; `+Inf` follows.
+const BOUNDS_PERCENT: [u64; 5] = [50, 80, 90, 95, 100];
+
+/// The ratio from which a decision counts as near its limit, in hundredths.
+pub(crate) const NEAR_LIMIT_PERCENT: u64 = 80;
+
+/// One policy's histogram of fill ratios.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct FillHistogram {
+    inner: Arc<Counts>,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    /// Per bucket, not cumulative; the last one is `+Inf`.
+    buckets: [AtomicU64; BOUNDS_PERCENT.len() + 1],
+    /// The ratios' sum, in millionths (a ratio is at most 1: a million per decision).
+    sum_millionths: AtomicU64,
+}
+
+impl FillHistogram {
+    /// Records a decision that left `remaining` of `limit`; whether it was near the limit.
+    pub(crate) fn observe(&self, limit: u64, remaining: u64) -> bool {
+        let limit = u128::from(limit.max(1));
+        let used = limit.saturating_sub(u128::from(remaining));
+        let percent = used * 100;
+        let bucket = BOUNDS_PERCENT.partition_point(|&bound| u128::from(bound) * limit < percent);
+        let counts = &self.inner;
+        counts.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        let millionths = u64::try_from(used * 1_000_000 / limit).unwrap_or(1_000_000);
+        counts.sum_millionths.fetch_add(millionths, Ordering::Relaxed);
+        percent >= u128::from(NEAR_LIMIT_PERCENT) * limit
+    }
+
+    /// The count of each bucket, not cumulative (the encoder adds them up), with its bound.
+    fn buckets(&self) -> Vec<(f64, u64)> {
+        let bounds = BOUNDS_PERCENT.iter().map(|&bound| bound as f64 / 100.0).chain([f64::INFINITY]);
+        bounds.zip(&self.inner.buckets).map(|(bound, count)| (bound, count.load(Ordering::Relaxed))).collect()
+    }
+}
+
+impl TypedMetric for FillHistogram {
+    const TYPE: MetricType = MetricType::Histogram;
+}
+
+impl EncodeMetric for FillHistogram {
+    fn encode(&self, mut encoder: MetricEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let buckets = self.buckets();
+        let count = buckets.iter().map(|&(_, count)| count).sum();
+        let sum = self.inner.sum_millionths.load(Ordering::Relaxed) as f64 / 1e6;
+        encoder.encode_histogram::<NoLabelSet>(sum, count, &buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        Self::TYPE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_fall_in_the_bucket_of_their_bound() {
+        let fill = FillHistogram::default();
+        // used/limit: 0.1, 0.5 (on a bound), 0.85, 0.95, 1 (a denial with nothing left).
+        let near: Vec<bool> = [(10, 9), (10, 5), (20, 3), (20, 1), (10, 0)]
+            .into_iter()
+            .map(|(limit, remaining)| fill.observe(limit, remaining))
+            .collect();
+        assert_eq!(near, [false, false, true, true, true]);
+        let counts: Vec<u64> = fill.buckets().into_iter().map(|(_, count)| count).collect();
+        assert_eq!(counts, [2, 0, 1, 1, 1, 0]);
+    }
+
+    #[test]
+    fn the_sum_adds_the_ratios() {
+        let fill = FillHistogram::default();
+        fill.observe(4, 3);
+        fill.observe(4, 1);
+        assert_eq!(fill.inner.sum_millionths.load(Ordering::Relaxed), 1_000_000);
+    }
+}
