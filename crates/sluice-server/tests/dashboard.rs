@@ -50,7 +50,7 @@ async fn the_page_and_its_assets_are_built_in_with_a_self_only_policy() {
 }
 
 #[tokio::test]
-async fn live_counts_checks_per_policy_and_the_hot_keys() {
+async fn live_counts_checks_per_policy_and_their_top_keys() {
     let server = Server::start(CONFIG, &[]);
     for _ in 0..4 {
         post(&server, "/v1/check", &json!({"key": "alice", "policies": ["three_per_hour"]})).await;
@@ -64,8 +64,10 @@ async fn live_counts_checks_per_policy_and_the_hot_keys() {
     assert_eq!(live["without_store"], json!({"failed_open": 0, "failed_closed": 0, "fallback": 0}));
     let rlqs = json!({"streams": 0, "buckets": 0, "reports": 0, "assignments": 0, "tokens": 0, "abandons": 0});
     assert_eq!(live["rlqs"], rlqs);
-    // The first check of each worker thread is sampled: alice is there.
-    assert_eq!(live["hot_keys"][0]["key"], "alice", "{live}");
+    // Every check counts in its policy's top keys: exact while the table has room.
+    assert_eq!(policy["top_denied"]["keys"], json!([{"key": "alice", "count": 1, "error": 0}]), "{live}");
+    assert_eq!(policy["top_consumed"]["keys"], json!([{"key": "alice", "count": 3, "error": 0}]), "{live}");
+    assert_eq!((&policy["near_limit"], &policy["keys_estimate"]), (&json!(2), &json!(1)));
     assert_eq!(policy["limit_text"], "3 / 1 h");
     // Every check is in the per-second history once its second is over (the current one
     // is left out while it still counts): poll until it is.

@@ -10,7 +10,7 @@ mod support;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::browser::Browser;
 use support::server::{Server, fresh_dir};
 
@@ -111,17 +111,19 @@ fn the_live_view_lists_the_policies_and_follows_the_checks() {
     let ticks = browser.eval("[...document.querySelectorAll('#rate-chart .xtick')].map(t => t.textContent)");
     assert_eq!(ticks, json!(["now", "1 min ago", "2 min ago", "3 min ago", "4 min ago", "5 min ago"]));
 
-    // One check in 8 is sampled, and a sample is dropped rather than wait for the page's
-    // read of the table: send more (all rejected) until the key shows with the policy that
-    // limited it (it does after a few, nearly always).
-    let limited_by =
-        "document.querySelector('#hot-keys tr[data-key=\"browser-user\"] [data-field=\"limited_by\"]')?.textContent";
-    let hot = format!("{limited_by} === 'three_per_hour'");
-    let deadline = Instant::now() + PATIENCE;
-    while !browser.poll(&hot, Duration::from_secs(3)) {
-        assert!(Instant::now() < deadline, "browser-user never showed among the hot keys, limited by its policy");
-        send_checks(&server, "browser-user", "three_per_hour", 8);
-    }
+    // Every check counts in its policy's top keys (none is sampled): the 2 rejections
+    // and the 3 units consumed, exact while the tables have room.
+    let top = |table: &str, field: &str| {
+        format!(
+            "document.querySelector('#{table} tr[data-policy=\"three_per_hour\"][data-key=\"browser-user\"] \
+             [data-field=\"{field}\"]')?.textContent"
+        )
+    };
+    let listed = format!("{} === '2' && {} === '3'", top("top-denied", "count"), top("top-consumed", "count"));
+    browser.wait_for(&listed, "browser-user among the top keys of three_per_hour", PATIENCE);
+    assert_eq!(browser.eval(&top("top-denied", "error")), "exact");
+    assert_eq!(browser.eval(&cell("three_per_hour", "near_limit")), "3");
+    assert_eq!(browser.eval(&cell("three_per_hour", "keys_estimate")), "≈1");
     browser.wait_for(&format!("{} !== '–'", cell("three_per_hour", "rejected_rate")), "a rate", PATIENCE);
     assert_eq!(browser.eval("document.querySelector('#without-store [data-field=\"failed_open\"]').textContent"), "0");
     assert_eq!(browser.eval("document.querySelector('#rlqs [data-field=\"streams\"]').textContent"), "0");

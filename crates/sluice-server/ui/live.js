@@ -1,5 +1,5 @@
 // The live view: polls GET /v1/live every second and shows counts, rates, the last
-// minutes' checks per second and the hot keys.
+// minutes' checks per second and each policy's top keys with their error bounds.
 import { drawRates } from '/ui/rates.js';
 
 const POLL_MS = 1000;
@@ -31,7 +31,8 @@ async function poll() {
 function render(live, now) {
   renderPolicies(live.policies, now);
   drawRates(document.getElementById('rate-chart'), live.per_second);
-  renderHotKeys(live.hot_keys, live.hot_keys_sample);
+  renderTopKeys('top-denied', live.policies, 'top_denied');
+  renderTopKeys('top-consumed', live.policies, 'top_consumed');
   for (const [table, counts] of [['without-store', live.without_store], ['rlqs', live.rlqs]]) {
     for (const [field, count] of Object.entries(counts)) {
       const cell = document.querySelector(`#${table} [data-field="${field}"]`);
@@ -63,24 +64,34 @@ function renderPolicies(policies, now) {
       [String(policy.allowed), 'allowed', 'num'],
       [String(policy.rejected), 'rejected', 'num'],
       [String(policy.shadow_rejected), 'shadow_rejected', 'num'],
+      [String(policy.near_limit), 'near_limit', 'num'],
+      [policy.keys_estimate === null ? '–' : `≈${policy.keys_estimate}`, 'keys_estimate', 'num'],
     ]);
   });
-  body.replaceChildren(...(rows.length ? rows : [emptyRow(8, 'no policies')]));
+  body.replaceChildren(...(rows.length ? rows : [emptyRow(10, 'no policies')]));
 }
 
-function renderHotKeys(keys, sample) {
-  const body = document.querySelector('#hot-keys tbody');
-  document.getElementById('hot-keys-note').textContent =
-    `Estimated from one check in ${sample}; recent checks weigh more.`;
-  const rows = keys.slice(0, 10).map((hot) =>
-    row({ key: hot.key }, [
-      [hot.key, 'key'],
-      [`≈${hot.checks}`, 'checks', 'num'],
-      [`≈${hot.rejected}`, 'rejected', hot.rejected > 0 ? 'num rejecting' : 'num'],
-      [hot.limited_by ?? '–', 'limited_by'],
-    ]),
-  );
-  body.replaceChildren(...(rows.length ? rows : [emptyRow(4, 'no checks yet')]));
+/**
+ * One table of this minute's top keys, every policy's in turn: each key with its count
+ * and how much that count may overstate; a policy's listed keys include every key above
+ * its bound (n / k).
+ */
+function renderTopKeys(table, policies, field) {
+  const body = document.querySelector(`#${table} tbody`);
+  const rows = policies.flatMap((policy) => {
+    const top = policy[field];
+    if (!top) return [];
+    return top.keys.map((entry) =>
+      row({ policy: policy.name, key: entry.key }, [
+        [policy.name, 'policy'],
+        [entry.key, 'key'],
+        [String(entry.count), 'count', 'num'],
+        [entry.error > 0 ? `≤ ${entry.error}` : 'exact', 'error', 'num'],
+        [`${top.total} / ${top.bound}`, 'bound', 'num'],
+      ]),
+    );
+  });
+  body.replaceChildren(...(rows.length ? rows : [emptyRow(5, 'none this minute')]));
 }
 
 /** A table row; `cells` are [text, field, class] triples; text is never parsed as HTML. */

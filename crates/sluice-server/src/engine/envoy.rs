@@ -3,7 +3,7 @@
 //! gRPC front end counts nothing itself (as the HTTP one does not).
 //!
 //! A descriptor that adds no hits (`hits_addend: 0`) only looks, as a peek does through the
-//! HTTP API: it is answered but not counted, in the checks or the hot keys.
+//! HTTP API: it is answered but not counted, in the checks or the figures.
 //!
 //! These checks are a view of the engine ([`Engine::envoy`]): they decide with its store,
 //! clock and metrics, as its policy checks do, and count under the counters of the
@@ -43,7 +43,7 @@ impl<'e> EnvoyChecks<'e> {
         self.observe(counters, key, &verdict, cost);
         let outcome = self.engine.report(verdict, limit, counters, rule_shadow || self.engine.shadow_all());
         if cost > 0 {
-            self.engine.observe(key, &outcome);
+            self.engine.observe(&outcome);
         }
         Ok(outcome)
     }

@@ -148,18 +148,15 @@ impl Engine {
         };
         // A peek (cost 0) decides nothing: it is not counted as a check.
         if cost > 0 {
-            self.observe(key, &outcome);
+            self.observe(&outcome);
         }
         Ok(outcome)
     }
 
-    /// Counts a check for the dashboard: its key among the hot ones, its second in the
-    /// per-second history. A shadow rejection was let through: it counts as allowed.
-    fn observe(&self, key: Key<'_>, outcome: &Answer) {
-        let allowed = outcome.decision.allowed;
-        let metrics = &self.shared.metrics;
-        metrics.hot_keys().record(key.as_bytes(), (!allowed).then(|| outcome.limit.name()));
-        metrics.per_second().record(self.clock.now(), allowed);
+    /// Counts a check in the dashboard's per-second history. A shadow rejection was let
+    /// through: it counts as allowed. (Its key is in its policy's figures.)
+    fn observe(&self, outcome: &Answer) {
+        self.shared.metrics.per_second().record(self.clock.now(), outcome.decision.allowed);
     }
 
     /// Decides `cost` for `key` under `limit`, a policy no configuration names (`CL.THROTTLE`

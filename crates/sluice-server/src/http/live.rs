@@ -3,8 +3,9 @@
 use crate::engine::front::Front;
 use crate::http::api::ErrorResponse;
 use crate::http::error::ApiError;
+use crate::http::top::{TopEpoch, epoch};
 use crate::http::ui::admit;
-use crate::metrics::{HotKey, RlqsCounts, SAMPLE_EVERY, Seconds};
+use crate::metrics::{By, PolicyFigures, RlqsCounts, Seconds};
 use crate::runtime::handoff::Client;
 use axum::Json;
 use axum::extract::{ConnectInfo, State};
@@ -21,10 +22,6 @@ pub(crate) struct LiveResponse {
     pub(crate) without_store: WithoutStore,
     /// Envoy's rate limit quota service: what it holds now and what it did since the start.
     pub(crate) rlqs: RlqsCounts,
-    /// The hottest keys, hottest first (estimates: one check in `hot_keys_sample` is counted).
-    pub(crate) hot_keys: Vec<LiveKey>,
-    /// The sampling rate of the hot keys: one check in this many is counted.
-    pub(crate) hot_keys_sample: u32,
     /// Checks allowed and rejected in each of the last 300 whole seconds (every check,
     /// not a sample).
     pub(crate) per_second: PerSecondCounts,
@@ -62,7 +59,19 @@ pub(crate) struct LivePolicy {
     pub(crate) rejected: u64,
     /// Requests it would have rejected, in shadow mode.
     pub(crate) shadow_rejected: u64,
+    /// Decisions at 0.8 of its limit or more.
+    pub(crate) near_limit: u64,
+    /// Distinct keys it has checked, estimated (HyperLogLog); null with `top_keys: 0`.
+    pub(crate) keys_estimate: Option<u64>,
+    /// This minute's most denied keys (the first [`LIVE_TOP`]), with their error bounds;
+    /// null with `top_keys: 0`.
+    pub(crate) top_denied: Option<TopEpoch>,
+    /// This minute's keys that consumed the most units (the first [`LIVE_TOP`]).
+    pub(crate) top_consumed: Option<TopEpoch>,
 }
+
+/// Keys of each top list the live view shows (`/v1/top` has them all).
+pub(crate) const LIVE_TOP: usize = 5;
 
 /// Decisions made without the store (see the `failure_mode` setting).
 #[derive(Debug, Serialize, ToSchema)]
@@ -75,20 +84,7 @@ pub(crate) struct WithoutStore {
     pub(crate) fallback: u64,
 }
 
-/// A hot key, with estimated counts.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct LiveKey {
-    /// The caller's key.
-    pub(crate) key: String,
-    /// Estimated checks of the key (recent ones weigh more: counts halve as samples come).
-    pub(crate) checks: u64,
-    /// Estimated rejected checks of the key.
-    pub(crate) rejected: u64,
-    /// The policy that rejected its latest sampled rejection; null when none was sampled.
-    pub(crate) limited_by: Option<String>,
-}
-
-/// The policies' counts, the decisions made without the store and the hottest keys.
+/// The policies' counts and top keys, and the decisions made without the store.
 #[utoipa::path(
     get,
     path = "/v1/live",
@@ -105,8 +101,11 @@ pub(crate) async fn live(
     admit(front.service.settings.ui, peer)?;
     let loaded = front.engine.loaded();
     let metrics = front.engine.metrics();
+    let now = front.engine.now();
     let policies = loaded.config.policies().iter().enumerate().map(|(index, entry)| {
-        let [allowed, rejected, shadow_rejected] = loaded.counters(index).map_or([0; 3], |counters| counters.totals());
+        let counters = loaded.counters(index);
+        let [allowed, rejected, shadow_rejected] = counters.map_or([0; 3], |counters| counters.totals());
+        let figures = counters.and_then(|counters| counters.figures());
         let policy = entry.limit.policy();
         LivePolicy {
             name: entry.limit.name().to_owned(),
@@ -117,23 +116,25 @@ pub(crate) async fn live(
             allowed,
             rejected,
             shadow_rejected,
+            near_limit: figures.map_or(0, |figures| figures.near_limit.get()),
+            keys_estimate: figures.and_then(|figures| Some(figures.keys.as_ref()?.distinct.estimate())),
+            top_denied: figures.and_then(|figures| top_now(figures, By::Denied, now)),
+            top_consumed: figures.and_then(|figures| top_now(figures, By::Consumed, now)),
         }
     });
     let [failed_open, failed_closed, fallback] = metrics.without_store();
-    let hot_keys = metrics.hot_keys().top().into_iter().map(estimate);
-    let Seconds { last, allowed, rejected } = metrics.per_second().before(front.engine.now());
+    let Seconds { last, allowed, rejected } = metrics.per_second().before(now);
     Ok(Json(LiveResponse {
         policies: policies.collect(),
         without_store: WithoutStore { failed_open, failed_closed, fallback },
         rlqs: metrics.rlqs().counts(),
-        hot_keys: hot_keys.collect(),
-        hot_keys_sample: SAMPLE_EVERY,
         per_second: PerSecondCounts { last, allowed, rejected },
     }))
 }
 
-fn estimate(hot: HotKey) -> LiveKey {
-    let scale = u64::from(SAMPLE_EVERY);
-    let limited_by = (!hot.limited_by.is_empty()).then_some(hot.limited_by);
-    LiveKey { key: hot.key, checks: hot.checks * scale, rejected: hot.rejected * scale, limited_by }
+/// This minute's first [`LIVE_TOP`] keys of a policy's table `by`.
+fn top_now(figures: &PolicyFigures, by: By, now: sluice_core::Timestamp) -> Option<TopEpoch> {
+    let [mut current, _] = figures.keys.as_ref()?.top.read(by, now);
+    current.keys.truncate(LIVE_TOP);
+    Some(epoch(current))
 }

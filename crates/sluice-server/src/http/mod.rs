@@ -8,7 +8,7 @@
 //! | `POST /v1/reload` | reload the configuration file (admin) |
 //! | `GET /v1/policies` | the policies in force |
 //! | `GET /v1/top` | a policy's heaviest keys with their error bounds (admin) |
-//! | `GET /v1/live` | the policies' counts, decisions without the store, hot keys (dashboard) |
+//! | `GET /v1/live` | the policies' counts, top keys, decisions without the store (dashboard) |
 //! | `POST /v1/playground` | decide a posted trace on a throwaway store (dashboard) |
 //! | `GET /ui` | the dashboard (loopback clients only by default) |
 //! | `GET /healthz`, `/readyz`, `/metrics`, `/openapi.json` | operations |

@@ -116,7 +116,8 @@ pub(crate) async fn top(
     }))
 }
 
-fn epoch(top: EpochTop) -> TopEpoch {
+/// An epoch's table as the API answers it.
+pub(super) fn epoch(top: EpochTop) -> TopEpoch {
     let keys = top.keys.into_iter().map(|counted| TopKey {
         key: String::from_utf8_lossy(&counted.key).into_owned(),
         count: counted.count,

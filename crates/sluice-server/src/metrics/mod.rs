@@ -17,7 +17,6 @@ use std::time::Duration;
 mod distinct;
 mod figure_series;
 mod fill;
-mod hot_keys;
 mod latency;
 mod leases;
 mod per_second;
@@ -31,7 +30,6 @@ mod space_saving_props;
 mod top_keys;
 
 use figure_series::FigureSeries;
-pub(crate) use hot_keys::{HotKey, HotKeys, SAMPLE_EVERY};
 use latency::LatencyHistogram;
 use leases::LeaseMetrics;
 pub(crate) use per_second::{PerSecond, Seconds};
@@ -76,7 +74,6 @@ pub(crate) struct Metrics {
     keys: Gauge,
     /// One series once a snapshot was written, none before (or with snapshots off).
     snapshot_age: Family<NoLabels, Gauge<f64, AtomicU64>>,
-    hot_keys: HotKeys,
     per_second: PerSecond,
     redis: RedisHealthMetrics,
     leases: LeaseMetrics,
@@ -117,6 +114,11 @@ impl PolicyCounters {
         }
     }
 
+    /// Its figures that look at keys (`None` only in the benchmark's baseline).
+    pub(crate) fn figures(&self) -> Option<&PolicyFigures> {
+        self.figures.as_deref()
+    }
+
     /// Requests counted so far: allowed, rejected and shadow-rejected.
     pub(crate) fn totals(&self) -> [u64; 3] {
         [self.allowed.get(), self.rejected.get(), self.shadow_rejected.get()]
@@ -143,7 +145,6 @@ impl Metrics {
             snapshot_age: Family::default(),
             redis: RedisHealthMetrics::default(),
             leases: LeaseMetrics::default(),
-            hot_keys: HotKeys::default(),
             per_second: PerSecond::default(),
             rlqs: RlqsMetrics::default(),
             throttle: throttle::ThrottleCounters::default(),
@@ -245,11 +246,6 @@ impl Metrics {
     /// Decisions made without the store so far, in [`WITHOUT_STORE`] order.
     pub(crate) fn without_store(&self) -> [u64; 3] {
         WITHOUT_STORE.map(|source| self.without_store.get_or_create(&SourceLabels { source }).get())
-    }
-
-    /// The hottest keys.
-    pub(crate) fn hot_keys(&self) -> &HotKeys {
-        &self.hot_keys
     }
 
     /// Checks allowed and rejected per second over the last minutes (for the dashboard).

@@ -59,10 +59,16 @@ impl SpaceSaving {
     /// Adds `weight` to `key`, whose hash is `hash` (any hash: equal keys, equal hashes).
     pub(crate) fn add(&mut self, hash: u64, key: &[u8], weight: u64) {
         self.total = self.total.saturating_add(weight);
-        let found = self.hashes.iter().enumerate().find(|&(slot, &h)| h == hash && self.keys[slot] == key);
-        if let Some((slot, _)) = found {
-            self.counts[slot] = self.counts[slot].saturating_add(weight);
-            return;
+        // One pass finds the key or, failing that, the smallest counter.
+        let mut smallest = 0;
+        for (slot, &slot_hash) in self.hashes.iter().enumerate() {
+            if slot_hash == hash && self.keys[slot] == key {
+                self.counts[slot] = self.counts[slot].saturating_add(weight);
+                return;
+            }
+            if self.counts[slot] < self.counts[smallest] {
+                smallest = slot;
+            }
         }
         if self.counts.len() < self.capacity {
             self.hashes.push(hash);
@@ -71,14 +77,12 @@ impl SpaceSaving {
             self.keys.push(key.to_vec());
             return;
         }
-        let Some((slot, &min)) = self.counts.iter().enumerate().min_by_key(|&(_, count)| count) else {
-            return;
-        };
-        self.hashes[slot] = hash;
-        self.counts[slot] = min.saturating_add(weight);
-        self.errors[slot] = min;
-        self.keys[slot].clear();
-        self.keys[slot].extend_from_slice(key);
+        let min = self.counts[smallest];
+        self.hashes[smallest] = hash;
+        self.counts[smallest] = min.saturating_add(weight);
+        self.errors[smallest] = min;
+        self.keys[smallest].clear();
+        self.keys[smallest].extend_from_slice(key);
     }
 
     /// The stream's total weight so far, `n`.
