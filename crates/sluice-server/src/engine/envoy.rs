@@ -38,9 +38,10 @@ impl<'e> EnvoyChecks<'e> {
         rule_shadow: bool,
         cost: u64,
     ) -> Result<Answer, RequestError> {
-        let verdict = self.engine.decide(key, std::slice::from_ref(limit), cost).await?;
+        let now = self.engine.now();
+        let verdict = self.engine.decide(key, std::slice::from_ref(limit), now, cost).await?;
         let counters = loaded.rule_counters(rule).filter(|_| cost > 0);
-        self.observe(counters, key, &verdict, cost);
+        self.observe(counters, Seen { now, key: key.as_bytes(), cost }, &verdict);
         let outcome = self.engine.report(verdict, limit, counters, rule_shadow || self.engine.shadow_all());
         if cost > 0 {
             self.engine.observe(&outcome);
@@ -57,16 +58,16 @@ impl<'e> EnvoyChecks<'e> {
         limit: &Limit,
         cost: u64,
     ) -> Result<Answer, RequestError> {
-        let verdict = self.engine.decide(key, std::slice::from_ref(limit), cost).await?;
+        let now = self.engine.now();
+        let verdict = self.engine.decide(key, std::slice::from_ref(limit), now, cost).await?;
         let counters = loaded.override_counters().filter(|_| cost > 0);
-        self.observe(counters, key, &verdict, cost);
+        self.observe(counters, Seen { now, key: key.as_bytes(), cost }, &verdict);
         Ok(self.engine.report(verdict, limit, counters, self.engine.shadow_all()))
     }
 
     /// Counts a checked descriptor in its rule's figures (none for a peek: no `counters`).
-    fn observe(&self, counters: Option<&PolicyCounters>, key: Key<'_>, verdict: &Verdict, cost: u64) {
+    fn observe(&self, counters: Option<&PolicyCounters>, seen: Seen<'_>, verdict: &Verdict) {
         if let Some(counters) = counters {
-            let seen = Seen { now: self.engine.now(), key: key.as_bytes(), cost };
             counters.observe(seen, Some(&verdict.decision), verdict.decision.allowed);
         }
     }
@@ -97,7 +98,7 @@ impl<'e> EnvoyChecks<'e> {
     /// failure mode decided instead, nothing was recorded, so the result is
     /// `StoreError::Unavailable` (an RLQS share must be paid from the state).
     pub(crate) async fn take_quota(&self, key: Key<'_>, limit: &Limit, cost: u64) -> Result<Decision, RequestError> {
-        let verdict = self.engine.decide(key, std::slice::from_ref(limit), cost).await?;
+        let verdict = self.engine.decide(key, std::slice::from_ref(limit), self.engine.now(), cost).await?;
         if verdict.source.is_without_store() {
             return Err(StoreError::Unavailable("the store did not decide: a failure mode did".into()).into());
         }

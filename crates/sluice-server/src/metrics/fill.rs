@@ -4,19 +4,20 @@
 //! A denied decision's `remaining` is what was left (less than the cost), so a denial
 //! shows how full the key was when it asked. The buckets are 0.5, 0.8, 0.9, 0.95 and 1;
 //! a ratio is at most 1, so the `+Inf` bucket holds only what the 1 bucket holds.
-//! Ratios are compared in integers (`used × 100 ≤ bound × limit`): no float on the
-//! check path, and a ratio exactly on a bound falls in that bound's bucket.
+//! The ratio is one float division (an integer one in `u128` costs tens of nanoseconds on
+//! the check path); a ratio exactly on a bound falls in that bound's bucket, since a
+//! division is correctly rounded (below 2^53, `used` and `limit` are exact in `f64`).
 
 use prometheus_client::encoding::{EncodeMetric, MetricEncoder, NoLabelSet};
 use prometheus_client::metrics::{MetricType, TypedMetric};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Upper bounds of the buckets, in hundredths; `+Inf` follows.
-const BOUNDS_PERCENT: [u64; 5] = [50, 80, 90, 95, 100];
+/// Upper bounds of the buckets; `+Inf` follows.
+const BOUNDS: [f64; 5] = [0.5, 0.8, 0.9, 0.95, 1.0];
 
-/// The ratio from which a decision counts as near its limit, in hundredths.
-pub(crate) const NEAR_LIMIT_PERCENT: u64 = 80;
+/// The ratio from which a decision counts as near its limit.
+pub(crate) const NEAR_LIMIT: f64 = 0.8;
 
 /// One policy's histogram of fill ratios.
 #[derive(Clone, Debug, Default)]
@@ -27,7 +28,7 @@ pub(crate) struct FillHistogram {
 #[derive(Debug, Default)]
 struct Counts {
     /// Per bucket, not cumulative; the last one is `+Inf`.
-    buckets: [AtomicU64; BOUNDS_PERCENT.len() + 1],
+    buckets: [AtomicU64; BOUNDS.len() + 1],
     /// The ratios' sum, in millionths (a ratio is at most 1: a million per decision).
     sum_millionths: AtomicU64,
 }
@@ -35,23 +36,21 @@ struct Counts {
 impl FillHistogram {
     /// Records a decision that left `remaining` of `limit`; whether it was near the limit.
     pub(crate) fn observe(&self, limit: u64, remaining: u64) -> bool {
-        let limit = u128::from(limit.max(1));
-        let used = limit.saturating_sub(u128::from(remaining));
-        let percent = used * 100;
-        let bucket = BOUNDS_PERCENT.partition_point(|&bound| u128::from(bound) * limit < percent);
+        let limit = limit.max(1);
+        let ratio = limit.saturating_sub(remaining) as f64 / limit as f64;
+        let bucket = BOUNDS.partition_point(|&bound| bound < ratio);
         let counts = &self.inner;
         counts.buckets[bucket].fetch_add(1, Ordering::Relaxed);
-        // A float division: a u128 one costs tens of nanoseconds. The ratio is in 0..=1,
-        // so the product is in 0..=10^6 and the cast only rounds down.
-        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss, clippy::cast_precision_loss)]
-        let millionths = (used as f64 / limit as f64 * 1e6) as u64;
+        // The ratio is in 0..=1, so the product is in 0..=10^6 and the cast only rounds down.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let millionths = (ratio * 1e6) as u64;
         counts.sum_millionths.fetch_add(millionths, Ordering::Relaxed);
-        percent >= u128::from(NEAR_LIMIT_PERCENT) * limit
+        ratio >= NEAR_LIMIT
     }
 
     /// The count of each bucket, not cumulative (the encoder adds them up), with its bound.
     fn buckets(&self) -> Vec<(f64, u64)> {
-        let bounds = BOUNDS_PERCENT.iter().map(|&bound| bound as f64 / 100.0).chain([f64::INFINITY]);
+        let bounds = BOUNDS.into_iter().chain([f64::INFINITY]);
         bounds.zip(&self.inner.buckets).map(|(bound, count)| (bound, count.load(Ordering::Relaxed))).collect()
     }
 }

@@ -17,6 +17,8 @@
 //! Nothing is sampled and nothing is dropped: the bound holds for every stream, adversarial
 //! ones included (`space_saving_props.rs` checks it against an exact count).
 
+use hashbrown::HashTable;
+
 /// A tracked key with its counts.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Counted {
@@ -28,29 +30,44 @@ pub(crate) struct Counted {
     pub(crate) error: u64,
 }
 
+/// One counter: a key, its hash and its counts.
+#[derive(Debug)]
+struct Slot {
+    hash: u64,
+    error: u64,
+    /// A replaced key's buffer is reused, so a table that has seen its longest keys
+    /// allocates no more.
+    key: Vec<u8>,
+}
+
 /// The `k` heaviest keys of a weighted stream, with their errors.
+///
+/// A key is found through a hash table of counter ids (its bytes compared, so two keys
+/// with one hash stay apart), and the smallest counter is the root of a min-heap: a check
+/// costs O(1) to find its key and O(log k) to keep the heap, not a scan of the `k`.
 #[derive(Debug)]
 pub(crate) struct SpaceSaving {
-    /// Each counter's key hash, compared before the key's bytes (a fast filter only).
-    hashes: Vec<u64>,
-    counts: Vec<u64>,
-    errors: Vec<u64>,
-    /// Each counter's key; a replaced key's buffer is reused, so a table that has seen
-    /// its longest keys allocates no more.
-    keys: Vec<Vec<u8>>,
+    slots: Vec<Slot>,
+    /// Counts with their counter ids, a min-heap by count (the counts here are the ones
+    /// that matter; `Slot::count` is not kept).
+    heap: Vec<(u64, u32)>,
+    /// Each counter's place in `heap`.
+    place: Vec<u32>,
+    /// Counter ids by their key's hash.
+    index: HashTable<u32>,
     capacity: usize,
     total: u64,
 }
 
 impl SpaceSaving {
-    /// An empty table of `capacity` counters (at least one).
+    /// An empty table of `capacity` counters (at least one, at most 2^32).
     pub(crate) fn new(capacity: usize) -> SpaceSaving {
-        let capacity = capacity.max(1);
+        let capacity = capacity.clamp(1, u32::MAX as usize);
         SpaceSaving {
-            hashes: Vec::with_capacity(capacity),
-            counts: Vec::with_capacity(capacity),
-            errors: Vec::with_capacity(capacity),
-            keys: Vec::with_capacity(capacity),
+            slots: Vec::with_capacity(capacity),
+            heap: Vec::with_capacity(capacity),
+            place: Vec::with_capacity(capacity),
+            index: HashTable::with_capacity(capacity),
             capacity,
             total: 0,
         }
@@ -59,30 +76,76 @@ impl SpaceSaving {
     /// Adds `weight` to `key`, whose hash is `hash` (any hash: equal keys, equal hashes).
     pub(crate) fn add(&mut self, hash: u64, key: &[u8], weight: u64) {
         self.total = self.total.saturating_add(weight);
-        // One pass finds the key or, failing that, the smallest counter.
-        let mut smallest = 0;
-        for (slot, &slot_hash) in self.hashes.iter().enumerate() {
-            if slot_hash == hash && self.keys[slot] == key {
-                self.counts[slot] = self.counts[slot].saturating_add(weight);
-                return;
-            }
-            if self.counts[slot] < self.counts[smallest] {
-                smallest = slot;
-            }
-        }
-        if self.counts.len() < self.capacity {
-            self.hashes.push(hash);
-            self.counts.push(weight);
-            self.errors.push(0);
-            self.keys.push(key.to_vec());
+        let slots = &self.slots;
+        if let Some(&id) = self.index.find(hash, |&id| slots[id as usize].key == key) {
+            let place = self.place[id as usize] as usize;
+            self.heap[place].0 = self.heap[place].0.saturating_add(weight);
+            self.sift_down(place);
             return;
         }
-        let min = self.counts[smallest];
-        self.hashes[smallest] = hash;
-        self.counts[smallest] = min.saturating_add(weight);
-        self.errors[smallest] = min;
-        self.keys[smallest].clear();
-        self.keys[smallest].extend_from_slice(key);
+        if self.slots.len() < self.capacity {
+            self.push(hash, key, weight);
+            return;
+        }
+        // The smallest counter takes the new key, its count as the new key's error.
+        let (min, id) = self.heap[0];
+        let slot = &mut self.slots[id as usize];
+        if let Ok(entry) = self.index.find_entry(slot.hash, |&other| other == id) {
+            entry.remove();
+        }
+        (slot.hash, slot.error) = (hash, min);
+        slot.key.clear();
+        slot.key.extend_from_slice(key);
+        let slots = &self.slots;
+        self.index.insert_unique(hash, id, |&other| slots[other as usize].hash);
+        self.heap[0].0 = min.saturating_add(weight);
+        self.sift_down(0);
+    }
+
+    /// Takes a free counter for `key`.
+    fn push(&mut self, hash: u64, key: &[u8], weight: u64) {
+        let id = u32::try_from(self.slots.len()).unwrap_or(u32::MAX);
+        self.slots.push(Slot { hash, error: 0, key: key.to_vec() });
+        self.place.push(id);
+        self.heap.push((weight, id));
+        let slots = &self.slots;
+        self.index.insert_unique(hash, id, |&other| slots[other as usize].hash);
+        self.sift_up(self.heap.len() - 1);
+    }
+
+    fn swap(&mut self, a: usize, b: usize) {
+        self.heap.swap(a, b);
+        self.place[self.heap[a].1 as usize] = u32::try_from(a).unwrap_or(u32::MAX);
+        self.place[self.heap[b].1 as usize] = u32::try_from(b).unwrap_or(u32::MAX);
+    }
+
+    /// Moves the counter at `place` down while a child is smaller (its count grew).
+    fn sift_down(&mut self, mut place: usize) {
+        loop {
+            let left = 2 * place + 1;
+            let Some(&(left_count, _)) = self.heap.get(left) else { return };
+            let child = match self.heap.get(left + 1) {
+                Some(&(right_count, _)) if right_count < left_count => left + 1,
+                _ => left,
+            };
+            if self.heap[child].0 >= self.heap[place].0 {
+                return;
+            }
+            self.swap(place, child);
+            place = child;
+        }
+    }
+
+    /// Moves the counter at `place` up while its parent is larger (it was just added).
+    fn sift_up(&mut self, mut place: usize) {
+        while place > 0 {
+            let parent = (place - 1) / 2;
+            if self.heap[parent].0 <= self.heap[place].0 {
+                return;
+            }
+            self.swap(place, parent);
+            place = parent;
+        }
     }
 
     /// The stream's total weight so far, `n`.
@@ -102,32 +165,38 @@ impl SpaceSaving {
 
     /// The tracked keys, heaviest first (ties by key).
     pub(crate) fn entries(&self) -> Vec<Counted> {
-        let mut entries: Vec<Counted> = (0..self.counts.len())
-            .map(|slot| Counted { key: self.keys[slot].clone(), count: self.counts[slot], error: self.errors[slot] })
+        let mut entries: Vec<Counted> = self
+            .heap
+            .iter()
+            .map(|&(count, id)| {
+                let slot = &self.slots[id as usize];
+                Counted { key: slot.key.clone(), count, error: slot.error }
+            })
             .collect();
         entries.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
         entries
     }
 
-    /// Forgets every key (the buffers are kept for the next stream).
+    /// Forgets every key.
     pub(crate) fn clear(&mut self) {
-        self.hashes.clear();
-        self.counts.clear();
-        self.errors.clear();
-        self.total = 0;
         // The key buffers go too: a flood of long keys in one epoch must not pin memory
         // beyond the table's own bound, and `heap_bytes` counts what is held.
-        self.keys.clear();
+        self.slots.clear();
+        self.heap.clear();
+        self.place.clear();
+        self.index.clear();
+        self.total = 0;
     }
 
-    /// The bytes this table holds on the heap: its counters and its keys' buffers.
+    /// The bytes this table holds on the heap: its counters, heap, index and keys.
     pub(crate) fn heap_bytes(&self) -> usize {
-        let per_counter = 3 * size_of::<u64>() + size_of::<Vec<u8>>();
-        self.capacity * per_counter + self.keys.iter().map(Vec::capacity).sum::<usize>()
+        let per_counter = size_of::<Slot>() + size_of::<(u64, u32)>() + size_of::<u32>();
+        let keys: usize = self.slots.iter().map(|slot| slot.key.capacity()).sum();
+        self.capacity * per_counter + self.index.allocation_size() + keys
     }
 }
 
-/// A hasher of keys for the tables' fast filter and the distinct-key sketch: fixed seeds,
+/// A hasher of keys for the tables' index and the distinct-key sketch: fixed seeds,
 /// so equal keys hash alike in every thread and every run of the process.
 pub(crate) fn key_hash(key: &[u8]) -> u64 {
     KEY_HASHER.hash_one(key)
