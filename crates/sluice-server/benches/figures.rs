@@ -7,7 +7,7 @@
 //!   its smallest counter: the table's worst case);
 //! - `denied`: 1 000 keys in turn, each denied (the denied table and the fill ratio at 1).
 //!
-//! `cargo bench -p sluice-server --bench figures` (about a minute); docs/benchmarks.md
+//! `cargo bench -p sluice-server --bench figures` (a minute once built); docs/benchmarks.md
 //! records the medians and their ratios.
 #![allow(clippy::unwrap_used, missing_docs)]
 
