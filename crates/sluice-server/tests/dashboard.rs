@@ -64,6 +64,7 @@ async fn live_counts_checks_per_policy_and_their_top_keys() {
     assert_eq!(live["without_store"], json!({"failed_open": 0, "failed_closed": 0, "fallback": 0}));
     let rlqs = json!({"streams": 0, "buckets": 0, "reports": 0, "assignments": 0, "tokens": 0, "abandons": 0});
     assert_eq!(live["rlqs"], rlqs);
+    assert_eq!(live["leases"], Value::Null, "no leases on the embedded store");
     // Every check counts in its policy's top keys: exact while the table has room.
     assert_eq!(policy["top_denied"]["keys"], json!([{"key": "alice", "count": 1, "error": 0}]), "{live}");
     assert_eq!(policy["top_consumed"]["keys"], json!([{"key": "alice", "count": 3, "error": 0}]), "{live}");

@@ -203,6 +203,11 @@ async fn exactly_the_limit(servers: &[Server]) {
     let leased = answers.iter().filter(|answer| answer.leased).count();
     assert!(leased > 0, "no check was answered from a lease");
     assert!(metric(&servers[0], "sluice_lease_checks_total").await > 0);
+    // The dashboard shows the same counts as /metrics (no check runs any more).
+    let live: Value = reqwest::get(servers[0].url("/v1/live")).await.unwrap().json().await.unwrap();
+    let leases = &live["leases"];
+    assert_eq!(leases["leased_checks"], metric(&servers[0], "sluice_lease_checks_total").await, "{live}");
+    assert_eq!(leases["units_leased"], metric(&servers[0], "sluice_lease_units_total{kind=\"leased\"}").await);
 }
 
 /// Units that ended unspent in a server's lease.

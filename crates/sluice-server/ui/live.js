@@ -33,7 +33,9 @@ function render(live, now) {
   drawRates(document.getElementById('rate-chart'), live.per_second);
   renderTopKeys('top-denied', live.policies, 'top_denied');
   renderTopKeys('top-consumed', live.policies, 'top_consumed');
-  for (const [table, counts] of [['without-store', live.without_store], ['rlqs', live.rlqs]]) {
+  document.getElementById('leases').classList.toggle('off', live.leases === null);
+  const tables = [['without-store', live.without_store], ['rlqs', live.rlqs], ['leases', live.leases ?? {}]];
+  for (const [table, counts] of tables) {
     for (const [field, count] of Object.entries(counts)) {
       const cell = document.querySelector(`#${table} [data-field="${field}"]`);
       if (cell) cell.textContent = count.toLocaleString();

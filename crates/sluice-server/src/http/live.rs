@@ -22,6 +22,9 @@ pub(crate) struct LiveResponse {
     pub(crate) without_store: WithoutStore,
     /// Envoy's rate limit quota service: what it holds now and what it did since the start.
     pub(crate) rlqs: RlqsCounts,
+    /// Quota leases on a shared store (`lease_period`), over every policy; null without
+    /// leases (the embedded store, or a lease period of 0).
+    pub(crate) leases: Option<LiveLeases>,
     /// Checks allowed and rejected in each of the last 300 whole seconds (every check,
     /// not a sample).
     pub(crate) per_second: PerSecondCounts,
@@ -72,6 +75,23 @@ pub(crate) struct LivePolicy {
 
 /// Keys of each top list the live view shows (`/v1/top` has them all).
 pub(crate) const LIVE_TOP: usize = 5;
+
+/// What quota leases did since the start (docs/leases.md), as `sluice_lease_*` counts it.
+#[derive(Debug, Serialize, ToSchema)]
+pub(crate) struct LiveLeases {
+    /// Leased units held now, not yet spent or given up.
+    pub(crate) units_held: u64,
+    /// Units leased: debited by the store beyond the requests' own costs.
+    pub(crate) units_leased: u64,
+    /// Unspent leased units given back to the store.
+    pub(crate) units_returned: u64,
+    /// Leased units that could no longer be spent and were given up.
+    pub(crate) units_expired: u64,
+    /// Checks decided from leased units: store calls saved.
+    pub(crate) leased_checks: u64,
+    /// Checks that went to the store.
+    pub(crate) store_calls: u64,
+}
 
 /// Decisions made without the store (see the `failure_mode` setting).
 #[derive(Debug, Serialize, ToSchema)]
@@ -128,6 +148,16 @@ pub(crate) async fn live(
         policies: policies.collect(),
         without_store: WithoutStore { failed_open, failed_closed, fallback },
         rlqs: metrics.rlqs().counts(),
+        leases: front.engine.backend().lease_figures().filter(|_| !front.service.settings.lease_period.is_zero()).map(
+            |figures| LiveLeases {
+                units_held: figures.units_held,
+                units_leased: figures.units_leased,
+                units_returned: figures.units_returned,
+                units_expired: figures.units_expired,
+                leased_checks: figures.leased_checks,
+                store_calls: figures.store_calls,
+            },
+        ),
         per_second: PerSecondCounts { last, allowed, rejected },
     }))
 }
