@@ -12,6 +12,7 @@ use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
+use sha2::Digest;
 use support::server::Server;
 
 /// Nothing here comes back within an hour, so counts do not depend on the machine's speed.
@@ -111,6 +112,30 @@ async fn metrics_show_the_fill_ratio_near_limit_decisions_and_distinct_keys() {
         "sluice_keys_estimate{policy=\"roomy\"} 0\n",
     ] {
         assert!(text.contains(line), "{line} missing from\n{text}");
+    }
+}
+
+#[tokio::test]
+async fn ranks_are_exported_with_hashed_keys_unless_raw_keys_are_asked_for() {
+    // The first 16 hex digits of SHA-256("abuser") (docs/service.md, "Metrics").
+    let digest = sha2::Sha256::digest(b"abuser");
+    let hashed: String = digest[..8].iter().map(|byte| format!("{byte:02x}")).collect();
+    for (args, key) in [(&[][..], hashed.as_str()), (&["--raw-key-labels"][..], "abuser")] {
+        let mut args = args.to_vec();
+        args.extend(["--top-key-series", "2", "--snapshot", "off"]);
+        let server = Server::start(CONFIG, &args);
+        for _ in 0..4 {
+            check(&server, "abuser", "tight", 1).await;
+        }
+        let text = metrics(&server).await;
+        for line in [
+            format!("sluice_top_key_count{{policy=\"tight\",by=\"denied\",rank=\"1\",key=\"{key}\"}} 2\n"),
+            format!("sluice_top_key_error{{policy=\"tight\",by=\"denied\",rank=\"1\",key=\"{key}\"}} 0\n"),
+            "sluice_top_key_count{policy=\"tight\",by=\"denied\",rank=\"2\",key=\"\"} 0\n".to_owned(),
+            format!("sluice_top_key_count{{policy=\"tight\",by=\"consumed\",rank=\"1\",key=\"{key}\"}} 2\n"),
+        ] {
+            assert!(text.contains(&line), "{line} missing from\n{text}");
+        }
     }
 }
 
