@@ -1,15 +1,18 @@
 //! `GET /v1/live`: what the dashboard's live view polls.
 
+use crate::config::service_file::PolicyEntry;
 use crate::engine::front::Front;
 use crate::http::api::ErrorResponse;
 use crate::http::error::ApiError;
 use crate::http::top::{TopEpoch, epoch};
 use crate::http::ui::admit;
-use crate::metrics::{By, PolicyFigures, RlqsCounts, Seconds};
+use crate::metrics::{By, PolicyCounters, PolicyFigures, RlqsCounts, Seconds};
 use crate::runtime::handoff::Client;
 use axum::Json;
 use axum::extract::{ConnectInfo, State};
 use serde::Serialize;
+use sluice_core::Timestamp;
+use sluice_core::lease::LeaseFigures;
 use std::sync::Arc;
 use utoipa::ToSchema;
 
@@ -122,48 +125,61 @@ pub(crate) async fn live(
     let loaded = front.engine.loaded();
     let metrics = front.engine.metrics();
     let now = front.engine.now();
-    let policies = loaded.config.policies().iter().enumerate().map(|(index, entry)| {
-        let counters = loaded.counters(index);
-        let [allowed, rejected, shadow_rejected] = counters.map_or([0; 3], |counters| counters.totals());
-        let figures = counters.and_then(|counters| counters.figures());
-        let policy = entry.limit.policy();
-        LivePolicy {
-            name: entry.limit.name().to_owned(),
-            algorithm: policy.algorithm_name(),
-            limit: policy.limit(),
-            limit_text: crate::config::policy_text::describe(policy),
-            shadow_mode: entry.shadow || front.service.settings.shadow_mode,
-            allowed,
-            rejected,
-            shadow_rejected,
-            near_limit: figures.map_or(0, |figures| figures.near_limit.get()),
-            keys_estimate: figures.and_then(|figures| Some(figures.keys.as_ref()?.distinct.estimate())),
-            top_denied: figures.and_then(|figures| top_now(figures, By::Denied, now)),
-            top_consumed: figures.and_then(|figures| top_now(figures, By::Consumed, now)),
-        }
-    });
+    let shadow_all = front.service.settings.shadow_mode;
+    let policies = loaded.config.policies().iter().enumerate();
+    let policies = policies.map(|(index, entry)| live_policy(entry, loaded.counters(index), shadow_all, now));
     let [failed_open, failed_closed, fallback] = metrics.without_store();
     let Seconds { last, allowed, rejected } = metrics.per_second().before(now);
     Ok(Json(LiveResponse {
         policies: policies.collect(),
         without_store: WithoutStore { failed_open, failed_closed, fallback },
         rlqs: metrics.rlqs().counts(),
-        leases: front.engine.backend().lease_figures().filter(|_| !front.service.settings.lease_period.is_zero()).map(
-            |figures| LiveLeases {
-                units_held: figures.units_held,
-                units_leased: figures.units_leased,
-                units_returned: figures.units_returned,
-                units_expired: figures.units_expired,
-                leased_checks: figures.leased_checks,
-                store_calls: figures.store_calls,
-            },
-        ),
+        leases: front
+            .engine
+            .backend()
+            .lease_figures()
+            .filter(|_| !front.service.settings.lease_period.is_zero())
+            .map(|figures| LiveLeases::from(&figures)),
         per_second: PerSecondCounts { last, allowed, rejected },
     }))
 }
 
+/// A policy in force with its counts and figures (`shadow_all`: `--shadow-mode`).
+fn live_policy(entry: &PolicyEntry, counters: Option<&PolicyCounters>, shadow_all: bool, now: Timestamp) -> LivePolicy {
+    let [allowed, rejected, shadow_rejected] = counters.map_or([0; 3], PolicyCounters::totals);
+    let figures = counters.and_then(PolicyCounters::figures);
+    let policy = entry.limit.policy();
+    LivePolicy {
+        name: entry.limit.name().to_owned(),
+        algorithm: policy.algorithm_name(),
+        limit: policy.limit(),
+        limit_text: crate::config::policy_text::describe(policy),
+        shadow_mode: entry.shadow || shadow_all,
+        allowed,
+        rejected,
+        shadow_rejected,
+        near_limit: figures.map_or(0, |figures| figures.near_limit.get()),
+        keys_estimate: figures.and_then(|figures| Some(figures.keys.as_ref()?.distinct.estimate())),
+        top_denied: figures.and_then(|figures| top_now(figures, By::Denied, now)),
+        top_consumed: figures.and_then(|figures| top_now(figures, By::Consumed, now)),
+    }
+}
+
+impl From<&LeaseFigures> for LiveLeases {
+    fn from(figures: &LeaseFigures) -> LiveLeases {
+        LiveLeases {
+            units_held: figures.units_held,
+            units_leased: figures.units_leased,
+            units_returned: figures.units_returned,
+            units_expired: figures.units_expired,
+            leased_checks: figures.leased_checks,
+            store_calls: figures.store_calls,
+        }
+    }
+}
+
 /// This minute's first [`LIVE_TOP`] keys of a policy's table `by`.
-fn top_now(figures: &PolicyFigures, by: By, now: sluice_core::Timestamp) -> Option<TopEpoch> {
+fn top_now(figures: &PolicyFigures, by: By, now: Timestamp) -> Option<TopEpoch> {
     let [mut current, _] = figures.keys.as_ref()?.top.read(by, now);
     current.keys.truncate(LIVE_TOP);
     Some(epoch(current))
