@@ -119,21 +119,30 @@ impl SpaceSaving {
         self.place[self.heap[b].1 as usize] = u32::try_from(b).unwrap_or(u32::MAX);
     }
 
-    /// Moves the counter at `place` down while a child is smaller (its count grew).
+    /// Moves the counter at `place` down while a child is smaller (its count grew): the
+    /// smaller children move up into the hole, and the counter lands once, where it stops.
     fn sift_down(&mut self, mut place: usize) {
+        let moving = self.heap[place];
         loop {
             let left = 2 * place + 1;
-            let Some(&(left_count, _)) = self.heap.get(left) else { return };
+            let Some(&(left_count, _)) = self.heap.get(left) else { break };
             let child = match self.heap.get(left + 1) {
                 Some(&(right_count, _)) if right_count < left_count => left + 1,
                 _ => left,
             };
-            if self.heap[child].0 >= self.heap[place].0 {
-                return;
+            if self.heap[child].0 >= moving.0 {
+                break;
             }
-            self.swap(place, child);
+            self.set(place, self.heap[child]);
             place = child;
         }
+        self.set(place, moving);
+    }
+
+    /// Puts `entry` at `place` in the heap and notes where its counter is.
+    fn set(&mut self, place: usize, entry: (u64, u32)) {
+        self.heap[place] = entry;
+        self.place[entry.1 as usize] = u32::try_from(place).unwrap_or(u32::MAX);
     }
 
     /// Moves the counter at `place` up while its parent is larger (it was just added).
