@@ -163,12 +163,10 @@ impl Engine {
     /// builds one from its arguments); the caller counts the outcome under its own label.
     pub(crate) async fn check_limit(&self, key: &[u8], limit: &Limit, cost: u64) -> Result<Verdict, RequestError> {
         let key = Key::new(key).map_err(|error| RequestError::InvalidKey(error.to_string()))?;
-        let verdict = self.decide(key, std::slice::from_ref(limit), cost).await?;
+        let now = self.clock.now();
+        let verdict = self.decide(key, std::slice::from_ref(limit), now, cost).await?;
         if cost > 0 {
-            let allowed = verdict.decision.allowed;
-            let metrics = &self.shared.metrics;
-            metrics.hot_keys().record(key.as_bytes(), (!allowed).then(|| limit.name()));
-            metrics.per_second().record(self.clock.now(), allowed);
+            self.shared.metrics.per_second().record(now, verdict.decision.allowed);
         }
         Ok(verdict)
     }

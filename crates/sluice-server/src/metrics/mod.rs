@@ -23,10 +23,10 @@ mod per_second;
 mod policy_figures;
 mod redis_health;
 mod rlqs;
-mod throttle;
 mod space_saving;
 #[cfg(test)]
 mod space_saving_props;
+mod throttle;
 mod top_keys;
 
 use figure_series::FigureSeries;

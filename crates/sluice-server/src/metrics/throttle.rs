@@ -45,7 +45,7 @@ mod tests {
 
     #[test]
     fn parameter_sets_past_the_bound_share_one_label() {
-        let metrics = Metrics::new();
+        let metrics = Metrics::new(crate::metrics::FigureSettings::default());
         let counters = ThrottleCounters::default();
         for period in 1..=(MAX_LABELLED as i64 + 10) {
             counters.of(&metrics, (0, 1, period)).count(true, false);
