@@ -35,20 +35,8 @@ need redis-server && need redis-cli || fail "redis-server and redis-cli are miss
 [ -n "${SLUICE_BIN:-}" ] || cargo build --release --locked -p sluice-server --bin sluice
 SLUICE=${SLUICE_BIN:-$PWD/target/release/sluice}
 
-WORK=$(mktemp -d)
-PIDS=()
-stop_pid() {
-  local pid=$1
-  kill -TERM "$pid" 2>/dev/null || return 0
-  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-}
-cleanup() {
-  for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/processes.sh
+source scripts/processes.sh
 
 # Every algorithm, each with a limit no run reaches (about 10^7 a second or more).
 cat >"$WORK/config.yaml" <<'EOF'
@@ -60,9 +48,6 @@ policies:
   leaky_bucket: {algorithm: leaky_bucket, interval: 1us, burst: 100000000}
 EOF
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 REDIS_PORT=$(free_port)
 taskset -c 1 timeout "$LIFETIME" redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save '' --appendonly no \

@@ -69,20 +69,8 @@ cargo build --release --locked -p sluice-server --bin sluice --example grpc_load
 SLUICE=${SLUICE_BIN:-$PWD/target/release/sluice}
 GRPC_LOAD=$PWD/target/release/examples/grpc_load
 
-WORK=$(mktemp -d)
-PIDS=()
-stop_pid() {
-  local pid=$1
-  kill -TERM "$pid" 2>/dev/null || return 0
-  for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
-  kill -KILL "$pid" 2>/dev/null || true
-  wait "$pid" 2>/dev/null || true
-}
-cleanup() {
-  for pid in "${PIDS[@]}"; do stop_pid "$pid"; done
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
+# shellcheck source=scripts/processes.sh
+source scripts/processes.sh
 
 # --- Configuration and wrk scripts -----------------------------------------------------------
 # Fixed windows (limitador's algorithm) with limits no run reaches: every check is allowed.
@@ -182,9 +170,6 @@ cut -f3 "$dir/h2load.log" | sort -n | awk -v ok="$ok" -v failed="$failed" -v s="
 EOF
 
 # --- Processes ---------------------------------------------------------------------------------
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
 
 # start_redis: sets REDIS_PID and REDIS_PORT.
 start_redis() {

@@ -23,6 +23,7 @@ use crate::write::Write;
 use holding::Answer;
 use sluice_core::SlidingLogVariant;
 use sluice_core::algorithm::{Hold, Holds, Lease, Returned};
+use smallvec::SmallVec;
 
 /// The sliding log policy as the script reads it: `p1 = N`, `p2 = window µs`, `p3 = attempts`.
 #[derive(Debug, Clone, Copy)]
@@ -128,17 +129,19 @@ pub(crate) fn record(
 /// deadline or at the newest entry if later (a lease's deadline passed since the last
 /// admission, which logged those before it; the log stays in time order), then the
 /// request's at `plan.now`; the newest `n` of them (the script's `sl_ended_entries`).
-fn fresh_entries(p: Params, plan: &Plan<'_>, ended: &[Hold]) -> Vec<u64> {
+fn fresh_entries(p: Params, plan: &Plan<'_>, ended: &[Hold]) -> SmallVec<[u64; 4]> {
     let log = &plan.log;
     let mut newest = if log.len > 0 { log.at(log.len - 1) } else { 0 };
-    let mut fresh = Vec::new();
+    // On the stack for a request of up to four units and no lease ended: no allocation.
+    let mut fresh = SmallVec::new();
     for hold in ended {
         newest = newest.max(hold.deadline);
         fresh.extend(std::iter::repeat_n(newest, usize::try_from(hold.units).unwrap_or(usize::MAX)));
     }
     fresh.extend(std::iter::repeat_n(plan.now, usize::try_from(plan.cost.min(p.n)).unwrap_or(usize::MAX)));
     let n = usize::try_from(p.n).unwrap_or(usize::MAX);
-    fresh.split_off(fresh.len().saturating_sub(n))
+    fresh.drain(..fresh.len().saturating_sub(n));
+    fresh
 }
 
 /// Takes a lease's unspent units out of the lease it names (`back.debited_in`, its

@@ -47,29 +47,27 @@ local function holds()
     return table.concat(parts)
   end
 
-  -- Units of the leases whose deadline is after `now`: still spendable.
-  function H.live(h, now)
-    local units = 0
+  -- The units, and the number, of the leases whose deadline is after `now`: still spendable.
+  function H.held(h, now)
+    local units, held = 0, 0
     if h then
       for i = 1, #h, 2 do
         if h[i] > now then
-          units = units + h[i + 1]
+          units, held = units + h[i + 1], held + 1
         end
       end
     end
-    return units
+    return units, held
+  end
+
+  -- Units of the leases whose deadline is after `now`.
+  function H.live(h, now)
+    return (H.held(h, now))
   end
 
   -- True when one more lease fits at `now` (leases ended by then make room).
   function H.room(h, now)
-    local held = 0
-    if h then
-      for i = 1, #h, 2 do
-        if h[i] > now then
-          held = held + 1
-        end
-      end
-    end
+    local _, held = H.held(h, now)
     return held < MAX_HOLDS
   end
 

@@ -8,37 +8,33 @@ use crate::settings::RedisSettings;
 pub(crate) use reply::{Granted, Reply, decode};
 use sluice_core::{EXACT_LIMIT, Limit};
 
+/// `head`, then every algorithm (each file the twin of its Rust module, with what they
+/// share), then `driver`: the scripts that may meet any algorithm.
+macro_rules! every_algorithm {
+    ($head:literal, $driver:literal) => {
+        concat!(
+            include_str!(concat!("../lua/", $head)),
+            include_str!("../lua/ttl.lua"),
+            include_str!("../lua/idiv.lua"),
+            include_str!("../lua/holds.lua"),
+            include_str!("../lua/sliding_log.lua"),
+            include_str!("../lua/sliding_log_holding.lua"),
+            include_str!("../lua/fixed_window.lua"),
+            include_str!("../lua/sliding_window.lua"),
+            include_str!("../lua/token_bucket.lua"),
+            include_str!("../lua/leaky_bucket.lua"),
+            include_str!(concat!("../lua/", $driver)),
+        )
+    };
+}
+
 /// The script for several limits at once, all or nothing: the common start, every
-/// algorithm (each file the twin of its Rust module), then the generic driver.
-const MULTI: &str = concat!(
-    include_str!("../lua/common.lua"),
-    include_str!("../lua/ttl.lua"),
-    include_str!("../lua/idiv.lua"),
-    include_str!("../lua/holds.lua"),
-    include_str!("../lua/sliding_log.lua"),
-    include_str!("../lua/sliding_log_holding.lua"),
-    include_str!("../lua/fixed_window.lua"),
-    include_str!("../lua/sliding_window.lua"),
-    include_str!("../lua/token_bucket.lua"),
-    include_str!("../lua/leaky_bucket.lua"),
-    include_str!("../lua/check.lua"),
-);
+/// algorithm, then the generic driver.
+const MULTI: &str = every_algorithm!("common.lua", "check.lua");
 
 /// The give-back script: its arguments, every algorithm (whose `*_give_back` it calls),
 /// then its driver. Rare (a key gone quiet, a shutdown), so it holds them all.
-pub(crate) const GIVE_BACK: &str = concat!(
-    include_str!("../lua/give_back_args.lua"),
-    include_str!("../lua/ttl.lua"),
-    include_str!("../lua/idiv.lua"),
-    include_str!("../lua/holds.lua"),
-    include_str!("../lua/sliding_log.lua"),
-    include_str!("../lua/sliding_log_holding.lua"),
-    include_str!("../lua/fixed_window.lua"),
-    include_str!("../lua/sliding_window.lua"),
-    include_str!("../lua/token_bucket.lua"),
-    include_str!("../lua/leaky_bucket.lua"),
-    include_str!("../lua/give_back.lua"),
-);
+pub(crate) const GIVE_BACK: &str = every_algorithm!("give_back_args.lua", "give_back.lua");
 
 /// The script for one limit of one algorithm, the hot path: the common start, only the
 /// files that algorithm needs (Redis runs a script's whole body, every function definition,
