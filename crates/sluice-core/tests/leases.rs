@@ -830,3 +830,90 @@ proptest! {
         assert_exact(&[spec], &admitted)?;
     }
 }
+
+/// A memory store that answers every call at its second poll: checks run side by side
+/// overlap their store calls, so that a process holds leases of several requests at once
+/// (`lease/parcel.rs`) and misses wait for the lease request in flight (`lease/held.rs`).
+struct Overlapping(Arc<MemoryStore>);
+
+impl Store for Overlapping {
+    async fn check(&self, check: Check<'_>) -> Result<sluice_core::Verdict, sluice_core::StoreError> {
+        tokio::task::yield_now().await;
+        self.0.check(check).await
+    }
+
+    fn reset(
+        &self,
+        key: Key<'_>,
+        limits: &[Limit],
+    ) -> impl Future<Output = Result<(), sluice_core::StoreError>> + Send {
+        self.0.reset(key, limits)
+    }
+
+    async fn check_and_lease(&self, check: Check<'_>) -> Result<sluice_core::LeaseAnswer, sluice_core::StoreError> {
+        tokio::task::yield_now().await;
+        self.0.check_and_lease(check).await
+    }
+
+    fn give_back(
+        &self,
+        back: sluice_core::GiveBack<'_>,
+    ) -> impl Future<Output = Result<(), sluice_core::StoreError>> + Send {
+        self.0.give_back(back)
+    }
+}
+
+/// [`run`], with the requests in batches of four decided side by side at one instant (each
+/// batch's time advanced by its first request's gap), every store call answered a poll late.
+fn run_overlapping(limits: &[Limit], period: u64, processes: usize, requests: &[Request]) -> Admitted {
+    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+    let shared = Arc::new(Overlapping(Arc::new(MemoryStore::new())));
+    let stores: Vec<_> = (0..processes).map(|_| LeasedStore::new(shared.clone(), us(period))).collect();
+    let mut admitted: Admitted = Default::default();
+    let mut now = 1_000_000u64;
+    for batch in requests.chunks(4) {
+        now += batch[0].gap;
+        let at = Timestamp::from_micros(now);
+        let decided = runtime.block_on(async {
+            let checks = batch.iter().map(|request| {
+                let (store, limits) = (stores[request.process].clone(), limits.to_vec());
+                let (key, cost) = (request.key, request.cost);
+                tokio::spawn(async move {
+                    let name: &[u8] = if key == 0 { b"alpha" } else { b"beta" };
+                    store.check(Check::new(Key::new(name).unwrap(), &limits, at, cost)).await.unwrap().decision.allowed
+                })
+            });
+            let handles: Vec<_> = checks.collect();
+            let mut allowed = Vec::new();
+            for handle in handles {
+                allowed.push(handle.await.unwrap());
+            }
+            allowed
+        });
+        for (request, allowed) in batch.iter().zip(decided) {
+            if allowed {
+                admitted[request.key].push((now, request.cost));
+            }
+            if let Then::GiveBack(which) = request.then {
+                runtime.block_on(stores[request.process].give_back(at, which));
+            }
+        }
+    }
+    admitted
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
+
+    /// The bound with checks side by side: several leases held at once by one process, and
+    /// checks waiting for the lease request in flight.
+    #[test]
+    fn overlapping_leases_never_admit_more_than_the_definition(
+        specs in prop::collection::vec(spec(), 1..3),
+        period in 1..300u64,
+        requests in prop::collection::vec(request(3), 1..400),
+    ) {
+        let limits: Vec<Limit> = specs.iter().enumerate().map(|(i, spec)| Limit::new(format!("l{i}"), spec.policy())).collect();
+        assert_exact(&specs, &run_overlapping(&limits, period, 3, &requests))?;
+    }
+}
