@@ -163,6 +163,12 @@ declare_settings! {
      assignments live three intervals, and a bucket not reported for three is abandoned."
     rlqs_report_interval: Duration, from String, env "SLUICE_RLQS_REPORT_INTERVAL", default("5s"),
         parse |text: String| positive(&text), #[arg(value_name = "DURATION")];
+    "When Sluice stops, tell every Envoy to abandon its RLQS buckets, so that it falls back \
+     to its `no_assignment_behavior` at once (fail-open under `ALLOW_ALL`). Off by default: \
+     the assignments in force run out on their own (within three report intervals), then \
+     Envoy applies its `expired_assignment_behavior`."
+    rlqs_abandon_on_shutdown: bool, from bool, env "SLUICE_RLQS_ABANDON_ON_SHUTDOWN", default(false), parse Ok,
+        #[arg(num_args = 0..=1, default_missing_value = "true")];
     "RLQS buckets the service holds at once, over every stream, and the most one report \
      may carry; a stream that would add more ends with RESOURCE_EXHAUSTED."
     max_rlqs_buckets: usize, from usize, env "SLUICE_MAX_RLQS_BUCKETS", default(DEFAULT_MAX_RLQS_BUCKETS, "100000"),

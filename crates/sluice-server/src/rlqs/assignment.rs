@@ -1,12 +1,14 @@
 //! Assignments as Envoy's `RateLimitQuotaResponse` carries them.
 //!
-//! A share is a token bucket of `tokens` that Envoy creates full. Its fill adds 1 or 2
-//! tokens per fill interval (two windows and a second, see
-//! [`super::timing::Windows::fill_interval`]), less than one token over a window, so a
-//! grant lets through at most its `tokens`. The 1 or 2 alternates between grants: Envoy
-//! 1.40 keeps a bucket's tokens when an assignment repeats (same size, fill and interval)
-//! and creates a full bucket when it differs, so a renewal repeats its grant exactly,
-//! and a new grant, paid afresh, always differs from the one before.
+//! A share is a token bucket of `tokens` whose fill adds 1 token per fill interval (two
+//! windows and a second, see [`super::timing::Windows::fill_interval`]): less than one
+//! token over the window the share lives in, so a share lets through at most its
+//! `tokens`. Envoy 1.40 keeps a bucket's tokens when an assignment repeats (same size and
+//! fill), but builds a *changed* one with the old bucket's fill fraction, so that fresh
+//! tokens sent to an Envoy whose bucket ran dry would start empty; a bucket created after
+//! a blanket assignment starts full (tests/envoy_quota_client.rs measures both). Fresh
+//! tokens therefore go out as a blanket refusal then the token bucket, in one response:
+//! Envoy applies a response's actions in order, and requests see only the last.
 
 use super::shares::Assignment;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_response::BucketAction;
@@ -20,14 +22,27 @@ use envoy_types::pb::envoy::r#type::v3::{RateLimitStrategy, TokenBucket};
 use envoy_types::pb::google::protobuf::{Duration as ProtoDuration, UInt32Value};
 use std::time::Duration;
 
-/// Assigns `assignment` to the bucket `id`.
-pub(crate) fn token_bucket(id: &BucketId, assignment: &Assignment) -> BucketAction {
-    let bucket = TokenBucket {
-        max_tokens: u32::try_from(assignment.tokens).unwrap_or(u32::MAX),
-        tokens_per_fill: Some(UInt32Value { value: 1 + u32::from(assignment.generation) }),
-        fill_interval: Some(seconds(assignment.fill_interval)),
-    };
-    assign(id, Strategy::TokenBucket(bucket), assignment.ttl)
+/// The time to live of the refusal that clears a bucket before fresh tokens: replaced
+/// by them at once, it never applies.
+const CLEARING_TTL: Duration = Duration::from_secs(1);
+
+/// The actions telling Envoy `assignment` for the bucket `id`.
+pub(crate) fn actions(id: &BucketId, assignment: &Assignment) -> Vec<BucketAction> {
+    match *assignment {
+        Assignment::Share { tokens, ttl, fill_interval, fresh } => {
+            let bucket = TokenBucket {
+                max_tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
+                tokens_per_fill: Some(UInt32Value { value: 1 }),
+                fill_interval: Some(seconds(fill_interval)),
+            };
+            let share = assign(id, Strategy::TokenBucket(bucket), ttl);
+            match fresh {
+                true => vec![blanket(id, BlanketRule::DenyAll, CLEARING_TTL), share],
+                false => vec![share],
+            }
+        }
+        Assignment::Refusal { ttl } => vec![blanket(id, BlanketRule::DenyAll, ttl)],
+    }
 }
 
 /// Lets every request of bucket `id` through (`AllowAll`), or none (`DenyAll`), for `ttl`:

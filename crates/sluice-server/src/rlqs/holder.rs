@@ -1,5 +1,6 @@
-//! One Envoy holding one bucket: its demand, the grant it holds, and the credit its
-//! usage reports are matched against, so that usage a grant paid for is not counted twice.
+//! One Envoy holding one bucket: its demand, what it was last told (a share, a refusal,
+//! or nothing yet), and the credit its usage reports are matched against, so that usage a
+//! share paid for is not counted twice.
 
 use super::timing::Windows;
 use sluice_core::Timestamp;
@@ -21,12 +22,42 @@ pub(crate) struct Usage {
 pub(crate) struct Grant {
     /// The tokens paid for: the token bucket's size.
     pub(crate) tokens: u64,
+    /// When it was sent: reports covering time before it say nothing of its use.
+    pub(crate) sent: Timestamp,
     /// When the assignment ends, counted from when it was sent.
     pub(crate) expires: Timestamp,
     /// The window the tokens were paid in.
     pub(crate) window: u64,
-    /// Requests reported allowed since the grant.
+    /// Requests reported allowed since the grant, by reports that began after it.
     used: u64,
+    /// A report that began after it counted refusals, or as many requests as it holds:
+    /// its bucket ran dry, and a new one of fresh tokens loses nothing of it.
+    pub(crate) spent: bool,
+}
+
+/// What an Envoy was last told about the bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Answer {
+    /// Nothing yet (or what it was told has lapsed).
+    Nothing,
+    /// A share of the limit.
+    Share(Grant),
+    /// Refuse every request (`DENY_ALL`) until `expires`.
+    Refusal {
+        /// When the refusal ends, counted from when it was sent.
+        expires: Timestamp,
+    },
+}
+
+impl Answer {
+    /// When what it was told ends; `None` for nothing.
+    pub(crate) fn expires(self) -> Option<Timestamp> {
+        match self {
+            Answer::Nothing => None,
+            Answer::Share(grant) => Some(grant.expires),
+            Answer::Refusal { expires } => Some(expires),
+        }
+    }
 }
 
 /// One Envoy's hold on one bucket.
@@ -38,29 +69,16 @@ pub(crate) struct Holder {
     /// and is given no new share until it reports some.
     active: bool,
     pub(crate) last_report: Timestamp,
-    pub(crate) grant: Option<Grant>,
-    /// It reported denials, or as many requests as its grant held, since the grant.
-    wants_more: bool,
+    pub(crate) answer: Answer,
     /// Tokens paid for this holder that no report has matched yet, valid until `credit_until`.
     credit: u64,
     credit_until: Timestamp,
-    /// Alternates with each grant, so that two grants in a row always differ for Envoy.
-    pub(crate) generation: bool,
 }
 
 impl Holder {
     /// A holder whose first report arrives at `now`.
     pub(crate) fn new(now: Timestamp) -> Holder {
-        Holder {
-            demand: 0.0,
-            active: false,
-            last_report: now,
-            grant: None,
-            wants_more: false,
-            credit: 0,
-            credit_until: now,
-            generation: false,
-        }
+        Holder { demand: 0.0, active: false, last_report: now, answer: Answer::Nothing, credit: 0, credit_until: now }
     }
 
     /// Takes in a report at `now`; the requests it allowed that no grant paid for (before
@@ -69,45 +87,59 @@ impl Holder {
         // Envoy's first report of a bucket covers no time: one request, as over a second.
         let seconds = usage.elapsed.as_secs_f64().max(1.0);
         let sample = usage.allowed.saturating_add(usage.denied) as f64 / seconds;
-        let first = self.grant.is_none() && self.demand == 0.0;
+        let first = matches!(self.answer, Answer::Nothing) && self.demand == 0.0;
         self.demand = if first { sample } else { (self.demand + sample) / 2.0 };
         self.active = sample > 0.0;
-        self.last_report = now;
+        let began = std::mem::replace(&mut self.last_report, now);
         if self.credit_until < now {
             self.credit = 0;
         }
         let paid = usage.allowed.min(self.credit);
         self.credit -= paid;
-        if let Some(grant) = self.grant.as_mut().filter(|grant| grant.expires > now) {
+        if let Answer::Share(grant) = &mut self.answer
+            && grant.expires > now
+            && began >= grant.sent
+        {
             grant.used = grant.used.saturating_add(usage.allowed);
-            self.wants_more |= usage.denied > 0 || grant.used >= grant.tokens;
+            grant.spent |= usage.denied > 0 || grant.used >= grant.tokens;
         }
         usage.allowed - paid
     }
 
     /// Whether this holder should get tokens at `now`: its last report counted requests,
-    /// and it holds no grant in force in the current window, or has used up (or been
-    /// refused beyond) the one it holds.
+    /// and it holds no share in force in the current window, or has spent the one it holds.
     pub(crate) fn needs_tokens(&self, now: Timestamp, windows: Windows) -> bool {
-        let in_force = self.grant.is_some_and(|grant| grant.expires > now && grant.window == windows.index(now));
-        self.active && (!in_force || self.wants_more)
+        let unserved = match self.answer {
+            Answer::Share(grant) => grant.spent || grant.expires <= now || grant.window != windows.index(now),
+            Answer::Nothing | Answer::Refusal { .. } => true,
+        };
+        self.active && unserved
+    }
+
+    /// Whether it is refused at `now` already.
+    pub(crate) fn is_refused(&self, now: Timestamp) -> bool {
+        matches!(self.answer, Answer::Refusal { expires } if expires > now)
     }
 
     /// Records a grant of `tokens` paid at `now`, in force for `ttl`.
     pub(crate) fn take_grant(&mut self, now: Timestamp, tokens: u64, ttl: Duration, windows: Windows, slack: Duration) {
         let expires = now.saturating_add(ttl);
-        self.generation = !self.generation;
-        self.grant = Some(Grant { tokens, expires, window: windows.index(now), used: 0 });
-        self.wants_more = false;
+        let window = windows.index(now);
+        self.answer = Answer::Share(Grant { tokens, sent: now, expires, window, used: 0, spent: false });
         let left = if self.credit_until < now { 0 } else { self.credit };
         self.credit = left.saturating_add(tokens);
         self.credit_until = expires.saturating_add(slack);
     }
 
-    /// Extends the grant in force to end at `expires` (the same tokens: Envoy keeps its
+    /// Records a refusal sent at `now`, in force for `ttl`.
+    pub(crate) fn take_refusal(&mut self, now: Timestamp, ttl: Duration) {
+        self.answer = Answer::Refusal { expires: now.saturating_add(ttl) };
+    }
+
+    /// Extends the share in force to end at `expires` (the same tokens: Envoy keeps its
     /// token bucket when an assignment repeats).
     pub(crate) fn extend(&mut self, expires: Timestamp, slack: Duration) {
-        if let Some(grant) = self.grant.as_mut() {
+        if let Answer::Share(grant) = &mut self.answer {
             grant.expires = expires;
             self.credit_until = expires.saturating_add(slack);
         }

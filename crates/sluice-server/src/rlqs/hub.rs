@@ -5,8 +5,9 @@
 //! [`Event`]s; everything else happens here, on one task, in event order, so the shares
 //! need no lock. A tick renews assignments, abandons the buckets of Envoys that stopped
 //! reporting, gives fresh shares as windows turn, and notices a reload (every bucket is
-//! abandoned then, to be reported again under the new rules). At shutdown, every Envoy
-//! is told to abandon every bucket before its stream ends.
+//! abandoned then, to be reported again under the new rules). At shutdown the streams
+//! end and what each Envoy was told runs out on its own (setting `rlqs_abandon_on_shutdown`
+//! abandons every bucket first instead).
 //!
 //! The hub composes what it holds, each in its own file: [`streams::Streams`] (each
 //! stream's buckets and outbox), [`buckets::Buckets`] (the shares of each limited bucket)
@@ -79,8 +80,8 @@ struct Hub {
 }
 
 impl Hub {
-    /// Takes in events, and ticks, until `shutdown` (or every handle is gone); then tells
-    /// every stream to abandon every bucket.
+    /// Takes in events, and ticks, until `shutdown` (or every handle is gone); then ends
+    /// every stream, first telling each to abandon every bucket when so configured.
     async fn run(mut self, mut inbox: mpsc::Receiver<Event>, shutdown: Shutdown) {
         let mut ticks = tokio::time::interval(TICK);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -98,7 +99,9 @@ impl Hub {
             self.flush();
             self.publish();
         }
-        self.abandon_all("shutdown");
+        if self.service.settings.rlqs_abandon_on_shutdown {
+            self.abandon_all("shutdown");
+        }
         self.streams.clear();
         self.publish();
     }

@@ -1,5 +1,6 @@
 //! One division round of a bucket: ask the limit what it has left, plan each needy
-//! holder's part, pay for each part, and only then assign it.
+//! holder's part, pay for each part, and only then assign it; refuse the needy holders
+//! it could not serve.
 
 use super::payer::QuotaPayer;
 use super::shares::{Assignment, BucketShares, StreamId};
@@ -10,6 +11,7 @@ use sluice_core::{Key, Limit, StoreError, Timestamp};
 /// can no longer pay in full (another server or an RLS check took quota meanwhile) is
 /// assigned as what could be paid, or not at all. When the store cannot answer, the
 /// round stops there with its error: what was paid already is assigned, nothing more.
+/// Every holder in need that got nothing is refused (`DENY_ALL`) in the same round.
 pub(crate) async fn divide<P: QuotaPayer>(
     shares: &mut BucketShares,
     payer: &P,
@@ -37,6 +39,7 @@ pub(crate) async fn divide<P: QuotaPayer>(
             assigned.push((stream, assignment));
         }
     }
+    assigned.extend(shares.refuse_unserved(now));
     (assigned, None)
 }
 

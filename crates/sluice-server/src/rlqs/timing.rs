@@ -9,6 +9,11 @@ use std::time::Duration;
 /// the assignment must still be over before the window ends.
 pub(crate) const EDGE_MARGIN: Duration = Duration::from_millis(250);
 
+/// How long before a share ends with its window it is replaced by a refusal, so that the
+/// refusal reaches Envoy first: a share that lapsed would leave Envoy to its fallback
+/// (`ALLOW_ALL`, if so configured) until the next window's share arrives.
+pub(crate) const CLOSE_LEAD: Duration = Duration::from_secs(1);
+
 /// The timing every bucket's shares follow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Timing {
@@ -73,9 +78,9 @@ impl Windows {
         (seconds > 0).then(|| Duration::from_secs(seconds))
     }
 
-    /// The fill interval of every token bucket assigned in these windows: over two windows
-    /// and a second, so that the 1 or 2 tokens one fill adds (see
-    /// [`super::assignment`]) never make a whole token within one window.
+    /// The fill interval of every token bucket assigned in these windows: two windows and
+    /// a second, so that the one token a fill adds never makes a whole token within the
+    /// window a share lives in (a share ends with its window; see [`super::assignment`]).
     pub(crate) fn fill_interval(self) -> Duration {
         Duration::from_secs(self.length().as_secs() * 2 + 1)
     }

@@ -143,7 +143,7 @@ impl Buckets {
         let renewed = bucket.renew(now);
         engine.metrics().rlqs().count_assignments(renewed.len());
         for (stream, assignment) in renewed {
-            if let Some(action) = bucket.assign(stream, &assignment) {
+            for action in bucket.assign(stream, &assignment) {
                 outgoing.push(stream, action);
             }
         }
@@ -174,8 +174,8 @@ impl Buckets {
         let metrics = engine.metrics().rlqs();
         metrics.count_assignments(assigned.len());
         for (stream, assignment) in assigned {
-            metrics.count_tokens(assignment.tokens);
-            if let Some(action) = bucket.assign(stream, &assignment) {
+            metrics.count_tokens(assignment.tokens());
+            for action in bucket.assign(stream, &assignment) {
                 outgoing.push(stream, action);
             }
         }

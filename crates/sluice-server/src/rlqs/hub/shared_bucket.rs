@@ -1,7 +1,7 @@
 //! One bucket with a limit, shared by the streams holding it: its shares, the bucket id
 //! each holder's Envoy sent, and when the hub's tick next has something to do for it.
 
-use crate::rlqs::assignment::token_bucket;
+use crate::rlqs::assignment::actions;
 use crate::rlqs::holder::Usage;
 use crate::rlqs::payer::QuotaPayer;
 use crate::rlqs::round;
@@ -87,9 +87,9 @@ impl SharedBucket {
         self.shares.renew(now)
     }
 
-    /// The action assigning `assignment` to `stream`, if it holds the bucket.
-    pub(super) fn assign(&self, stream: StreamId, assignment: &Assignment) -> Option<BucketAction> {
-        self.ids.get(&stream).map(|id| token_bucket(id, assignment))
+    /// The actions telling `stream` `assignment`, if it holds the bucket.
+    pub(super) fn assign(&self, stream: StreamId, assignment: &Assignment) -> Vec<BucketAction> {
+        self.ids.get(&stream).map(|id| actions(id, assignment)).unwrap_or_default()
     }
 
     /// Whether its retry time has come at `now`.

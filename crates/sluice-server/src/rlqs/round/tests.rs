@@ -1,23 +1,35 @@
-//! The bound on the sum of shares, against random reports, requests, RLS checks and
-//! times: Envoys modelled as Envoy 1.40 behaves (a token bucket created full when an
-//! assignment differs from the one in force, kept when it repeats, refusing once its
-//! time to live is over), a fixed-window limit as the store, and the hub's steps.
+//! The bound on the sum of shares, against random requests, RLS checks, silences and
+//! delays: the hub's steps (a report's round, a tick every 200 ms) over one bucket, three
+//! Envoys modelled as Envoy 1.40 behaves ([`model`]) that report every interval and fall
+//! back to `ALLOW_ALL` or `DENY_ALL` when nothing is assigned, and a fixed-window limit as
+//! the store.
 //!
 //! Asserted, for every window `w` of the limit (docs/service.md, "RLQS"):
-//! requests let through in `w` by every Envoy + RLS checks admitted in `w` ≤ limit, and
-//! Σ tokens of the grants whose lifetime meets `w` + RLS admitted in `w` ≤ limit.
+//! requests let through in `w` under Sluice's assignments + RLS checks admitted in `w` ≤
+//! limit; Σ tokens of the shares whose lifetime meets `w` + RLS admitted in `w` ≤ limit;
+//! and an Envoy that reports never falls back once assigned (so `ALLOW_ALL` lets through
+//! nothing Sluice did not pay for, but a new bucket's first requests).
+
+mod model;
+mod utilisation;
 
 use super::divide;
+use crate::rlqs::assignment::actions;
 use crate::rlqs::holder::Usage;
 use crate::rlqs::payer::QuotaPayer;
 use crate::rlqs::shares::{Assignment, BucketShares, StreamId};
 use crate::rlqs::timing::{EDGE_MARGIN, Timing, Windows};
+use envoy_types::pb::envoy::service::rate_limit_quota::v3::BucketId;
 use futures_util::FutureExt;
+use model::ModelEnvoy;
 use parking_lot::Mutex;
 use proptest::prelude::*;
 use sluice_core::{Alignment, Clock, FixedWindow, Key, Limit, ManualClock, StoreError, Timestamp};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
+
+/// The hub's tick.
+const TICK: Duration = Duration::from_millis(200);
 
 /// A fixed-window limit as a store holds it: what each window has used.
 struct Budget {
@@ -55,152 +67,189 @@ fn limit() -> Limit {
     Limit::new("test", FixedWindow::new(1, Duration::from_secs(1), Alignment::Aligned, Duration::ZERO).unwrap())
 }
 
-/// One Envoy's bucket, as Envoy 1.40 keeps it.
-#[derive(Default)]
-struct ModelEnvoy {
-    /// (tokens, generation, fill interval) in force, until when (Envoy's own clock).
-    params: Option<(u64, bool, Duration)>,
-    expires: Timestamp,
-    tokens: f64,
-    rate: f64,
-    refilled_at: Timestamp,
+/// One simulated Envoy: its bucket (once a request created it) and its usage counts.
+struct SimEnvoy {
+    bucket: Option<ModelEnvoy>,
     allowed: u64,
     denied: u64,
     reported_at: Timestamp,
     silent: bool,
-    /// Grants (tokens, from, until), renewals extending the last.
-    grants: Vec<(u64, Timestamp, Timestamp)>,
+    /// Shares it received: (tokens, from, until).
+    shares: Vec<(u64, Timestamp, Timestamp)>,
 }
 
-impl ModelEnvoy {
-    fn assign(&mut self, assignment: &Assignment, received: Timestamp) {
-        let params = (assignment.tokens, assignment.generation, assignment.fill_interval);
-        let until = received.saturating_add(assignment.ttl);
-        if self.params == Some(params) && self.expires > received {
-            self.grants.last_mut().unwrap().2 = until;
-        } else {
-            self.params = Some(params);
-            self.tokens = assignment.tokens as f64;
-            self.rate = f64::from(1 + u8::from(assignment.generation)) / assignment.fill_interval.as_secs_f64();
-            self.refilled_at = received;
-            self.grants.push((assignment.tokens, received, until));
-        }
-        self.expires = until;
-    }
-
-    fn request(&mut self, now: Timestamp) -> bool {
-        let Some((max, ..)) = self.params.filter(|_| now < self.expires) else {
-            self.denied += 1;
-            return false;
-        };
-        let elapsed = now.saturating_since(self.refilled_at).as_secs_f64();
-        self.tokens = (self.tokens + elapsed * self.rate).min(max as f64);
-        self.refilled_at = now;
-        let allowed = self.tokens >= 1.0;
-        if allowed {
-            self.tokens -= 1.0;
-            self.allowed += 1;
-        } else {
-            self.denied += 1;
-        }
-        allowed
-    }
-}
-
+/// Something the simulation does at a given time.
 #[derive(Clone, Debug)]
-enum Step {
-    Requests { envoy: usize, count: u8 },
-    Report { envoy: usize },
+enum Event {
     Tick,
-    Rls { count: u8 },
-    Silence { envoy: usize },
+    Report(usize),
+    Deliver(usize, Vec<(Assignment, Timestamp)>),
 }
 
-fn step() -> impl Strategy<Value = (u64, Step)> {
-    let kind = prop_oneof![
-        4 => (0..3usize, 0..4u8).prop_map(|(envoy, count)| Step::Requests { envoy, count }),
-        3 => (0..3usize).prop_map(|envoy| Step::Report { envoy }),
-        4 => Just(Step::Tick),
-        1 => (0..3u8).prop_map(|count| Step::Rls { count }),
-        1 => (0..3usize).prop_map(|envoy| Step::Silence { envoy }),
-    ];
-    (0..3_000u64, kind)
-}
-
-/// The simulation: the hub's steps over one bucket, three Envoys and a budget.
-struct Run {
+/// The simulation: the hub's steps over one bucket, Envoys and a budget.
+struct Sim {
     shares: BucketShares,
     budget: Budget,
-    envoys: Vec<ModelEnvoy>,
+    envoys: Vec<SimEnvoy>,
     latency: Duration,
+    report_every: Duration,
+    allow_unassigned: bool,
+    events: BTreeMap<(Timestamp, u64), Event>,
+    sequence: u64,
+    /// Requests let through by Envoys in each window, under Sluice's assignments.
     admitted: HashMap<u64, u64>,
     rls: HashMap<u64, u64>,
 }
 
-impl Run {
-    fn deliver(&mut self, assigned: Vec<(StreamId, Assignment)>, now: Timestamp) {
-        let windows = self.budget.windows;
-        for (stream, assignment) in assigned {
-            assert!(
-                now.saturating_add(assignment.ttl + EDGE_MARGIN) <= windows.end(now),
-                "an assignment outlives its window"
-            );
-            let envoy = &mut self.envoys[usize::try_from(stream).unwrap()];
-            if !envoy.silent {
-                envoy.assign(&assignment, now.saturating_add(self.latency));
+impl Sim {
+    fn new(budget: Budget, envoys: usize, timing: Timing, latency: Duration, allow_unassigned: bool) -> Sim {
+        let now = budget.clock.now();
+        let envoys = (0..envoys)
+            .map(|_| SimEnvoy { bucket: None, allowed: 0, denied: 0, reported_at: now, silent: false, shares: Vec::new() })
+            .collect();
+        let mut sim = Sim {
+            shares: BucketShares::new(budget.windows, timing),
+            budget,
+            envoys,
+            latency,
+            report_every: timing.report_interval,
+            allow_unassigned,
+            events: BTreeMap::new(),
+            sequence: 0,
+            admitted: HashMap::new(),
+            rls: HashMap::new(),
+        };
+        sim.schedule(now.saturating_add(TICK), Event::Tick);
+        sim
+    }
+
+    fn now(&self) -> Timestamp {
+        self.budget.clock.now()
+    }
+
+    fn schedule(&mut self, at: Timestamp, event: Event) {
+        self.sequence += 1;
+        self.events.insert((at, self.sequence), event);
+    }
+
+    /// Runs every event up to `until`, then sets the clock there.
+    fn advance_to(&mut self, until: Timestamp) {
+        while let Some(entry) = self.events.first_entry() {
+            let (at, _) = *entry.key();
+            if at > until {
+                break;
             }
+            let event = entry.remove();
+            self.budget.clock.set(at);
+            self.run(event);
         }
+        self.budget.clock.set(until);
+    }
+
+    fn run(&mut self, event: Event) {
+        let now = self.now();
+        match event {
+            Event::Tick => {
+                self.tick(now);
+                self.schedule(now.saturating_add(TICK), Event::Tick);
+            }
+            Event::Report(envoy) => {
+                self.report(envoy, now);
+                self.schedule(now.saturating_add(self.report_every), Event::Report(envoy));
+            }
+            Event::Deliver(envoy, assignments) => self.deliver(envoy, &assignments, now),
+        }
+    }
+
+    /// The hub's tick: drop the stale, renew, re-divide when due.
+    fn tick(&mut self, now: Timestamp) {
+        for stream in self.shares.drop_stale(now) {
+            // Abandoned: Envoy drops the bucket with its usage counts.
+            let envoy = &mut self.envoys[usize::try_from(stream).unwrap()];
+            (envoy.bucket, envoy.allowed, envoy.denied) = (None, 0, 0);
+        }
+        let renewed = self.shares.renew(now);
+        self.send(renewed, now);
+        self.round(now);
+    }
+
+    /// An Envoy's usage report, taken in by the hub: what no grant paid for is taken now.
+    fn report(&mut self, envoy: usize, now: Timestamp) {
+        let sim = &mut self.envoys[envoy];
+        if sim.silent || sim.bucket.is_none() {
+            return;
+        }
+        let usage = Usage { allowed: sim.allowed, denied: sim.denied, elapsed: now.saturating_since(sim.reported_at) };
+        (sim.allowed, sim.denied, sim.reported_at) = (0, 0, now);
+        let unpaid = self.shares.report(envoy as StreamId, now, usage);
+        self.budget.take(key(), &limit(), unpaid).now_or_never().unwrap().unwrap();
+        self.round(now);
     }
 
     fn round(&mut self, now: Timestamp) {
         let (assigned, error) = divide(&mut self.shares, &self.budget, key(), &limit(), now).now_or_never().unwrap();
         assert!(error.is_none());
-        self.deliver(assigned, now);
+        self.send(assigned, now);
     }
 
-    fn step(&mut self, step: &Step, now: Timestamp) {
+    /// Sends each Envoy its assignments, as one response arriving after the latency.
+    fn send(&mut self, assigned: Vec<(StreamId, Assignment)>, now: Timestamp) {
+        let mut by_envoy: BTreeMap<usize, Vec<(Assignment, Timestamp)>> = BTreeMap::new();
+        for (stream, assignment) in assigned {
+            by_envoy.entry(usize::try_from(stream).unwrap()).or_default().push((assignment, now));
+        }
+        for (envoy, assignments) in by_envoy {
+            self.schedule(now.saturating_add(self.latency), Event::Deliver(envoy, assignments));
+        }
+    }
+
+    fn deliver(&mut self, envoy: usize, assignments: &[(Assignment, Timestamp)], now: Timestamp) {
+        let windows = self.budget.windows;
+        let id = BucketId { bucket: [("k".to_owned(), "v".to_owned())].into() };
+        let sim = &mut self.envoys[envoy];
+        let Some(bucket) = sim.bucket.as_mut().filter(|_| !sim.silent) else { return };
+        let mut response = Vec::new();
+        for (assignment, sent) in assignments {
+            if let Assignment::Share { tokens, ttl, fresh, .. } = *assignment {
+                assert!(sent.saturating_add(ttl + EDGE_MARGIN) <= windows.end(*sent), "a share outlives its window");
+                match fresh {
+                    true => sim.shares.push((tokens, now, now.saturating_add(ttl))),
+                    false => sim.shares.last_mut().expect("a renewal of a share").2 = now.saturating_add(ttl),
+                }
+            }
+            response.extend(actions(&id, assignment));
+        }
+        bucket.apply(&response, now);
+    }
+
+    /// `count` requests at `envoy`, at the clock's time; the first creates its bucket and
+    /// reports it at once, as Envoy does.
+    fn requests(&mut self, envoy: usize, count: u8) {
+        let now = self.now();
         let window = self.budget.windows.index(now);
-        match *step {
-            Step::Requests { envoy, count } => {
-                for _ in 0..count {
-                    if self.envoys[envoy].request(now) {
-                        *self.admitted.entry(window).or_default() += 1;
-                    }
-                }
+        for _ in 0..count {
+            let sim = &mut self.envoys[envoy];
+            let created = sim.bucket.is_none();
+            let bucket = sim.bucket.get_or_insert_with(|| ModelEnvoy::new(self.allow_unassigned));
+            let (allowed, unassigned) = bucket.request(now);
+            *if allowed { &mut sim.allowed } else { &mut sim.denied } += 1;
+            if allowed && !unassigned {
+                *self.admitted.entry(window).or_default() += 1;
             }
-            Step::Report { envoy } if !self.envoys[envoy].silent => {
-                let model = &mut self.envoys[envoy];
-                let usage = Usage {
-                    allowed: model.allowed,
-                    denied: model.denied,
-                    elapsed: now.saturating_since(model.reported_at),
-                };
-                (model.allowed, model.denied, model.reported_at) = (0, 0, now);
-                // As the hub does: what no grant paid for is taken now (here only usage
-                // reported after its grant's credit lapsed: counted twice, never missed).
-                let unpaid = self.shares.report(envoy as StreamId, now, usage);
-                self.budget.take(key(), &limit(), unpaid).now_or_never().unwrap().unwrap();
-                self.round(now);
+            if created {
+                sim.reported_at = now;
+                self.report(envoy, now);
+                self.schedule(now.saturating_add(self.report_every), Event::Report(envoy));
             }
-            Step::Report { .. } => {}
-            Step::Tick => {
-                // Abandoned, Envoy drops the bucket with its usage counts.
-                for stream in self.shares.drop_stale(now) {
-                    let envoy = &mut self.envoys[usize::try_from(stream).unwrap()];
-                    (envoy.params, envoy.allowed, envoy.denied) = (None, 0, 0);
-                }
-                let renewed = self.shares.renew(now);
-                self.deliver(renewed, now);
-                self.round(now);
+        }
+    }
+
+    fn rls(&mut self, count: u8) {
+        let window = self.budget.windows.index(self.now());
+        for _ in 0..count {
+            if self.budget.take(key(), &limit(), 1).now_or_never().unwrap().unwrap() == 1 {
+                *self.rls.entry(window).or_default() += 1;
             }
-            Step::Rls { count } => {
-                for _ in 0..count {
-                    if self.budget.take(key(), &limit(), 1).now_or_never().unwrap().unwrap() == 1 {
-                        *self.rls.entry(window).or_default() += 1;
-                    }
-                }
-            }
-            Step::Silence { envoy } => self.envoys[envoy].silent = true,
         }
     }
 
@@ -212,7 +261,7 @@ impl Run {
         }
         let windows = self.budget.windows;
         let mut granted: HashMap<u64, u64> = HashMap::new();
-        for (tokens, from, until) in self.envoys.iter().flat_map(|envoy| &envoy.grants) {
+        for (tokens, from, until) in self.envoys.iter().flat_map(|envoy| &envoy.shares) {
             for window in windows.index(*from)..=windows.index(*until) {
                 *granted.entry(window).or_default() += tokens;
             }
@@ -221,37 +270,56 @@ impl Run {
             let rls = self.rls.get(&window).copied().unwrap_or(0);
             assert!(granted + rls <= limit, "window {window}: shares of {granted} + {rls} by RLS > {limit}");
         }
+        for (index, envoy) in self.envoys.iter().enumerate().filter(|(_, envoy)| !envoy.silent) {
+            let fell_back = envoy.bucket.as_ref().map_or(0, |bucket| bucket.fell_back);
+            assert_eq!(fell_back, 0, "Envoy {index} fell back to ALLOW_ALL while it reported");
+        }
     }
+}
+
+#[derive(Clone, Debug)]
+enum Step {
+    Requests { envoy: usize, count: u8 },
+    Rls { count: u8 },
+    Silence { envoy: usize },
+}
+
+fn step() -> impl Strategy<Value = (u64, Step)> {
+    let kind = prop_oneof![
+        8 => (0..3usize, 0..4u8).prop_map(|(envoy, count)| Step::Requests { envoy, count }),
+        1 => (0..3u8).prop_map(|count| Step::Rls { count }),
+        1 => (0..3usize).prop_map(|envoy| Step::Silence { envoy }),
+    ];
+    (0..3_000u64, kind)
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
-    fn shares_never_sum_above_the_limit_in_any_window(
+    fn shares_never_sum_above_the_limit_in_any_window_and_no_reporting_envoy_falls_back(
         limit in 1..40u64,
         window_secs in prop_oneof![Just(2u64), Just(5), Just(60)],
         report_secs in 1..6u64,
         latency_ms in 0..200u64,
         start_ms in 0..120_000u64,
+        allow_unassigned in any::<bool>(),
         steps in proptest::collection::vec(step(), 1..200),
     ) {
         let windows = Windows::new(Duration::from_secs(window_secs)).unwrap();
         let clock = ManualClock::at(Timestamp::from_micros(1_700_000_000_000_000 + start_ms * 1000));
-        let budget = Budget { limit, windows, clock: clock.clone(), used: Mutex::new(HashMap::new()) };
+        let budget = Budget { limit, windows, clock, used: Mutex::new(HashMap::new()) };
         let timing = Timing { report_interval: Duration::from_secs(report_secs) };
-        let envoys = (0..3).map(|_| ModelEnvoy { reported_at: clock.now(), ..ModelEnvoy::default() }).collect();
-        let mut run = Run {
-            shares: BucketShares::new(windows, timing),
-            budget, envoys,
-            latency: Duration::from_millis(latency_ms),
-            admitted: HashMap::new(),
-            rls: HashMap::new(),
-        };
+        let mut sim = Sim::new(budget, 3, timing, Duration::from_millis(latency_ms), allow_unassigned);
         for (advance_ms, step) in &steps {
-            clock.advance(Duration::from_millis(*advance_ms));
-            run.step(step, clock.now());
+            let until = sim.now().saturating_add(Duration::from_millis(*advance_ms));
+            sim.advance_to(until);
+            match *step {
+                Step::Requests { envoy, count } => sim.requests(envoy, count),
+                Step::Rls { count } => sim.rls(count),
+                Step::Silence { envoy } => sim.envoys[envoy].silent = true,
+            }
         }
-        run.assert_bounds();
+        sim.assert_bounds();
     }
 }
