@@ -7,16 +7,14 @@
 
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
+use crate::runtime::rarely::Rarely;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tonic::codegen::http::Request;
 use tonic::server::NamedService;
 use tower::{Layer, Service};
-
-/// How often calls to unknown services are logged again while they go on.
-const LOG_EVERY: Duration = Duration::from_secs(60);
 
 /// The methods Sluice serves over gRPC, as their paths, joined by `, `.
 fn served_paths() -> String {
@@ -76,26 +74,6 @@ where
     }
 }
 
-/// Something logged when it first happens, then at most once per [`LOG_EVERY`].
-#[derive(Debug, Default)]
-struct Rarely {
-    logged_at: Option<Instant>,
-    unlogged: u64,
-}
-
-impl Rarely {
-    /// Counts one occurrence at `now`; when it is time to log, how many occurred since the
-    /// last log (this one included).
-    fn occurred(&mut self, now: Instant) -> Option<u64> {
-        self.unlogged += 1;
-        if self.logged_at.is_some_and(|at| now.saturating_duration_since(at) < LOG_EVERY) {
-            return None;
-        }
-        self.logged_at = Some(now);
-        Some(std::mem::take(&mut self.unlogged))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -107,15 +85,5 @@ mod tests {
             "/envoy.service.ratelimit.v3.RateLimitService/ShouldRateLimit, \
              /envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas"
         );
-    }
-
-    #[test]
-    fn unknown_calls_are_logged_at_once_then_once_a_minute_with_their_count() {
-        let mut rarely = Rarely::default();
-        let start = Instant::now();
-        assert_eq!(rarely.occurred(start), Some(1));
-        assert_eq!(rarely.occurred(start + Duration::from_secs(1)), None);
-        assert_eq!(rarely.occurred(start + Duration::from_secs(59)), None);
-        assert_eq!(rarely.occurred(start + LOG_EVERY), Some(3));
     }
 }

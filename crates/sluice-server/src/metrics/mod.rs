@@ -39,11 +39,22 @@ pub(crate) use rlqs::{RlqsCounts, RlqsMetrics};
 use sluice_redis::RedisHealth;
 pub(crate) use top_keys::{By, EPOCH_MICROS, EpochTop};
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+#[derive(Clone, Debug, Hash, PartialEq, Eq)]
 struct CheckLabels {
     policy: String,
     /// `allowed`, `rejected` or `shadow_rejected`.
     outcome: &'static str,
+    /// `rlqs` for requests Envoy decided on an RLQS share and reported; no label for the
+    /// checks Sluice decides itself.
+    source: Option<&'static str>,
+}
+
+impl prometheus_client::encoding::EncodeLabelSet for CheckLabels {
+    fn encode(&self, encoder: &mut prometheus_client::encoding::LabelSetEncoder<'_>) -> Result<(), std::fmt::Error> {
+        let mut labels = vec![("policy", self.policy.as_str()), ("outcome", self.outcome)];
+        labels.extend(self.source.map(|source| ("source", source)));
+        labels.encode(encoder)
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -215,12 +226,23 @@ impl Metrics {
 
     /// The counters of `policy`.
     pub(crate) fn policy(&self, policy: &str) -> PolicyCounters {
-        let counter = |outcome| self.checks.get_or_create(&CheckLabels { policy: policy.to_owned(), outcome }).clone();
+        let counter = |outcome| {
+            self.checks.get_or_create(&CheckLabels { policy: policy.to_owned(), outcome, source: None }).clone()
+        };
         PolicyCounters {
             allowed: counter("allowed"),
             rejected: counter("rejected"),
             shadow_rejected: counter("shadow_rejected"),
             figures: self.figures_on.then(|| self.figures.of(policy)),
+        }
+    }
+
+    /// Counts requests Envoys reported deciding on RLQS assignments of `policy`:
+    /// `allowed` let through, `denied` refused (`source="rlqs"`).
+    pub(crate) fn count_rlqs_checks(&self, policy: &str, allowed: u64, denied: u64) {
+        for (outcome, count) in [("allowed", allowed), ("rejected", denied)] {
+            let labels = CheckLabels { policy: policy.to_owned(), outcome, source: Some("rlqs") };
+            self.checks.get_or_create(&labels).inc_by(count);
         }
     }
 

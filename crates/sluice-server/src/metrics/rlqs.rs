@@ -12,6 +12,14 @@ struct ReasonLabels {
     reason: &'static str,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AnswerLabels {
+    answer: &'static str,
+}
+
+/// What Envoys holding limited buckets were last told, as the metrics name it.
+pub(crate) const ANSWERS: [&str; 3] = ["share", "refusal", "none"];
+
 /// Why buckets are abandoned, as the metrics name them.
 pub(crate) const ABANDON_REASONS: [&str; 3] = ["stale", "reload", "shutdown"];
 
@@ -23,7 +31,9 @@ pub(crate) struct RlqsMetrics {
     reports: Counter,
     assignments: Counter,
     tokens: Counter,
+    refusals: Counter,
     abandons: Family<ReasonLabels, Counter>,
+    holders: Family<AnswerLabels, Gauge>,
 }
 
 /// The RLQS counts now (the `sluice_rlqs_*` metrics), as the dashboard shows them.
@@ -52,10 +62,14 @@ impl RlqsMetrics {
         registry.register("reports", "Bucket usages reported by Envoys", self.reports.clone());
         registry.register("assignments", "Quota assignments sent (renewals included)", self.assignments.clone());
         registry.register("tokens", "Tokens paid from limits' states for RLQS shares", self.tokens.clone());
+        registry.register("refusals", "Refusals (DENY_ALL) sent for limited buckets", self.refusals.clone());
         registry.register("abandons", "Buckets abandoned, by reason (stale, reload, shutdown)", self.abandons.clone());
+        let holders = "Limited buckets held, by what their Envoy was last told (share, refusal, none)";
+        registry.register("holders", holders, self.holders.clone());
         for reason in ABANDON_REASONS {
             let _ = self.abandons.get_or_create(&ReasonLabels { reason });
         }
+        self.census([0; 3]);
     }
 
     /// Sets the streams and buckets held now.
@@ -77,6 +91,18 @@ impl RlqsMetrics {
     /// Counts tokens paid for shares.
     pub(crate) fn count_tokens(&self, tokens: u64) {
         self.tokens.inc_by(tokens);
+    }
+
+    /// Counts `count` refusals sent.
+    pub(crate) fn count_refusals(&self, count: usize) {
+        self.refusals.inc_by(count as u64);
+    }
+
+    /// Sets how many limited buckets held were last told each of [`ANSWERS`].
+    pub(crate) fn census(&self, counts: [usize; 3]) {
+        for (answer, count) in ANSWERS.into_iter().zip(counts) {
+            self.holders.get_or_create(&AnswerLabels { answer }).set(i64::try_from(count).unwrap_or(i64::MAX));
+        }
     }
 
     /// Counts `count` buckets abandoned for `reason` (one of [`ABANDON_REASONS`]).

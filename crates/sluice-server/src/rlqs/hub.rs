@@ -32,6 +32,7 @@ use crate::engine::service_state::ServiceState;
 use crate::runtime::shutdown::Shutdown;
 use buckets::Buckets;
 use outgoing::Outgoing;
+use sluice_core::Timestamp;
 use std::sync::Arc;
 use std::time::Duration;
 use stream_state::Tracked;
@@ -41,6 +42,9 @@ use tonic::Status;
 
 /// How often the hub renews, abandons and re-divides, when no report comes.
 const TICK: Duration = Duration::from_millis(200);
+
+/// How often the hub counts what each Envoy holding a limited bucket was last told.
+const CENSUS_EVERY: Duration = Duration::from_secs(1);
 
 /// Events the hub queues before the streams wait to pass more on.
 const EVENTS_QUEUED: usize = 1024;
@@ -60,6 +64,7 @@ pub(crate) fn spawn(service: Arc<ServiceState>, shutdown: Shutdown) -> HubHandle
         streams: Streams::default(),
         buckets: Buckets::new(timing),
         outgoing: Outgoing::default(),
+        census_at: Timestamp::EPOCH,
     };
     tokio::spawn(hub.run(inbox, shutdown));
     HubHandle::new(events, bounds)
@@ -77,6 +82,8 @@ struct Hub {
     buckets: Buckets,
     /// Actions for each stream since the last [`Hub::flush`].
     outgoing: Outgoing,
+    /// When the last census of answers was published.
+    census_at: Timestamp,
 }
 
 impl Hub {
@@ -133,6 +140,10 @@ impl Hub {
             self.buckets.renew(&key, now, engine, &mut self.outgoing);
             self.buckets.divide_when_due(&key, now, engine, &mut self.outgoing).await;
             self.buckets.settle(&key, now);
+        }
+        if now.saturating_since(self.census_at) >= CENSUS_EVERY {
+            self.census_at = now;
+            engine.metrics().rlqs().census(self.buckets.census(now));
         }
     }
 

@@ -158,6 +158,22 @@ impl BucketShares {
         !self.needy(now).is_empty()
     }
 
+    /// How many holders were last told, at `now`, a share, a refusal, and nothing (or
+    /// what they were told has run out).
+    pub(crate) fn census(&self, now: Timestamp) -> [usize; 3] {
+        let mut counts = [0; 3];
+        for holder in self.holders.values() {
+            let live = holder.answer.expires().is_some_and(|expires| expires > now);
+            let slot = match holder.answer {
+                Answer::Share(_) if live => 0,
+                Answer::Refusal { .. } if live => 1,
+                _ => 2,
+            };
+            counts[slot] += 1;
+        }
+        counts
+    }
+
     /// When the window `now` falls in ends.
     pub(crate) fn window_end(&self, now: Timestamp) -> Timestamp {
         self.windows.end(now)
@@ -233,7 +249,8 @@ impl BucketShares {
     /// Whether `holder` should be (re)told a refusal at `now`: it is not refused, or its
     /// refusal ends within the renewal margin.
     fn refusal_due(&self, holder: &Holder, now: Timestamp) -> bool {
-        !holder.is_refused(now) || holder.answer.expires().is_some_and(|e| e.saturating_since(now) <= self.timing.renew_within())
+        !holder.is_refused(now)
+            || holder.answer.expires().is_some_and(|e| e.saturating_since(now) <= self.timing.renew_within())
     }
 
     fn share(&self, tokens: u64, ttl: Duration, fresh: bool) -> Assignment {

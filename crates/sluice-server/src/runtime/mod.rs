@@ -6,6 +6,7 @@
 pub(crate) mod activity;
 pub(crate) mod handoff;
 pub(crate) mod idle;
+pub(crate) mod rarely;
 pub(crate) mod shutdown;
 pub(crate) mod workers;
 pub(crate) mod write_through;

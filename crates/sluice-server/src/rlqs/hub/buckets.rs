@@ -6,16 +6,18 @@ use super::outgoing::Outgoing;
 use super::shared_bucket::SharedBucket;
 use super::stream_state::Tracked;
 use crate::engine::Engine;
+use crate::runtime::rarely::Rarely;
 use crate::envoy::{Resolution, Rules};
 use crate::rlqs::assignment::{BlanketRule, abandon};
 use crate::rlqs::holder::Usage;
 use crate::rlqs::payer::QuotaPayer;
 use crate::rlqs::report::BucketReport;
-use crate::rlqs::shares::StreamId;
+use crate::rlqs::shares::{Assignment, StreamId};
 use crate::rlqs::timing::{Timing, Windows};
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::BucketId;
 use sluice_core::{Key, Limit, Timestamp};
 use std::collections::HashMap;
+use std::time::Instant;
 use tonic::Status;
 
 /// The buckets with a limit, by state key.
@@ -23,12 +25,14 @@ use tonic::Status;
 pub(super) struct Buckets {
     shared: HashMap<String, SharedBucket>,
     timing: Timing,
+    /// Rounds that had to refuse Envoys, logged rarely.
+    exhausted: Rarely,
 }
 
 impl Buckets {
     /// No bucket yet; assignments will follow `timing`.
     pub(super) fn new(timing: Timing) -> Buckets {
-        Buckets { shared: HashMap::new(), timing }
+        Buckets { shared: HashMap::new(), timing, exhausted: Rarely::default() }
     }
 
     /// What applies to `bucket` of `stream` in `domain` under `rules` (`shadow_all`: every
@@ -110,6 +114,7 @@ impl Buckets {
     /// would count it).
     pub(super) async fn charge(&mut self, key: &str, stream: StreamId, now: Timestamp, usage: Usage, engine: &Engine) {
         let Some(bucket) = self.shared.get_mut(key) else { return };
+        engine.metrics().count_rlqs_checks(bucket.limit().name(), usage.allowed, usage.denied);
         let unpaid = bucket.charge(stream, now, usage);
         let Ok(state_key) = Key::new(key.as_bytes()) else { return };
         if unpaid > 0
@@ -141,12 +146,7 @@ impl Buckets {
     pub(super) fn renew(&mut self, key: &str, now: Timestamp, engine: &Engine, outgoing: &mut Outgoing) {
         let Some(bucket) = self.shared.get_mut(key) else { return };
         let renewed = bucket.renew(now);
-        engine.metrics().rlqs().count_assignments(renewed.len());
-        for (stream, assignment) in renewed {
-            for action in bucket.assign(stream, &assignment) {
-                outgoing.push(stream, action);
-            }
-        }
+        send(bucket, renewed, engine, outgoing);
     }
 
     /// Divides the bucket at `key` when its retry time has come (on a tick).
@@ -171,13 +171,45 @@ impl Buckets {
         if let Some(error) = error {
             tracing::warn!(key, "RLQS shares not divided, the store did not answer: {error}");
         }
-        let metrics = engine.metrics().rlqs();
-        metrics.count_assignments(assigned.len());
-        for (stream, assignment) in assigned {
-            metrics.count_tokens(assignment.tokens());
-            for action in bucket.assign(stream, &assignment) {
-                outgoing.push(stream, action);
-            }
+        let refused = send(bucket, assigned, engine, outgoing);
+        if refused > 0
+            && let Some(rounds) = self.exhausted.occurred(Instant::now())
+        {
+            let policy = bucket.limit().name();
+            tracing::warn!(
+                key,
+                policy,
+                refused,
+                rounds,
+                "RLQS rule exhausted: Envoys that asked for quota are refused (DENY_ALL) until \
+                 the limit has some again (rounds that refused since the last such line: {rounds})"
+            );
         }
     }
+
+    /// How many limited buckets held were last told a share, a refusal and nothing, at `now`.
+    pub(super) fn census(&self, now: Timestamp) -> [usize; 3] {
+        let mut counts = [0; 3];
+        for bucket in self.shared.values() {
+            for (total, count) in counts.iter_mut().zip(bucket.census(now)) {
+                *total += count;
+            }
+        }
+        counts
+    }
+}
+
+/// Queues `assigned` (of `bucket`) on `outgoing`, counting them; how many were refusals.
+fn send(bucket: &SharedBucket, assigned: Vec<(StreamId, Assignment)>, engine: &Engine, outgoing: &mut Outgoing) -> usize {
+    let metrics = engine.metrics().rlqs();
+    metrics.count_assignments(assigned.len());
+    let refused = assigned.iter().filter(|(_, assignment)| matches!(assignment, Assignment::Refusal { .. })).count();
+    metrics.count_refusals(refused);
+    for (stream, assignment) in assigned {
+        metrics.count_tokens(assignment.tokens());
+        for action in bucket.assign(stream, &assignment) {
+            outgoing.push(stream, action);
+        }
+    }
+    refused
 }

@@ -92,6 +92,11 @@ impl SharedBucket {
         self.ids.get(&stream).map(|id| actions(id, assignment)).unwrap_or_default()
     }
 
+    /// How many holders were last told a share, a refusal and nothing, at `now`.
+    pub(super) fn census(&self, now: Timestamp) -> [usize; 3] {
+        self.shares.census(now)
+    }
+
     /// Whether its retry time has come at `now`.
     pub(super) fn round_due(&self, now: Timestamp) -> bool {
         now >= self.next_round

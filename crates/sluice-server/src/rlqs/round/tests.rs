@@ -105,7 +105,14 @@ impl Sim {
     fn new(budget: Budget, envoys: usize, timing: Timing, latency: Duration, allow_unassigned: bool) -> Sim {
         let now = budget.clock.now();
         let envoys = (0..envoys)
-            .map(|_| SimEnvoy { bucket: None, allowed: 0, denied: 0, reported_at: now, silent: false, shares: Vec::new() })
+            .map(|_| SimEnvoy {
+                bucket: None,
+                allowed: 0,
+                denied: 0,
+                reported_at: now,
+                silent: false,
+                shares: Vec::new(),
+            })
             .collect();
         let mut sim = Sim {
             shares: BucketShares::new(budget.windows, timing),

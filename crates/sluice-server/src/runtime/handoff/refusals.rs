@@ -2,37 +2,15 @@
 //! backs off, and logs rarely, so that running out of file descriptors (EMFILE) neither
 //! spins the loop nor floods the log, while the connections already open are served.
 
+pub(crate) use crate::runtime::rarely::Rarely;
 use std::io;
 use std::time::{Duration, Instant};
-
-/// How often a condition that persists is logged again.
-const LOG_EVERY: Duration = Duration::from_secs(60);
 
 /// The pause after the first failed accept of a series; it doubles while accepts fail.
 const FIRST_PAUSE: Duration = Duration::from_millis(10);
 
 /// The longest pause between two accepts that fail.
 const LONGEST_PAUSE: Duration = Duration::from_secs(1);
-
-/// Something logged when it first happens, then at most once per [`LOG_EVERY`].
-#[derive(Debug, Default)]
-pub(crate) struct Rarely {
-    logged_at: Option<Instant>,
-    unlogged: u64,
-}
-
-impl Rarely {
-    /// Counts one occurrence at `now`; when it is time to log, how many occurred since the
-    /// last log (this one included).
-    pub(crate) fn occurred(&mut self, now: Instant) -> Option<u64> {
-        self.unlogged += 1;
-        if self.logged_at.is_some_and(|at| now.saturating_duration_since(at) < LOG_EVERY) {
-            return None;
-        }
-        self.logged_at = Some(now);
-        Some(std::mem::take(&mut self.unlogged))
-    }
-}
 
 /// The failed accepts of one listener.
 #[derive(Debug)]
@@ -80,17 +58,6 @@ impl AcceptErrors {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_lasting_condition_is_logged_once_a_minute_with_its_count() {
-        let mut rarely = Rarely::default();
-        let start = Instant::now();
-        assert_eq!(rarely.occurred(start), Some(1));
-        for second in 1..60 {
-            assert_eq!(rarely.occurred(start + Duration::from_secs(second)), None);
-        }
-        assert_eq!(rarely.occurred(start + LOG_EVERY), Some(60));
-    }
 
     #[test]
     fn the_pause_doubles_up_to_a_second_and_starts_over_after_an_accept() {

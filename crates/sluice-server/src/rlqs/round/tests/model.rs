@@ -4,9 +4,9 @@
 //! bucket's fill fraction; one after a blanket rule, a lapse or nothing starts full. An
 //! assignment lapses when its time to live (whole seconds, from its arrival) is over.
 
-use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::{BlanketRule, Strategy};
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_response::BucketAction;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_response::bucket_action::BucketAction as Action;
+use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::{BlanketRule, Strategy};
 use sluice_core::Timestamp;
 use std::time::Duration;
 
@@ -15,8 +15,16 @@ use std::time::Duration;
 enum Enforced {
     /// Nothing assigned: the `no_assignment_behavior`.
     Unassigned,
-    Blanket { allow: bool },
-    Bucket { max: u32, per_fill: u32, interval: u64, tokens: f64, refilled: Timestamp },
+    Blanket {
+        allow: bool,
+    },
+    Bucket {
+        max: u32,
+        per_fill: u32,
+        interval: u64,
+        tokens: f64,
+        refilled: Timestamp,
+    },
 }
 
 /// One Envoy's bucket.
@@ -68,7 +76,11 @@ impl ModelEnvoy {
                 let (max, per_fill) = (bucket.max_tokens, bucket.tokens_per_fill.map_or(1, |fill| fill.value));
                 let interval = bucket.fill_interval.as_ref().map_or(1, |interval| interval.seconds as u64);
                 let tokens = match self.refilled(now) {
-                    Enforced::Bucket { max: old, per_fill: old_fill, tokens, .. } if (old, old_fill) == (max, per_fill) => tokens,
+                    Enforced::Bucket { max: old, per_fill: old_fill, tokens, .. }
+                        if (old, old_fill) == (max, per_fill) =>
+                    {
+                        tokens
+                    }
                     Enforced::Bucket { max: old, tokens, .. } => tokens / f64::from(old) * f64::from(max),
                     _ => f64::from(max),
                 };

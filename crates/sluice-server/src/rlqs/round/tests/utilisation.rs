@@ -36,7 +36,6 @@ fn steady(limit: u64, envoys: usize, per_second: u64, windows: u64) -> (Vec<u64>
 #[test]
 fn three_envoys_at_three_times_the_demand_use_at_least_90_percent_of_60_a_minute() {
     let (per_window, _) = steady(60, 3, 1, 4);
-    eprintln!("FIG {per_window:?}");
     for (index, admitted) in per_window.iter().enumerate() {
         assert!((54..=60).contains(admitted), "window {index}: {admitted} of 60 let through ({per_window:?})");
     }
