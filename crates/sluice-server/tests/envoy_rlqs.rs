@@ -9,99 +9,18 @@
 mod support;
 
 use reqwest::StatusCode;
-use std::net::SocketAddr;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
 use support::envoy::Envoy;
-use support::server::Server;
-use support::upstream::Upstream;
-
-const ENVOY_YAML: &str = include_str!("../../../docs/envoy-rlqs.yaml");
-const SLUICE_YAML: &str = include_str!("../../../docs/envoy-rlqs-sluice.yaml");
-
-/// Before its first assignment, Envoy lets requests through (docs/envoy-rlqs.yaml), or
-/// refuses them: then every request let through was under an assignment of Sluice's.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Unassigned {
-    Allow,
-    Deny,
-}
-
-/// docs/envoy-rlqs.yaml on loopback, with Envoy's ports picked by the kernel.
-fn envoy_config(app: SocketAddr, sluice: SocketAddr, unassigned: Unassigned) -> String {
-    let mut config = ENVOY_YAML.to_owned();
-    let mut swaps = vec![
-        ("{address: 127.0.0.1, port_value: 9901}", "{address: 127.0.0.1, port_value: 0}".to_owned()),
-        ("{address: 0.0.0.0, port_value: 10000}", "{address: 127.0.0.1, port_value: 0}".to_owned()),
-        ("port_value: 8080}", format!("port_value: {}}}", app.port())),
-        ("port_value: 8081}", format!("port_value: {}}}", sluice.port())),
-    ];
-    if unassigned == Unassigned::Deny {
-        swaps.push(("{blanket_rule: ALLOW_ALL}", "{blanket_rule: DENY_ALL}".to_owned()));
-    }
-    for (from, to) in swaps {
-        assert_eq!(config.matches(from).count(), 1, "docs/envoy-rlqs.yaml should have `{from}` once");
-        config = config.replace(from, &to);
-    }
-    config
-}
-
-/// Sluice serving the rules, and an application behind the Envoys started later.
-async fn sluice_and_app() -> (Server, Upstream) {
-    let app = Upstream::start();
-    let sluice = Server::start(SLUICE_YAML, &[]);
-    wait_until("sluice ready", Duration::from_secs(20), async || {
-        reqwest::get(sluice.url("/readyz")).await.is_ok_and(|answer| answer.status() == StatusCode::OK)
-    })
-    .await;
-    (sluice, app)
-}
-
-/// Waits (at most `limit`) for `condition`, polling every 50 ms.
-async fn wait_until(what: &str, limit: Duration, condition: impl AsyncFn() -> bool) {
-    let deadline = Instant::now() + limit;
-    while !condition().await {
-        assert!(Instant::now() < deadline, "{what}: not within {limit:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The status of a request for `tenant` through `envoy`.
-async fn get(envoy: &Envoy, tenant: &str) -> StatusCode {
-    let request = reqwest::Client::new().get(envoy.url("/")).header("x-tenant", tenant);
-    request.send().await.unwrap().status()
-}
-
-/// The value of the metric line `series` (name and labels) of `sluice`.
-async fn metric(sluice: &Server, series: &str) -> u64 {
-    let text = reqwest::get(sluice.url("/metrics")).await.unwrap().text().await.unwrap();
-    let line = text.lines().find(|line| line.strip_prefix(series).is_some_and(|rest| rest.starts_with(' ')));
-    line.and_then(|line| line.rsplit(' ').next()).map_or(0, |value| value.parse().unwrap())
-}
-
-/// Minutes since the Unix epoch: the windows of the rule's `unit: minute`.
-fn minute_now() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() / 60
-}
-
-/// Waits until at least `room` is left in the current minute (at most a minute).
-async fn wait_for_room_in_the_minute(room: Duration) {
-    wait_until("room in the minute", Duration::from_secs(61), async || {
-        let into = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() % 60;
-        Duration::from_secs(60 - into) >= room
-    })
-    .await;
-}
-
-/// A value no other test or run uses.
-fn unique(what: &str) -> String {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-    format!("{what}-{}-{nanos}", std::process::id())
-}
+use support::quota_fleet::{
+    ENVOY_YAML, SLUICE_YAML, Unassigned, envoy_config, get, metric, minute_now, unique, wait_for_room_in_the_minute,
+    wait_ready, wait_until,
+};
 
 #[tokio::test]
 async fn two_envoys_sharing_a_bucket_of_5_per_minute_admit_at_most_5_and_both_are_served() {
     let Some(binary) = support::envoy::binary() else { return };
-    let (sluice, app) = sluice_and_app().await;
+    let (sluice, app) = support::quota_fleet::sluice_and_app(SLUICE_YAML).await;
     let config = envoy_config(app.address, sluice.grpc, Unassigned::Deny);
     let (a, b) = (Envoy::start(&binary, &config).await, Envoy::start(&binary, &config).await);
     // The whole exchange fits in one window of the rule.
@@ -134,7 +53,7 @@ async fn two_envoys_sharing_a_bucket_of_5_per_minute_admit_at_most_5_and_both_ar
 #[tokio::test]
 async fn an_envoy_that_stops_reporting_has_its_bucket_abandoned_and_gets_a_new_share_when_back() {
     let Some(binary) = support::envoy::binary() else { return };
-    let (sluice, app) = sluice_and_app().await;
+    let (sluice, app) = support::quota_fleet::sluice_and_app(SLUICE_YAML).await;
     let config = envoy_config(app.address, sluice.grpc, Unassigned::Allow);
     let (a, b) = (Envoy::start(&binary, &config).await, Envoy::start(&binary, &config).await);
     let tenant = unique("tenant");
@@ -170,37 +89,82 @@ async fn exhaust(envoy: &Envoy, tenant: &str) {
 }
 
 #[tokio::test]
-async fn a_reload_and_a_shutdown_make_every_envoy_abandon_its_buckets_at_once() {
+async fn a_reload_makes_every_envoy_abandon_its_buckets_at_once() {
     let Some(binary) = support::envoy::binary() else { return };
-    let (mut sluice, app) = sluice_and_app().await;
+    let (sluice, app) = support::quota_fleet::sluice_and_app(SLUICE_YAML).await;
     let envoy = Envoy::start(&binary, &envoy_config(app.address, sluice.grpc, Unassigned::Allow)).await;
-    for stop in ["HUP", "TERM"] {
-        wait_for_room_in_the_minute(Duration::from_secs(20)).await;
-        let tenant = unique("tenant");
-        get(&envoy, &tenant).await;
-        wait_until("an assignment", Duration::from_secs(10), async || {
-            metric(&sluice, "sluice_rlqs_tokens_total").await > 0 && get(&envoy, &tenant).await == StatusCode::OK
-        })
+    wait_for_room_in_the_minute(Duration::from_secs(20)).await;
+    let tenant = unique("tenant");
+    get(&envoy, &tenant).await;
+    wait_until("an assignment", Duration::from_secs(10), async || {
+        metric(&sluice, "sluice_rlqs_tokens_total").await > 0 && get(&envoy, &tenant).await == StatusCode::OK
+    })
+    .await;
+    exhaust(&envoy, &tenant).await;
+    // The refusal is docs/envoy-rlqs.yaml's `deny_response_settings`: 429, RateLimit fields.
+    let refused = reqwest::Client::new().get(envoy.url("/")).header("x-tenant", &tenant).send().await.unwrap();
+    assert_eq!(refused.status(), StatusCode::TOO_MANY_REQUESTS);
+    let header = |name: &str| refused.headers().get(name).map(|value| value.to_str().unwrap().to_owned());
+    assert_eq!(header("ratelimit-policy").as_deref(), Some("\"free\";q=5;w=60"));
+    assert_eq!(header("ratelimit").as_deref(), Some("\"free\";r=0"));
+    sluice.signal("HUP");
+    wait_until("the reload's abandons", Duration::from_secs(5), async || {
+        metric(&sluice, "sluice_rlqs_abandons_total{reason=\"reload\"}").await > 0
+    })
+    .await;
+    // Abandoned, the bucket is new again: Envoy lets requests through until assigned.
+    // Without the abandon its spent share would refuse them for the rest of its time
+    // to live, then its expired-assignment fallback (DENY_ALL) for a minute.
+    wait_until("a request let through", Duration::from_secs(3), async || get(&envoy, &tenant).await == StatusCode::OK)
         .await;
-        exhaust(&envoy, &tenant).await;
-        let abandons = metric(&sluice, "sluice_rlqs_abandons_total{reason=\"reload\"}").await;
-        sluice.signal(stop);
-        if stop == "TERM" {
-            sluice.wait_exit(Duration::from_secs(10));
-        } else {
-            wait_until("the reload's abandons", Duration::from_secs(5), async || {
-                metric(&sluice, "sluice_rlqs_abandons_total{reason=\"reload\"}").await > abandons
-            })
-            .await;
-        }
-        // Abandoned, the bucket is new again: Envoy lets requests through until assigned.
-        // Without the abandon its spent share would refuse them for the rest of its time
-        // to live, then its expired-assignment fallback (DENY_ALL) for a minute.
-        wait_until("a request let through", Duration::from_secs(3), async || {
-            get(&envoy, &tenant).await == StatusCode::OK
-        })
-        .await;
+}
+
+/// docs/envoy-rlqs.yaml unchanged (ALLOW_ALL before an assignment): a tenant spends its 5,
+/// Sluice stops gracefully and starts again on the same address, and the tenant gets
+/// nothing more in the minute: Envoy keeps refusing while Sluice is away, and the
+/// restarted Sluice, which kept the count in its snapshot, serves the bucket again at
+/// Envoy's next report.
+#[tokio::test]
+async fn a_graceful_restart_under_allow_all_lets_nothing_through_beyond_the_limit() {
+    let Some(binary) = support::envoy::binary() else { return };
+    let (mut sluice, app) = support::quota_fleet::sluice_and_app(SLUICE_YAML).await;
+    let envoy = Envoy::start(&binary, &envoy_config(app.address, sluice.grpc, Unassigned::Allow)).await;
+    wait_for_room_in_the_minute(Duration::from_secs(40)).await;
+    let minute = minute_now();
+    let tenant = unique("tenant");
+    let admitted = AtomicU32::new(0);
+    let send = async || {
+        admitted.fetch_add(u32::from(get(&envoy, &tenant).await == StatusCode::OK), Ordering::Relaxed);
+    };
+    send().await;
+    wait_until("the tenant's 5 spent", Duration::from_secs(15), async || {
+        send().await;
+        metric(&sluice, "sluice_rlqs_refusals_total").await > 0
+    })
+    .await;
+    sluice.signal("TERM");
+    sluice.wait_exit(Duration::from_secs(10));
+    let stopped = sluice.stop();
+    let away = Instant::now() + Duration::from_secs(3);
+    while Instant::now() < away {
+        send().await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    let sluice = stopped.start();
+    wait_ready(&sluice).await;
+    let back = Instant::now();
+    wait_until("the bucket held again", Duration::from_secs(7), async || {
+        send().await;
+        metric(&sluice, "sluice_rlqs_buckets").await == 1
+    })
+    .await;
+    eprintln!("the restarted Sluice held the bucket again {:?} after it was ready", back.elapsed());
+    for _ in 0..20 {
+        send().await;
+    }
+    assert_eq!(minute_now(), minute, "the exchange crossed a minute: the bound is per minute");
+    let admitted = admitted.into_inner();
+    assert!(admitted <= 5, "{admitted} let through in the minute, over 5");
 }
 
 #[test]

@@ -66,7 +66,6 @@ fn rls_request(tenant: &str) -> RateLimitRequest {
     RateLimitRequest { domain: "quota".into(), descriptors: vec![descriptor], ..Default::default() }
 }
 
-
 #[tokio::test]
 async fn a_stream_without_a_domain_or_with_an_oversized_bucket_id_ends_with_invalid_argument() {
     let server = Server::start(RULES, &["--max-descriptor-entries", "8"]);

@@ -5,9 +5,9 @@
 //! proxy's route) fails on every request with no trace here. This layer
 //! logs such calls: the first at once, then at most once a minute with their count.
 
+use crate::runtime::rarely::Rarely;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_server::RateLimitServiceServer;
-use crate::runtime::rarely::Rarely;
 use parking_lot::Mutex;
 use std::sync::Arc;
 use std::task::{Context, Poll};

@@ -6,7 +6,6 @@ use super::outgoing::Outgoing;
 use super::shared_bucket::SharedBucket;
 use super::stream_state::Tracked;
 use crate::engine::Engine;
-use crate::runtime::rarely::Rarely;
 use crate::envoy::{Resolution, Rules};
 use crate::rlqs::assignment::{BlanketRule, abandon};
 use crate::rlqs::holder::Usage;
@@ -14,6 +13,7 @@ use crate::rlqs::payer::QuotaPayer;
 use crate::rlqs::report::BucketReport;
 use crate::rlqs::shares::{Assignment, StreamId};
 use crate::rlqs::timing::{Timing, Windows};
+use crate::runtime::rarely::Rarely;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::BucketId;
 use sluice_core::{Key, Limit, Timestamp};
 use std::collections::HashMap;
@@ -200,7 +200,12 @@ impl Buckets {
 }
 
 /// Queues `assigned` (of `bucket`) on `outgoing`, counting them; how many were refusals.
-fn send(bucket: &SharedBucket, assigned: Vec<(StreamId, Assignment)>, engine: &Engine, outgoing: &mut Outgoing) -> usize {
+fn send(
+    bucket: &SharedBucket,
+    assigned: Vec<(StreamId, Assignment)>,
+    engine: &Engine,
+    outgoing: &mut Outgoing,
+) -> usize {
     let metrics = engine.metrics().rlqs();
     metrics.count_assignments(assigned.len());
     let refused = assigned.iter().filter(|(_, assignment)| matches!(assignment, Assignment::Refusal { .. })).count();
