@@ -8,11 +8,13 @@ use envoy_types::pb::envoy::extensions::common::ratelimit::v3::RateLimitDescript
 use envoy_types::pb::envoy::extensions::common::ratelimit::v3::rate_limit_descriptor::Entry;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_response::bucket_action::BucketAction as Action;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_client::RateLimitQuotaServiceClient;
-use envoy_types::pb::envoy::service::rate_limit_quota::v3::{BucketId, RateLimitQuotaUsageReports};
+use envoy_types::pb::envoy::service::rate_limit_quota::v3::{
+    BucketId, RateLimitQuotaResponse, RateLimitQuotaUsageReports,
+};
 use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
-use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::Strategy;
+use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::{BlanketRule, Strategy};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use support::rlqs::{bucket, open, report, tokens_for};
 use support::server::Server;
@@ -130,4 +132,45 @@ async fn unlimited_and_blocked_rules_are_assigned_blanket_rules() {
     };
     assert_eq!(rule_for(&open_id), BlanketRule::AllowAll as i32);
     assert_eq!(rule_for(&shut_id), BlanketRule::DenyAll as i32);
+}
+
+/// Whether `response` refuses every request of `id` (a blanket `DENY_ALL`).
+fn refuses(response: &RateLimitQuotaResponse, id: &BucketId) -> bool {
+    response.bucket_action.iter().filter(|action| action.bucket_id.as_ref() == Some(id)).any(|action| {
+        let Some(Action::QuotaAssignmentAction(assignment)) = &action.bucket_action else { return false };
+        let strategy = assignment.rate_limit_strategy.as_ref().and_then(|strategy| strategy.strategy.as_ref());
+        strategy == Some(&Strategy::BlanketRule(BlanketRule::DenyAll as i32))
+    })
+}
+
+/// The value of the one metric line of `metrics` that contains every one of `parts`.
+fn metric_with(metrics: &str, parts: &[&str]) -> u64 {
+    let mut lines = metrics.lines().filter(|line| parts.iter().all(|part| line.contains(part)));
+    let line = lines.next().unwrap_or_else(|| panic!("no metric line with {parts:?}:\n{metrics}"));
+    assert!(lines.next().is_none(), "more than one metric line with {parts:?}");
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn envoys_the_rule_cannot_serve_are_refused_at_once_counted_and_logged_once() {
+    let server = Server::start(RULES, &[]);
+    while !room_in_the_minute(Duration::from_secs(10)) {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let tenant = tenant();
+    let id = bucket(&[("tenant", &tenant), ("plan", "free")]);
+    // Its first report: 5 let through before any assignment (the whole limit), 2 refused.
+    let mut first_report = report("quota", std::slice::from_ref(&id), 5);
+    first_report.bucket_quota_usages[0].num_requests_denied = 2;
+    let mut first = open(&server, first_report).await;
+    assert!(refuses(&first.next().await.unwrap(), &id), "nothing left: refused in the same round");
+    let mut second = open(&server, report("quota", std::slice::from_ref(&id), 1)).await;
+    assert!(refuses(&second.next().await.unwrap(), &id), "a second Envoy, refused too");
+    let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+    let rlqs = r#"source="rlqs""#;
+    assert_eq!(metric_with(&metrics, &[rlqs, r#"outcome="allowed""#]), 6, "Envoy's own decisions: 5 + 1");
+    assert_eq!(metric_with(&metrics, &[rlqs, r#"outcome="rejected""#]), 2);
+    assert_eq!(metric_with(&metrics, &["sluice_rlqs_refusals_total "]), 2);
+    let log = server.log();
+    assert_eq!(log.matches("RLQS rule exhausted").count(), 1, "logged once a minute at most:\n{log}");
 }

@@ -113,7 +113,7 @@ pub async fn wait_for_room_in_the_minute(room: Duration) {
         .await;
 }
 
-/// Waits until the minute after `minute` has begun, and `into` of it has passed.
+/// Waits until `into` of minute `minute` has passed (or a later minute has begun).
 pub async fn wait_for_minute(minute: u64, into: Duration) {
     wait_until("the next minute", Duration::from_secs(121), async || {
         minute_now() > minute || (minute_now() == minute && second_of_minute() >= into.as_secs_f64())
