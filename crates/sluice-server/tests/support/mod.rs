@@ -3,6 +3,8 @@
 pub mod browser;
 pub mod envoy;
 pub mod quota_fleet;
+pub mod quota_rig;
 pub mod rlqs;
+pub mod scripted_rlqs;
 pub mod server;
 pub mod upstream;
