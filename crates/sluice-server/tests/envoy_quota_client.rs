@@ -182,6 +182,48 @@ async fn assignments_lapse_after_whole_seconds_to_the_expired_then_the_no_assign
 }
 
 #[tokio::test]
+async fn an_identical_assignment_restarts_the_time_to_live_of_the_token_bucket_it_keeps() {
+    let Some(mut rig) = Rig::start().await else { return };
+    let bucket = Bucket::plain("refreshed");
+    let mut model = bucket.model();
+    rig.create(&mut [(bucket, &mut model)]).await;
+    let grant = token_bucket(&bucket.id(), 3, 1, HOUR, 2 * SECOND);
+    let (first, applied) = rig.push(vec![grant.clone()]).await;
+    model.apply(applied, &grant);
+    expect(&rig, (bucket, &mut model), 2, 2, "a token bucket of 3 for 2 s").await;
+    sleep_until(&rig, applied + SECOND).await;
+    let (again, applied_again) = rig.push(vec![grant.clone()]).await;
+    model.apply(applied_again, &grant);
+    // The first time to live ends within [first + 2 s, applied + 2 s], the second within
+    // [again + 2 s, applied_again + 2 s]: requests between them, MARGIN from each.
+    sleep_until(&rig, applied + 2 * SECOND + MARGIN).await;
+    expect(&rig, (bucket, &mut model), 2, 1, "past the first time to live: kept, 1 token left").await;
+    assert!(rig.now() + MARGIN <= again + 2 * SECOND && first < again, "too slow to tell");
+    sleep_until(&rig, applied_again + 2 * SECOND + MARGIN).await;
+    expect(&rig, (bucket, &mut model), 2, 2, "past the second: lapsed, no_assignment_behavior").await;
+}
+
+#[tokio::test]
+async fn a_token_bucket_refills_over_the_whole_seconds_of_its_fill_interval() {
+    let Some(mut rig) = Rig::start().await else { return };
+    let bucket = Bucket::plain("refilled");
+    let mut model = bucket.model();
+    rig.create(&mut [(bucket, &mut model)]).await;
+    // One token every 1.9 s, which Envoy reads as every 1 s.
+    let grant = token_bucket(&bucket.id(), 1, 1, Duration::from_millis(1_900), HOUR);
+    let (_, applied) = rig.push(vec![grant.clone()]).await;
+    model.apply(applied, &grant);
+    let taking = rig.now();
+    expect(&rig, (bucket, &mut model), 2, 1, "a token bucket of 1").await;
+    let spent = rig.now();
+    // 1.3 s after the token was taken (between `taking` and `spent`), the bucket holds 1.3
+    // tokens at 1 a second (0.68 at 1 per 1.9 s): one request admitted, the next refused.
+    sleep_until(&rig, spent + SECOND + MARGIN).await;
+    expect(&rig, (bucket, &mut model), 2, 1, "1.3 s later").await;
+    assert!(rig.now() + MARGIN < taking + 2 * SECOND, "too slow to tell: a second token came");
+}
+
+#[tokio::test]
 async fn an_abandon_forgets_the_bucket_and_its_unreported_usage_until_a_request_recreates_it() {
     let Some(mut rig) = Rig::start().await else { return };
     let bucket = Bucket::plain("abandoned");

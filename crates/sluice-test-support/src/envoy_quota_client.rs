@@ -1,10 +1,11 @@
 //! A model of how Envoy 1.40's quota client (the `envoy.filters.http.rate_limit_quota`
 //! filter) handles one bucket: the assignments its quota server sends, the requests it
 //! admits, and the usage it reports. Pure and clock-driven: every method takes `now`, a
-//! [`Duration`] since any origin the caller picks. `crates/sluice-server/tests/
-//! envoy_quota_client.rs` feeds the same [`BucketAction`]s and requests to a real Envoy 1.40
-//! and to this model, and checks they admit the same requests; docs/envoy-quota-client.md
-//! gives the table.
+//! [`Duration`] since any origin the caller picks.
+//!
+//! `tests/envoy_quota_client.rs` in sluice-server feeds the same [`BucketAction`]s and
+//! requests to a real Envoy 1.40 and to this model, and checks they admit the same
+//! requests; docs/envoy-quota-client.md gives the table.
 //!
 //! ```text
 //! response          what Envoy does to the bucket
