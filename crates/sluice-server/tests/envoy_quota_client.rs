@@ -318,6 +318,11 @@ async fn stream_end(end: End) {
     let expected = if end == End::Killed { (1, 0) } else { (2, 0) };
     assert_eq!(bucket.usage_in(&next), Some(expected));
     assert_eq!(counts(model.report(rig.at(&next))), Some(expected));
+    // Envoy builds its reports 5.0x s apart and counts the time in whole seconds: 5 s, even
+    // after a lost report (building it restarted the count), so a server cannot tell one
+    // was lost. (The model's count is not compared: the test sees a report when it arrives,
+    // not when Envoy built it, and 4.999 s would read as 4.)
+    assert_eq!(bucket.elapsed_in(&next), Some(5 * SECOND));
     // The new stream assigns; the same token bucket is kept, tokens and all.
     let (_, applied) = rig.push(vec![grant.clone()]).await;
     model.apply(applied, &grant);

@@ -55,6 +55,14 @@ impl Bucket {
         EnvoyBucket::new(Blanket::AllowAll, expired)
     }
 
+    /// The time since its last report, as `report` says (whole seconds).
+    pub fn elapsed_in(&self, report: &Received) -> Option<Duration> {
+        let id = self.id();
+        let usage = report.usages.iter().find(|usage| usage.bucket_id.as_ref() == Some(&id))?;
+        let elapsed = usage.time_elapsed?;
+        Some(Duration::new(elapsed.seconds.try_into().unwrap(), elapsed.nanos.try_into().unwrap()))
+    }
+
     /// Its usage in `report`, as (allowed, denied).
     pub fn usage_in(&self, report: &Received) -> Option<(u64, u64)> {
         let id = self.id();
