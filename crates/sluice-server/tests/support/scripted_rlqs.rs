@@ -38,7 +38,8 @@ type Outbox = mpsc::UnboundedSender<Result<RateLimitQuotaResponse, Status>>;
 #[derive(Default)]
 struct Script {
     reports: Vec<Received>,
-    streams: u32,
+    /// When each stream opened, the first at 0.
+    opened: Vec<Instant>,
     outbox: Option<Outbox>,
 }
 
@@ -92,6 +93,11 @@ impl ScriptedRlqs {
         self.link.restore().await;
     }
 
+    /// When stream `stream` (1 for the first) opened.
+    pub fn opened(&self, stream: u32) -> Instant {
+        self.script.lock().opened[usize::try_from(stream).unwrap() - 1]
+    }
+
     /// Every report received so far.
     pub fn reports(&self) -> Vec<Received> {
         self.script.lock().reports.clone()
@@ -134,9 +140,9 @@ impl RateLimitQuotaService for Scripted {
         let (outbox, responses) = mpsc::unbounded_channel();
         let stream = {
             let mut script = self.0.lock();
-            script.streams += 1;
+            script.opened.push(Instant::now());
             script.outbox = Some(outbox);
-            script.streams
+            u32::try_from(script.opened.len()).unwrap()
         };
         tokio::spawn(record(Arc::clone(&self.0), stream, request.into_inner()));
         let responses = futures_util::stream::unfold(responses, |mut responses| async move {
