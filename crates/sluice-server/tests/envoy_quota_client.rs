@@ -5,8 +5,9 @@
 //!
 //! Every wait is on something observed (a report received, the probe bucket's flip, an
 //! Envoy statistic), bounded. Where a time to live decides, requests are sent at times
-//! computed from when a response was sent and seen applied, half a second or more from
-//! any expiry (time to live and fallbacks are whole seconds).
+//! computed from when a response was sent and seen applied, at least MARGIN (300 ms) from
+//! any expiry (times to live and fallbacks are whole seconds), and each test checks
+//! afterwards that its requests kept that margin.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 mod support;
@@ -82,6 +83,7 @@ const ROWS: [Row; 11] = [
     ),
 ];
 
+/// The buckets of the rows, one each.
 const ROW_BUCKETS: [&str; 11] = ["r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7", "r8", "r9", "r10"];
 
 #[tokio::test]
