@@ -121,6 +121,13 @@ impl EnvoyBucket {
         self.held.is_some()
     }
 
+    /// Whether an assignment of the quota server decides the bucket's requests at `now`
+    /// (neither `expired_assignment_behavior` nor `no_assignment_behavior` does).
+    pub fn is_assigned(&mut self, now: Duration) -> bool {
+        self.advance(now);
+        matches!(self.held, Some(Held { rule: Rule::Assigned { .. }, .. }))
+    }
+
     /// Applies one action of a response at `now`; Envoy ignores actions for buckets it does
     /// not hold, without a bucket id, or with a strategy it does not enforce.
     pub fn apply(&mut self, now: Duration, action: &BucketAction) {

@@ -115,7 +115,10 @@ pub async fn wait_for_room_in_the_minute(room: Duration) {
 
 /// Waits until `into` of minute `minute` has passed (or a later minute has begun).
 pub async fn wait_for_minute(minute: u64, into: Duration) {
-    wait_until("the next minute", Duration::from_secs(121), async || {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+    let until = Duration::from_secs(minute * 60) + into;
+    let limit = until.saturating_sub(now) + Duration::from_secs(10);
+    wait_until("a minute's turn", limit, async || {
         minute_now() > minute || (minute_now() == minute && second_of_minute() >= into.as_secs_f64())
     })
     .await;

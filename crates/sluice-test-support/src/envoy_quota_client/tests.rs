@@ -146,3 +146,15 @@ fn a_report_carries_the_counts_since_the_last_and_resets_them() {
     assert_eq!(bucket.report(Duration::from_millis(5_300)), Some(Usage { allowed: 1, denied: 2, elapsed: secs(5) }));
     assert_eq!(bucket.report(secs(10)), Some(Usage { allowed: 0, denied: 0, elapsed: secs(4) }));
 }
+
+#[test]
+fn only_the_quota_servers_assignment_counts_as_assigned_not_a_fallback() {
+    let mut bucket = EnvoyBucket::new(Blanket::AllowAll, Some((Blanket::DenyAll, secs(2))));
+    assert!(!bucket.is_assigned(secs(0)), "not held yet");
+    bucket.request(secs(0));
+    assert!(!bucket.is_assigned(secs(0)), "held, decided by no_assignment_behavior");
+    bucket.apply(secs(1), &token_bucket(&id(), 3, 1, HOUR, secs(1)));
+    assert!(bucket.is_assigned(secs(1)));
+    assert!(!bucket.is_assigned(secs(2)), "the time to live is over: expired_assignment_behavior");
+    assert!(!bucket.is_assigned(secs(5)), "and then no_assignment_behavior");
+}

@@ -1,8 +1,9 @@
 //! The bound on the sum of shares, against random requests, RLS checks, silences and
 //! delays: the hub's steps (a report's round, a tick every 200 ms) over one bucket, three
-//! Envoys modelled as Envoy 1.40 behaves ([`model`]) that report every interval and fall
-//! back to `ALLOW_ALL` or `DENY_ALL` when nothing is assigned, and a fixed-window limit as
-//! the store.
+//! Envoys modelled as Envoy 1.40 behaves (`sluice_test_support::envoy_quota_client`, which
+//! tests/envoy_quota_client.rs measures against the real binary) that report every
+//! interval and fall back to `ALLOW_ALL` or `DENY_ALL` when nothing is assigned, and a
+//! fixed-window limit as the store.
 //!
 //! Asserted, for every window `w` of the limit (docs/service.md, "RLQS"):
 //! requests let through in `w` under Sluice's assignments + RLS checks admitted in `w` ≤
@@ -10,7 +11,6 @@
 //! and an Envoy that reports never falls back once assigned (so `ALLOW_ALL` lets through
 //! nothing Sluice did not pay for, but a new bucket's first requests).
 
-mod model;
 mod utilisation;
 
 use super::divide;
@@ -21,10 +21,10 @@ use crate::rlqs::shares::{Assignment, BucketShares, StreamId};
 use crate::rlqs::timing::{EDGE_MARGIN, Timing, Windows};
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::BucketId;
 use futures_util::FutureExt;
-use model::ModelEnvoy;
 use parking_lot::Mutex;
 use proptest::prelude::*;
 use sluice_core::{Alignment, Clock, FixedWindow, Key, Limit, ManualClock, StoreError, Timestamp};
+use sluice_test_support::envoy_quota_client::{self as envoy_model, Blanket, EnvoyBucket};
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
@@ -67,15 +67,21 @@ fn limit() -> Limit {
     Limit::new("test", FixedWindow::new(1, Duration::from_secs(1), Alignment::Aligned, Duration::ZERO).unwrap())
 }
 
-/// One simulated Envoy: its bucket (once a request created it) and its usage counts.
+/// One simulated Envoy: its bucket, as Envoy 1.40 holds it.
 struct SimEnvoy {
-    bucket: Option<ModelEnvoy>,
-    allowed: u64,
-    denied: u64,
-    reported_at: Timestamp,
+    bucket: EnvoyBucket,
     silent: bool,
+    /// An assignment of Sluice's reached it.
+    answered: bool,
+    /// Requests its fallback let through after Sluice's first answer.
+    fell_back: u64,
     /// Shares it received: (tokens, from, until).
     shares: Vec<(u64, Timestamp, Timestamp)>,
+}
+
+/// `now` as the model of Envoy counts time.
+fn envoy_time(now: Timestamp) -> Duration {
+    Duration::from_micros(now.as_micros())
 }
 
 /// Something the simulation does at a given time.
@@ -93,7 +99,6 @@ struct Sim {
     envoys: Vec<SimEnvoy>,
     latency: Duration,
     report_every: Duration,
-    allow_unassigned: bool,
     events: BTreeMap<(Timestamp, u64), Event>,
     sequence: u64,
     /// Requests let through by Envoys in each window, under Sluice's assignments.
@@ -104,23 +109,20 @@ struct Sim {
 impl Sim {
     fn new(budget: Budget, envoys: usize, timing: Timing, latency: Duration, allow_unassigned: bool) -> Sim {
         let now = budget.clock.now();
-        let envoys = (0..envoys)
-            .map(|_| SimEnvoy {
-                bucket: None,
-                allowed: 0,
-                denied: 0,
-                reported_at: now,
-                silent: false,
-                shares: Vec::new(),
-            })
-            .collect();
+        let fallback = if allow_unassigned { Blanket::AllowAll } else { Blanket::DenyAll };
+        let envoy = || SimEnvoy {
+            bucket: EnvoyBucket::new(fallback, None),
+            silent: false,
+            answered: false,
+            fell_back: 0,
+            shares: Vec::new(),
+        };
         let mut sim = Sim {
             shares: BucketShares::new(budget.windows, timing),
             budget,
-            envoys,
+            envoys: (0..envoys).map(|_| envoy()).collect(),
             latency,
             report_every: timing.report_interval,
-            allow_unassigned,
             events: BTreeMap::new(),
             sequence: 0,
             admitted: HashMap::new(),
@@ -171,23 +173,28 @@ impl Sim {
     /// The hub's tick: drop the stale, renew, re-divide when due.
     fn tick(&mut self, now: Timestamp) {
         for stream in self.shares.drop_stale(now) {
-            // Abandoned: Envoy drops the bucket with its usage counts.
-            let envoy = &mut self.envoys[usize::try_from(stream).unwrap()];
-            (envoy.bucket, envoy.allowed, envoy.denied) = (None, 0, 0);
+            // Only a silent Envoy goes stale, and it hears nothing more.
+            assert!(self.envoys[usize::try_from(stream).unwrap()].silent, "an Envoy that reports went stale");
         }
         let renewed = self.shares.renew(now);
         self.send(renewed, now);
         self.round(now);
     }
 
-    /// An Envoy's usage report, taken in by the hub: what no grant paid for is taken now.
+    /// An Envoy's periodic usage report, taken in by the hub.
     fn report(&mut self, envoy: usize, now: Timestamp) {
         let sim = &mut self.envoys[envoy];
-        if sim.silent || sim.bucket.is_none() {
+        if sim.silent {
             return;
         }
-        let usage = Usage { allowed: sim.allowed, denied: sim.denied, elapsed: now.saturating_since(sim.reported_at) };
-        (sim.allowed, sim.denied, sim.reported_at) = (0, 0, now);
+        if let Some(usage) = sim.bucket.report(envoy_time(now)) {
+            self.take_in(envoy, usage, now);
+        }
+    }
+
+    /// The hub takes in `usage` of `envoy`: what no grant paid for is taken now.
+    fn take_in(&mut self, envoy: usize, usage: envoy_model::Usage, now: Timestamp) {
+        let usage = Usage { allowed: usage.allowed, denied: usage.denied, elapsed: usage.elapsed };
         let unpaid = self.shares.report(envoy as StreamId, now, usage);
         self.budget.take(key(), &limit(), unpaid).now_or_never().unwrap().unwrap();
         self.round(now);
@@ -214,8 +221,9 @@ impl Sim {
         let windows = self.budget.windows;
         let id = BucketId { bucket: [("k".to_owned(), "v".to_owned())].into() };
         let sim = &mut self.envoys[envoy];
-        let Some(bucket) = sim.bucket.as_mut().filter(|_| !sim.silent) else { return };
-        let mut response = Vec::new();
+        if sim.silent {
+            return;
+        }
         for (assignment, sent) in assignments {
             if let Assignment::Share { tokens, ttl, fresh, .. } = *assignment {
                 assert!(sent.saturating_add(ttl + EDGE_MARGIN) <= windows.end(*sent), "a share outlives its window");
@@ -224,28 +232,28 @@ impl Sim {
                     false => sim.shares.last_mut().expect("a renewal of a share").2 = now.saturating_add(ttl),
                 }
             }
-            response.extend(actions(&id, assignment));
+            for action in actions(&id, assignment) {
+                sim.bucket.apply(envoy_time(now), &action);
+            }
         }
-        bucket.apply(&response, now);
+        sim.answered = true;
     }
 
     /// `count` requests at `envoy`, at the clock's time; the first creates its bucket and
-    /// reports it at once, as Envoy does.
+    /// reports it at once, as Envoy does, and its periodic reports follow.
     fn requests(&mut self, envoy: usize, count: u8) {
         let now = self.now();
         let window = self.budget.windows.index(now);
         for _ in 0..count {
             let sim = &mut self.envoys[envoy];
-            let created = sim.bucket.is_none();
-            let bucket = sim.bucket.get_or_insert_with(|| ModelEnvoy::new(self.allow_unassigned));
-            let (allowed, unassigned) = bucket.request(now);
-            *if allowed { &mut sim.allowed } else { &mut sim.denied } += 1;
-            if allowed && !unassigned {
+            let assigned = sim.bucket.is_assigned(envoy_time(now));
+            let allowed = sim.bucket.request(envoy_time(now));
+            if allowed && assigned {
                 *self.admitted.entry(window).or_default() += 1;
             }
-            if created {
-                sim.reported_at = now;
-                self.report(envoy, now);
+            sim.fell_back += u64::from(allowed && !assigned && sim.answered);
+            if let Some(usage) = sim.bucket.take_creation_report().filter(|_| !sim.silent) {
+                self.take_in(envoy, usage, now);
                 self.schedule(now.saturating_add(self.report_every), Event::Report(envoy));
             }
         }
@@ -278,8 +286,7 @@ impl Sim {
             assert!(granted + rls <= limit, "window {window}: shares of {granted} + {rls} by RLS > {limit}");
         }
         for (index, envoy) in self.envoys.iter().enumerate().filter(|(_, envoy)| !envoy.silent) {
-            let fell_back = envoy.bucket.as_ref().map_or(0, |bucket| bucket.fell_back);
-            assert_eq!(fell_back, 0, "Envoy {index} fell back to ALLOW_ALL while it reported");
+            assert_eq!(envoy.fell_back, 0, "Envoy {index} fell back to ALLOW_ALL while it reported");
         }
     }
 }
