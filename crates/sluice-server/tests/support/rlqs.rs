@@ -67,14 +67,12 @@ pub fn report(domain: &str, buckets: &[BucketId], allowed: u64) -> RateLimitQuot
 /// The tokens of the token bucket assigned to `id` in `response` (fresh tokens come
 /// after a blanket refusal that clears the bucket, in the same response).
 pub fn tokens_for(response: &RateLimitQuotaResponse, id: &BucketId) -> Option<u32> {
-    let actions = response.bucket_action.iter().filter(|action| action.bucket_id.as_ref() == Some(id));
-    actions
-        .filter_map(|action| {
-            let Some(Action::QuotaAssignmentAction(assignment)) = &action.bucket_action else { return None };
-            match assignment.rate_limit_strategy.as_ref()?.strategy.as_ref()? {
-                Strategy::TokenBucket(bucket) => Some(bucket.max_tokens),
-                _ => None,
-            }
-        })
-        .last()
+    let mut actions = response.bucket_action.iter().rev().filter(|action| action.bucket_id.as_ref() == Some(id));
+    actions.find_map(|action| {
+        let Some(Action::QuotaAssignmentAction(assignment)) = &action.bucket_action else { return None };
+        match assignment.rate_limit_strategy.as_ref()?.strategy.as_ref()? {
+            Strategy::TokenBucket(bucket) => Some(bucket.max_tokens),
+            _ => None,
+        }
+    })
 }
