@@ -49,6 +49,8 @@ pub(crate) struct RlqsCounts {
     pub(crate) assignments: u64,
     /// Tokens paid from limits' states for shares.
     pub(crate) tokens: u64,
+    /// Refusals (`DENY_ALL`) sent for limited buckets.
+    pub(crate) refusals: u64,
     /// Buckets abandoned (stale, reload, shutdown).
     pub(crate) abandons: u64,
 }
@@ -120,6 +122,7 @@ impl RlqsMetrics {
             reports: self.reports.get(),
             assignments: self.assignments.get(),
             tokens: self.tokens.get(),
+            refusals: self.refusals.get(),
             abandons: abandons.sum(),
         }
     }
