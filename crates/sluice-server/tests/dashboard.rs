@@ -62,7 +62,8 @@ async fn live_counts_checks_per_policy_and_their_top_keys() {
         (&json!("three_per_hour"), &json!(3), &json!(1))
     );
     assert_eq!(live["without_store"], json!({"failed_open": 0, "failed_closed": 0, "fallback": 0}));
-    let rlqs = json!({"streams": 0, "buckets": 0, "reports": 0, "assignments": 0, "tokens": 0, "refusals": 0, "abandons": 0});
+    let rlqs =
+        json!({"streams": 0, "buckets": 0, "reports": 0, "assignments": 0, "tokens": 0, "refusals": 0, "abandons": 0});
     assert_eq!(live["rlqs"], rlqs);
     assert_eq!(live["leases"], Value::Null, "no leases on the embedded store");
     // Every check counts in its policy's top keys: exact while the table has room.

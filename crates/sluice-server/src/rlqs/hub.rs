@@ -160,7 +160,8 @@ impl Hub {
                 Ok(Tracked::NoRule) => {}
                 Ok(Tracked::Blanket { id, rule }) => actions.push(blanket(&id, rule, self.timing.ttl())),
                 Ok(Tracked::Shared { key, .. }) => {
-                    self.buckets.charge(&key, stream, now, bucket.usage, &self.service.engine).await;
+                    let engine = &self.service.engine;
+                    self.buckets.charge(&key, (stream, bucket.usage), now, engine, &mut self.outgoing).await;
                     changed.push(key);
                 }
             }

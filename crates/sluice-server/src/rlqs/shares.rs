@@ -84,7 +84,7 @@ impl BucketShares {
     /// has left: a part proportional to its demand, at least [`MIN_GRANT`], the most
     /// demanding first.
     pub(crate) fn plan(&self, now: Timestamp, remaining: u64) -> Vec<(StreamId, u64)> {
-        if self.windows.ttl_at(now, self.timing.ttl()).is_none() {
+        if self.share_ttl(now).is_none() {
             return Vec::new();
         }
         let active: Vec<&Holder> = self.holders.values().filter(|holder| !self.is_stale(holder, now)).collect();
@@ -108,10 +108,10 @@ impl BucketShares {
     }
 
     /// Records that `tokens` were paid at `now` for `stream`; what to assign it.
-    /// `None` when the window has no whole second left (the tokens are then wasted, so
-    /// callers [`plan`](Self::plan) at the same `now`, which gives nothing then).
+    /// `None` when the window has too little left for a share (the tokens are then wasted,
+    /// so callers [`plan`](Self::plan) at the same `now`, which gives nothing then).
     pub(crate) fn grant(&mut self, stream: StreamId, tokens: u64, now: Timestamp) -> Option<Assignment> {
-        let ttl = self.windows.ttl_at(now, self.timing.ttl())?;
+        let ttl = self.share_ttl(now)?;
         let holder = self.holders.get_mut(&stream)?;
         holder.take_grant(now, tokens, ttl, self.windows, self.timing.stale_after());
         Some(self.share(tokens, ttl, true))
@@ -180,20 +180,22 @@ impl BucketShares {
     }
 
     /// The next time after `now` something may be due for this bucket without a report: a
-    /// holder going stale, an answer to renew or close, the window's end, or (while a
-    /// holder needs tokens) `retry`. A time already reached counts as a second later.
+    /// holder going stale, an answer to renew, or to renew or close at the latest (a
+    /// [`CLOSE_LEAD`] before it ends), the window's end, or (while a
+    /// holder needs tokens) `retry`; `now` itself when one of them is reached already (the
+    /// next tick sees to it).
     pub(crate) fn next_due(&self, now: Timestamp, retry: Timestamp) -> Timestamp {
         let (stale_after, renew_within) = (self.timing.stale_after(), self.timing.renew_within());
         let holders = self.holders.values().flat_map(|holder| {
             let stale = holder.last_report.saturating_add(stale_after + Duration::from_micros(1));
             let expires = holder.answer.expires().filter(|expires| *expires > now);
-            let renewal = expires.map(|expires| before(expires, renew_within));
-            let close = expires.filter(|_| matches!(holder.answer, Answer::Share(_))).map(|e| before(e, CLOSE_LEAD));
-            [Some(stale), renewal.filter(|at| *at > now), close.filter(|at| *at > now)].into_iter().flatten()
+            let renewal = expires.map(|expires| before(expires, renew_within)).filter(|at| *at > now);
+            // The last moment to renew or close it: due at once once reached.
+            let last_call = expires.map(|expires| before(expires, CLOSE_LEAD));
+            [Some(stale), renewal, last_call].into_iter().flatten()
         });
         let due = holders.chain(self.wants_round(now).then_some(retry)).min();
-        let due = due.map_or(self.windows.end(now), |due| due.min(self.windows.end(now)));
-        if due <= now { now.saturating_add(Duration::from_secs(1)) } else { due }
+        due.map_or(self.windows.end(now), |due| due.min(self.windows.end(now))).max(now)
     }
 
     /// The holders that need tokens at `now`, with their demand.
@@ -202,8 +204,11 @@ impl BucketShares {
         needy.map(|(&stream, holder)| (stream, holder.demand)).collect()
     }
 
-    /// What is due at `now` for `stream` alone ([`renew`](Self::renew)).
-    fn renew_one(&mut self, stream: StreamId, now: Timestamp) -> Option<Assignment> {
+    /// What is due at `now` for `stream` alone ([`renew`](Self::renew)): the hub asks as
+    /// each report comes, so that a holder whose first report counts no request (an
+    /// Envoy's stream reopened after Sluice restarted) is refused at once, not left to
+    /// its fallback.
+    pub(crate) fn renew_one(&mut self, stream: StreamId, now: Timestamp) -> Option<Assignment> {
         let holder = self.holders.get(&stream)?;
         if self.is_stale(holder, now) {
             return None;
@@ -218,7 +223,9 @@ impl BucketShares {
                     closing.then(|| self.refuse(stream, now))
                 })
             }
-            _ if holder.needs_tokens(now, self.windows) || !self.refusal_due(holder, now) => None,
+            // One in need that is not refused yet is answered by the round that follows.
+            _ if holder.needs_tokens(now, self.windows) && !holder.is_refused(now) => None,
+            _ if !self.refusal_due(holder, now) => None,
             _ => Some(self.refuse(stream, now)),
         }
     }
@@ -251,6 +258,13 @@ impl BucketShares {
     fn refusal_due(&self, holder: &Holder, now: Timestamp) -> bool {
         !holder.is_refused(now)
             || holder.answer.expires().is_some_and(|e| e.saturating_since(now) <= self.timing.renew_within())
+    }
+
+    /// The time to live of a share granted at `now`: as long as its window allows, and
+    /// over [`CLOSE_LEAD`], so that the refusal closing it is due after it was sent;
+    /// `None` near a window's end (needy holders are refused until the next window).
+    fn share_ttl(&self, now: Timestamp) -> Option<Duration> {
+        self.windows.ttl_at(now, self.timing.ttl()).filter(|ttl| *ttl > CLOSE_LEAD)
     }
 
     fn share(&self, tokens: u64, ttl: Duration, fresh: bool) -> Assignment {
@@ -357,6 +371,16 @@ mod tests {
         assert_eq!(shares.next_due(at(49.0), at(99.0)), at(58.0), "closed a second before it ends");
         let refusal = Assignment::Refusal { ttl: Duration::from_secs(15) };
         assert_eq!(shares.renew(at(58.0)), vec![(1, refusal)]);
+    }
+
+    #[test]
+    fn a_holder_whose_first_report_counts_no_request_is_refused_at_once() {
+        let mut shares = shares();
+        shares.report(1, at(1.0), Usage { elapsed: Duration::from_secs(5), ..Usage::default() });
+        assert_eq!(shares.plan(at(1.0), 5), vec![], "idle: no tokens");
+        let refusal = Assignment::Refusal { ttl: Duration::from_secs(15) };
+        assert_eq!(shares.renew_one(1, at(1.0)), Some(refusal));
+        assert_eq!(shares.renew_one(1, at(2.0)), None, "refused already");
     }
 
     #[test]

@@ -47,11 +47,12 @@ pub(crate) struct Windows {
 }
 
 impl Windows {
-    /// Windows of `length`; `None` when shorter than 2 s, as Envoy counts an assignment's
-    /// time to live in whole seconds and at least one must fit before a window ends.
+    /// Windows of `length`; `None` when shorter than 3 s, as Envoy counts an assignment's
+    /// time to live in whole seconds, and a share must live over [`CLOSE_LEAD`] and end
+    /// [`EDGE_MARGIN`] before its window does.
     pub(crate) fn new(length: Duration) -> Option<Windows> {
         let length_us = u64::try_from(length.as_micros()).ok()?;
-        (length >= Duration::from_secs(2)).then_some(Windows { length_us })
+        (length >= Duration::from_secs(3)).then_some(Windows { length_us })
     }
 
     /// The window's length.
@@ -99,6 +100,6 @@ mod tests {
         assert_eq!(minute.ttl_at(at(650.5), ttl), Some(Duration::from_secs(9)));
         assert_eq!(minute.ttl_at(at(658.8), ttl), None, "0.95 s left, less the margin, is no whole second");
         assert_eq!(minute.ttl_at(at(658.7), ttl), Some(Duration::from_secs(1)));
-        assert_eq!(Windows::new(Duration::from_secs(1)), None);
+        assert_eq!(Windows::new(Duration::from_secs(2)), None);
     }
 }

@@ -111,11 +111,21 @@ impl Buckets {
 
     /// Counts `stream`'s reported usage of the bucket at `key`: what no grant paid for is
     /// taken from the limit's state now, through `engine` (real traffic, as an RLS check
-    /// would count it).
-    pub(super) async fn charge(&mut self, key: &str, stream: StreamId, now: Timestamp, usage: Usage, engine: &Engine) {
+    /// would count it). What is due for the stream's holder besides new shares (a refusal
+    /// for an idle one that holds no answer) goes to `outgoing`.
+    pub(super) async fn charge(
+        &mut self,
+        key: &str,
+        (stream, usage): (StreamId, Usage),
+        now: Timestamp,
+        engine: &Engine,
+        outgoing: &mut Outgoing,
+    ) {
         let Some(bucket) = self.shared.get_mut(key) else { return };
         engine.metrics().count_rlqs_checks(bucket.limit().name(), usage.allowed, usage.denied);
         let unpaid = bucket.charge(stream, now, usage);
+        let due = bucket.renew_one(stream, now).map(|assignment| vec![(stream, assignment)]).unwrap_or_default();
+        send(bucket, due, engine, outgoing);
         let Ok(state_key) = Key::new(key.as_bytes()) else { return };
         if unpaid > 0
             && let Err(error) = engine.take(state_key, bucket.limit(), unpaid).await

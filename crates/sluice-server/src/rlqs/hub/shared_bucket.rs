@@ -13,7 +13,7 @@ use sluice_core::{Key, Limit, StoreError, Timestamp};
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// How long a bucket waits for another round after one that assigned nothing (unless a
+/// How long a bucket waits for another round after one that assigned no share (unless a
 /// report comes first), so that an exhausted limit is not asked every tick.
 const RETRY_ROUND_AFTER: Duration = Duration::from_secs(1);
 
@@ -82,6 +82,13 @@ impl SharedBucket {
         (stale.len(), ids)
     }
 
+    /// What is due at `now` for `stream` alone, other than new shares.
+    pub(super) fn renew_one(&mut self, stream: StreamId, now: Timestamp) -> Option<Assignment> {
+        let due = self.shares.renew_one(stream, now);
+        self.reschedule(now);
+        due
+    }
+
     /// Renews the grants that are due at `now`.
     pub(super) fn renew(&mut self, now: Timestamp) -> Vec<(StreamId, Assignment)> {
         self.shares.renew(now)
@@ -104,7 +111,7 @@ impl SharedBucket {
 
     /// Divides what the limit has left at `key` among the holders that need tokens at
     /// `now`, paying `payer` for each part first ([`round::divide`]). A round that assigned
-    /// nothing puts the next off (by [`RETRY_ROUND_AFTER`], at most to the window's end).
+    /// no share puts the next off (by [`RETRY_ROUND_AFTER`], at most to the window's end).
     pub(super) async fn divide<P: QuotaPayer>(
         &mut self,
         payer: &P,
@@ -112,7 +119,7 @@ impl SharedBucket {
         now: Timestamp,
     ) -> (Vec<(StreamId, Assignment)>, Option<StoreError>) {
         let (assigned, error) = round::divide(&mut self.shares, payer, key, &self.limit, now).await;
-        if assigned.is_empty() {
+        if !assigned.iter().any(|(_, assignment)| assignment.tokens() > 0) {
             // A new window has quota again: its first tick tries at once.
             self.next_round = now.saturating_add(RETRY_ROUND_AFTER).min(self.shares.window_end(now));
         }
