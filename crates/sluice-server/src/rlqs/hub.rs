@@ -41,7 +41,7 @@ use tokio::sync::mpsc;
 use tonic::Status;
 
 /// How often the hub renews, abandons and re-divides, when no report comes.
-const TICK: Duration = Duration::from_millis(200);
+pub(crate) const TICK: Duration = Duration::from_millis(200);
 
 /// How often the hub counts what each Envoy holding a limited bucket was last told.
 const CENSUS_EVERY: Duration = Duration::from_secs(1);
