@@ -12,7 +12,8 @@ mod slots;
 
 pub(crate) use slots::{Slot, Slots, Taken};
 
-use refusals::{AcceptErrors, Rarely};
+use crate::runtime::rarely::Rarely;
+use refusals::AcceptErrors;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
