@@ -7,12 +7,14 @@
 //! [`FIRST_REPORT_WITHIN`], or an empty one, ends with a clear error, as does one whose
 //! report breaks a bound (see [`crate::rlqs::report`]) or changes domain.
 
+use crate::grpc::connection::GrpcConnection;
 use crate::rlqs::hub::{Event, HubHandle, Outbox};
 use crate::rlqs::report;
 use crate::rlqs::shares::StreamId;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_server::RateLimitQuotaService;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::{RateLimitQuotaResponse, RateLimitQuotaUsageReports};
 use futures_util::Stream;
+use std::net::{Ipv4Addr, SocketAddr};
 use std::pin::Pin;
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -25,6 +27,9 @@ pub(crate) const FIRST_REPORT_WITHIN: Duration = Duration::from_secs(10);
 
 /// Responses a stream queues for its Envoy.
 const RESPONSES_QUEUED: usize = 64;
+
+/// The connection of a stream served with no connect info (not through the gRPC listener).
+const UNKNOWN_PEER: SocketAddr = SocketAddr::new(std::net::IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0);
 
 /// The responses of one stream, as tonic sends them.
 type Responses = Pin<Box<dyn Stream<Item = Result<RateLimitQuotaResponse, Status>> + Send>>;
@@ -50,6 +55,8 @@ impl RateLimitQuotaService for RateLimitQuotaGrpc {
         &self,
         request: Request<Streaming<RateLimitQuotaUsageReports>>,
     ) -> Result<Response<Responses>, Status> {
+        let connection =
+            request.extensions().get::<GrpcConnection>().map_or(UNKNOWN_PEER, |connection| connection.peer);
         let mut inbound = request.into_inner();
         let first = match tokio::time::timeout(FIRST_REPORT_WITHIN, inbound.message()).await {
             Err(_) => return Err(Status::deadline_exceeded("no usage report within 10 s of the stream's start")),
@@ -64,13 +71,13 @@ impl RateLimitQuotaService for RateLimitQuotaGrpc {
         let buckets = report::read(first, self.hub.bounds)?;
         let (outbox, responses): (Outbox, _) = mpsc::channel(RESPONSES_QUEUED);
         let stream = self.hub.new_stream();
-        let open = Event::Open { stream, domain: domain.clone(), outbox };
+        let open = Event::Open { stream, connection, domain: domain.clone(), outbox };
         if !self.hub.send(open).await || !self.hub.send(Event::Report { stream, buckets }).await {
             return Err(Status::unavailable("the service is shutting down"));
         }
         tokio::spawn(forward(self.hub.clone(), stream, domain, inbound));
         let responses = futures_util::stream::unfold(responses, |mut responses| async move {
-            responses.recv().await.map(|response| (response, responses))
+            responses.recv().await.map(|response| (response.map_err(|status| *status), responses))
         });
         Ok(Response::new(Box::pin(responses)))
     }

@@ -60,7 +60,7 @@ impl RlqsMetrics {
     pub(crate) fn register(&self, registry: &mut Registry) {
         let registry = registry.sub_registry_with_prefix("rlqs");
         registry.register("streams", "RLQS streams open (one per Envoy and filter domain)", self.streams.clone());
-        registry.register("buckets", "RLQS buckets held, over every stream", self.buckets.clone());
+        registry.register("buckets", "RLQS buckets with a rule held, over every stream", self.buckets.clone());
         registry.register("reports", "Bucket usages reported by Envoys", self.reports.clone());
         registry.register("assignments", "Quota assignments sent (renewals included)", self.assignments.clone());
         registry.register("tokens", "Tokens paid from limits' states for RLQS shares", self.tokens.clone());

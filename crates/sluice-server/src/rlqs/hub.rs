@@ -17,6 +17,7 @@
 mod buckets;
 mod handle;
 mod outgoing;
+mod room;
 mod shared_bucket;
 mod stream_state;
 mod streams;
@@ -36,7 +37,7 @@ use sluice_core::Timestamp;
 use std::sync::Arc;
 use std::time::Duration;
 use stream_state::Tracked;
-use streams::Streams;
+use streams::{Admit, Streams};
 use tokio::sync::mpsc;
 use tonic::Status;
 
@@ -45,6 +46,10 @@ pub(crate) const TICK: Duration = Duration::from_millis(200);
 
 /// How often the hub counts what each Envoy holding a limited bucket was last told.
 const CENSUS_EVERY: Duration = Duration::from_secs(1);
+
+/// Why a stream is ended to make room for another connection's buckets.
+const EVICTED: &str = "the service holds `max_rlqs_buckets` RLQS buckets and this connection holds more than its \
+                       share: its stream holding the most is ended to make room for another connection's";
 
 /// Events the hub queues before the streams wait to pass more on.
 const EVENTS_QUEUED: usize = 1024;
@@ -59,9 +64,8 @@ pub(crate) fn spawn(service: Arc<ServiceState>, shutdown: Shutdown) -> HubHandle
     let hub = Hub {
         service,
         timing,
-        bounds,
         loaded,
-        streams: Streams::default(),
+        streams: Streams::new(bounds.max_buckets),
         buckets: Buckets::new(timing),
         outgoing: Outgoing::default(),
         census_at: Timestamp::EPOCH,
@@ -74,7 +78,6 @@ pub(crate) fn spawn(service: Arc<ServiceState>, shutdown: Shutdown) -> HubHandle
 struct Hub {
     service: Arc<ServiceState>,
     timing: Timing,
-    bounds: ReportBounds,
     /// The configuration the buckets were resolved under.
     loaded: Arc<Loaded>,
     streams: Streams,
@@ -116,7 +119,7 @@ impl Hub {
     /// Does what `event` asks.
     async fn handle(&mut self, event: Event) {
         match event {
-            Event::Open { stream, domain, outbox } => self.streams.open(stream, domain, outbox),
+            Event::Open { stream, connection, domain, outbox } => self.streams.open(stream, connection, domain, outbox),
             Event::Report { stream, buckets } => self.report(stream, buckets).await,
             Event::Fail { stream, status } => self.fail(stream, status),
             Event::Close { stream } => self.close(stream),
@@ -178,14 +181,22 @@ impl Hub {
     }
 
     /// What applies to `bucket` of `stream`, resolved under the rules in force when first
-    /// seen; `RESOURCE_EXHAUSTED` when the service holds as many buckets as it may.
+    /// seen (a bucket with no rule, at each report); `RESOURCE_EXHAUSTED` when the service
+    /// holds as many buckets as it may and the stream's connection holds its share. A
+    /// connection under its share takes room from the one holding the most ([`room`]).
     fn track(&mut self, stream: StreamId, bucket: &BucketReport) -> Result<Tracked, Status> {
+        match self.streams.admit(stream, &bucket.entries) {
+            Admit::Known(tracked) => return Ok(tracked),
+            Admit::Refused(status) => return Err(status),
+            Admit::Evict(other) => self.fail(other, Status::resource_exhausted(EVICTED)),
+            Admit::Free => {}
+        }
         let rules = self.loaded.config.envoy();
         let shadow_all = self.service.settings.shadow_mode;
-        let buckets = &mut self.buckets;
-        self.streams.track(stream, bucket, self.bounds.max_buckets, |domain| {
-            buckets.resolve(rules, shadow_all, stream, domain, bucket)
-        })
+        let Some(domain) = self.streams.domain(stream) else { return Ok(Tracked::NoRule) };
+        let tracked = self.buckets.resolve(rules, shadow_all, stream, domain, bucket)?;
+        self.streams.record(stream, bucket.entries.clone(), tracked.clone());
+        Ok(tracked)
     }
 
     /// Ends `stream` with `status`, forgetting what it held.

@@ -4,19 +4,23 @@
 use crate::rlqs::report::{BucketReport, ReportBounds};
 use crate::rlqs::shares::StreamId;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::RateLimitQuotaResponse;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use tokio::sync::mpsc;
 use tonic::Status;
 
-/// Where a stream's responses go: the stream sends them on to Envoy.
-pub(crate) type Outbox = mpsc::Sender<Result<RateLimitQuotaResponse, Status>>;
+/// Where a stream's responses go: the stream sends them on to Envoy. The status is boxed
+/// so that a slot of the queue is 32 bytes rather than 200: tokio allocates a queue's
+/// slots 32 at a time, from the start, so this is most of what an idle stream's queue costs.
+pub(crate) type Outbox = mpsc::Sender<Result<RateLimitQuotaResponse, Box<Status>>>;
 
 /// What a stream tells the hub.
 #[derive(Debug)]
 pub(crate) enum Event {
-    /// A stream began, in `domain` (its first report's).
-    Open { stream: StreamId, domain: String, outbox: Outbox },
+    /// A stream began on `connection` (the client's address and port), in `domain` (its
+    /// first report's).
+    Open { stream: StreamId, connection: SocketAddr, domain: String, outbox: Outbox },
     /// A stream's report, checked.
     Report { stream: StreamId, buckets: Vec<BucketReport> },
     /// A stream sent something invalid: it ends with `status`.

@@ -1,13 +1,13 @@
-//! A stream as the hub holds it: the buckets it holds, each resolved once to what applies
-//! to it, and the outbox its responses go to.
+//! A stream as the hub holds it: the connection it came on, the buckets with a rule it
+//! holds, each resolved once to what applies to it, and the outbox its responses go to.
 
 use super::Outbox;
 use crate::rlqs::assignment::{BlanketRule, abandon, responses};
 use crate::rlqs::report::Entries;
-use crate::rlqs::shares::StreamId;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::BucketId;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_response::BucketAction;
 use std::collections::HashMap;
+use std::net::SocketAddr;
 use tokio::sync::mpsc::error::TrySendError;
 use tonic::Status;
 
@@ -23,18 +23,26 @@ pub(super) enum Tracked {
     Shared { id: BucketId, key: String },
 }
 
-/// One stream: its domain, its buckets by their sorted entries, and its outbox.
+/// One stream: its connection, its domain, its buckets with a rule by their sorted
+/// entries, and its outbox. A bucket with no rule is not kept: it is resolved again at
+/// each report, so that it holds no room meant for buckets with a rule.
 #[derive(Debug)]
 pub(super) struct StreamState {
+    connection: SocketAddr,
     domain: String,
     outbox: Outbox,
     buckets: HashMap<Entries, Tracked>,
 }
 
 impl StreamState {
-    /// A stream in `domain` holding no bucket yet, answered through `outbox`.
-    pub(super) fn new(domain: String, outbox: Outbox) -> StreamState {
-        StreamState { domain, outbox, buckets: HashMap::new() }
+    /// A stream of `connection` in `domain` holding no bucket yet, answered through `outbox`.
+    pub(super) fn new(connection: SocketAddr, domain: String, outbox: Outbox) -> StreamState {
+        StreamState { connection, domain, outbox, buckets: HashMap::new() }
+    }
+
+    /// The client's address and port: the connection the stream came on.
+    pub(super) fn connection(&self) -> SocketAddr {
+        self.connection
     }
 
     /// The domain its first report named.
@@ -57,9 +65,9 @@ impl StreamState {
         self.buckets.insert(entries, tracked);
     }
 
-    /// Forgets the bucket `id` (abandoned).
-    pub(super) fn forget(&mut self, id: &BucketId) {
-        self.buckets.remove(&entries_of(id));
+    /// Forgets the bucket `id` (abandoned); whether it held it.
+    pub(super) fn forget(&mut self, id: &BucketId) -> bool {
+        self.buckets.remove(&entries_of(id)).is_some()
     }
 
     /// The state keys of the shared buckets it holds.
@@ -83,19 +91,20 @@ impl StreamState {
 
     /// Ends the stream with `status` (the stream sends it on to Envoy, if there is room).
     pub(super) fn end_with(&self, status: Status) {
-        let _ = self.outbox.try_send(Err(status));
+        let _ = self.outbox.try_send(Err(Box::new(status)));
     }
 
-    /// Sends `actions` (in as few responses as they fit). A stream whose Envoy reads
-    /// nothing fills its outbox; what does not fit is dropped (and logged): the hub never
-    /// waits for one Envoy.
-    pub(super) fn deliver(&self, stream: StreamId, actions: Vec<BucketAction>) {
+    /// Sends `actions` (in as few responses as they fit); the actions dropped. A stream
+    /// whose Envoy reads nothing fills its outbox; what does not fit is dropped: the hub
+    /// never waits for one Envoy.
+    pub(super) fn deliver(&self, actions: Vec<BucketAction>) -> usize {
+        let mut dropped = 0;
         for response in responses(actions) {
             if let Err(TrySendError::Full(response)) = self.outbox.try_send(Ok(response)) {
-                let actions = response.map_or(0, |response| response.bucket_action.len());
-                tracing::warn!(stream, actions, "an RLQS stream reads no responses: assignments were dropped");
+                dropped += response.map_or(0, |response| response.bucket_action.len());
             }
         }
+        dropped
     }
 }
 

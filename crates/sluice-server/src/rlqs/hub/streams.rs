@@ -1,25 +1,64 @@
-//! The hub's streams, by number: what each holds, how many buckets they hold together (the
-//! bound `max_rlqs_buckets` caps), and delivering their responses.
+//! The hub's streams, by number: what each holds, the room `max_rlqs_buckets` leaves each
+//! connection ([`Room`]), and delivering their responses.
+//!
+//! Every count is kept as buckets come and go, so a report costs a look-up per bucket,
+//! however many streams are open: nothing here walks every stream, except ending them all
+//! (reload, shutdown) and choosing which stream gives room back when the service is full.
 
 use super::Outbox;
+use super::room::{Admission, Room};
 use super::stream_state::{StreamState, Tracked};
-use crate::rlqs::report::BucketReport;
+use crate::rlqs::report::Entries;
 use crate::rlqs::shares::StreamId;
+use crate::runtime::rarely::Rarely;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::BucketId;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_response::BucketAction;
 use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::time::Instant;
 use tonic::Status;
 
 /// The open streams.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct Streams {
     streams: HashMap<StreamId, StreamState>,
+    /// The buckets with a rule they hold, in all and by connection.
+    room: Room,
+    /// Deliveries that dropped actions (a stream reading nothing), logged rarely.
+    dropped: Rarely,
+}
+
+/// What the streams say about a bucket a stream reports.
+#[derive(Debug)]
+pub(super) enum Admit {
+    /// The stream holds it already: what applies to it.
+    Known(Tracked),
+    /// The stream may add it.
+    Free,
+    /// The stream may add it once this stream, on a connection over its share, is ended.
+    Evict(StreamId),
+    /// The stream may not add it: the service is full and its connection holds its share.
+    Refused(Status),
+}
+
+/// The refusal of a bucket while the service holds `held`, and the asking connection its
+/// `share`.
+fn full(held: usize, share: usize) -> Admit {
+    Admit::Refused(Status::resource_exhausted(format!(
+        "the service holds {held} RLQS buckets, the most allowed (setting `max_rlqs_buckets`), and this \
+         connection holds its share, {share}"
+    )))
 }
 
 impl Streams {
-    /// Takes in a stream that began in `domain`, answered through `outbox`.
-    pub(super) fn open(&mut self, stream: StreamId, domain: String, outbox: Outbox) {
-        self.streams.insert(stream, StreamState::new(domain, outbox));
+    /// No stream yet; their buckets with a rule are capped at `max_buckets`.
+    pub(super) fn new(max_buckets: usize) -> Streams {
+        Streams { streams: HashMap::new(), room: Room::new(max_buckets), dropped: Rarely::default() }
+    }
+
+    /// Takes in a stream of `connection` that began in `domain`, answered through `outbox`.
+    pub(super) fn open(&mut self, stream: StreamId, connection: SocketAddr, domain: String, outbox: Outbox) {
+        self.streams.insert(stream, StreamState::new(connection, domain, outbox));
     }
 
     /// How many streams are open.
@@ -27,39 +66,51 @@ impl Streams {
         self.streams.len()
     }
 
-    /// How many buckets the streams hold, together.
+    /// How many buckets with a rule the streams hold, together.
     pub(super) fn held(&self) -> usize {
-        self.streams.values().map(StreamState::len).sum()
+        self.room.held()
     }
 
-    /// What applies to `bucket` of `stream`, resolved by `resolve` (given the stream's
-    /// domain) when first seen; `RESOURCE_EXHAUSTED` when the streams hold `max_buckets`.
-    pub(super) fn track(
-        &mut self,
-        stream: StreamId,
-        bucket: &BucketReport,
-        max_buckets: usize,
-        resolve: impl FnOnce(&str) -> Result<Tracked, Status>,
-    ) -> Result<Tracked, Status> {
-        let held = self.held();
-        let Some(state) = self.streams.get_mut(&stream) else { return Ok(Tracked::NoRule) };
-        if let Some(tracked) = state.tracked(&bucket.entries) {
-            return Ok(tracked.clone());
+    /// The domain of `stream`, if it is open.
+    pub(super) fn domain(&self, stream: StreamId) -> Option<&str> {
+        self.streams.get(&stream).map(StreamState::domain)
+    }
+
+    /// Whether `stream` may add its bucket of `entries`, or what applies to it if known.
+    pub(super) fn admit(&self, stream: StreamId, entries: &Entries) -> Admit {
+        let Some(state) = self.streams.get(&stream) else { return Admit::Known(Tracked::NoRule) };
+        if let Some(tracked) = state.tracked(entries) {
+            return Admit::Known(tracked.clone());
         }
-        if held >= max_buckets {
-            return Err(Status::resource_exhausted(format!(
-                "the service holds {held} RLQS buckets, the most allowed (setting `max_rlqs_buckets`)"
-            )));
+        match self.room.admits(state.connection()) {
+            Admission::Free => Admit::Free,
+            Admission::TakeFrom(connection) => self.largest_of(connection).map_or_else(|| full(0, 0), Admit::Evict),
+            Admission::Refused { held, share } => full(held, share),
         }
-        let tracked = resolve(state.domain())?;
-        state.record(bucket.entries.clone(), tracked.clone());
-        Ok(tracked)
+    }
+
+    /// The stream of `connection` holding the most buckets.
+    fn largest_of(&self, connection: SocketAddr) -> Option<StreamId> {
+        let streams = self.streams.iter().filter(|(_, state)| state.connection() == connection);
+        streams.max_by_key(|(_, state)| state.len()).map(|(&stream, _)| stream)
+    }
+
+    /// Records what applies to `stream`'s bucket of `entries`; a bucket with no rule is
+    /// not kept (it is resolved again at its next report).
+    pub(super) fn record(&mut self, stream: StreamId, entries: Entries, tracked: Tracked) {
+        let Some(state) = self.streams.get_mut(&stream) else { return };
+        if !matches!(tracked, Tracked::NoRule) {
+            self.room.take(state.connection());
+            state.record(entries, tracked);
+        }
     }
 
     /// Forgets `stream`'s bucket `id` (abandoned).
     pub(super) fn forget(&mut self, stream: StreamId, id: &BucketId) {
-        if let Some(state) = self.streams.get_mut(&stream) {
-            state.forget(id);
+        if let Some(state) = self.streams.get_mut(&stream)
+            && state.forget(id)
+        {
+            self.room.give_back(state.connection(), 1);
         }
     }
 
@@ -72,18 +123,32 @@ impl Streams {
 
     /// Forgets `stream`: what it held.
     pub(super) fn close(&mut self, stream: StreamId) -> Option<StreamState> {
-        self.streams.remove(&stream)
+        let state = self.streams.remove(&stream)?;
+        self.room.give_back(state.connection(), state.len());
+        Some(state)
     }
 
     /// Forgets every stream (their buckets were abandoned).
     pub(super) fn clear(&mut self) {
         self.streams.clear();
+        self.room.clear();
     }
 
     /// Sends `actions` to `stream` (in as few responses as they fit), if it is still open.
-    pub(super) fn deliver(&self, stream: StreamId, actions: Vec<BucketAction>) {
-        if let Some(state) = self.streams.get(&stream) {
-            state.deliver(stream, actions);
+    /// Actions dropped for a stream that reads nothing are logged at most once a minute.
+    pub(super) fn deliver(&mut self, stream: StreamId, actions: Vec<BucketAction>) {
+        let Some(state) = self.streams.get(&stream) else { return };
+        let dropped = state.deliver(actions);
+        if dropped > 0
+            && let Some(deliveries) = self.dropped.occurred(Instant::now())
+        {
+            tracing::warn!(
+                stream,
+                dropped,
+                deliveries,
+                "RLQS streams read no responses: assignments were dropped (`deliveries` times since the last \
+                 such line, logged at most once a minute; `dropped` actions this time)"
+            );
         }
     }
 
@@ -97,6 +162,7 @@ impl Streams {
             count += actions.len();
             outgoing.push((stream, actions));
         }
+        self.room.clear();
         for (stream, actions) in outgoing {
             self.deliver(stream, actions);
         }
