@@ -169,8 +169,10 @@ declare_settings! {
      Envoy applies its `expired_assignment_behavior`."
     rlqs_abandon_on_shutdown: bool, from bool, env "SLUICE_RLQS_ABANDON_ON_SHUTDOWN", default(false), parse Ok,
         #[arg(num_args = 0..=1, default_missing_value = "true")];
-    "RLQS buckets the service holds at once, over every stream, and the most one report \
-     may carry; a stream that would add more ends with RESOURCE_EXHAUSTED."
+    "RLQS buckets with a rule the service holds at once, over every stream, and the most \
+     one report may carry. Once full, a connection under its share (the cap over the \
+     connections holding buckets) takes room from the one holding the most; a stream of a \
+     connection at its share that would add more ends with RESOURCE_EXHAUSTED."
     max_rlqs_buckets: usize, from usize, env "SLUICE_MAX_RLQS_BUCKETS", default(DEFAULT_MAX_RLQS_BUCKETS, "100000"),
         parse |count| within(count, 1, 10_000_000), #[arg(value_name = "COUNT")];
     "Add RateLimit-Policy, RateLimit and Retry-After to Envoy's responses."

@@ -6,6 +6,7 @@ mod framing;
 pub(crate) mod message_deadline;
 mod response_headers;
 pub(crate) mod rlqs;
+pub(crate) mod rlqs_server;
 pub(crate) mod rls;
 mod unknown_service;
 

@@ -20,8 +20,6 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use tonic::{Request, Response, Status, Streaming};
 
-pub(crate) use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_service_server::RateLimitQuotaServiceServer;
-
 /// How long a new stream may take to send its first report (Envoy sends it at once).
 pub(crate) const FIRST_REPORT_WITHIN: Duration = Duration::from_secs(10);
 

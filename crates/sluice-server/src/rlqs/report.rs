@@ -26,7 +26,8 @@ pub(crate) struct BucketReport {
 pub(crate) struct ReportBounds {
     /// Entries in one bucket id (setting `max_descriptor_entries`).
     pub(crate) max_entries: usize,
-    /// Buckets in one report, and held by the whole service (setting `max_rlqs_buckets`).
+    /// Buckets in one report, and buckets with a rule held by the whole service, shared
+    /// among connections (setting `max_rlqs_buckets`).
     pub(crate) max_buckets: usize,
 }
 

@@ -13,7 +13,8 @@ use crate::engine::front::Front;
 use crate::engine::service_state::ServiceState;
 use crate::grpc::connection;
 use crate::grpc::message_deadline::{MessageDeadlineLayer, MessageLimits};
-use crate::grpc::rlqs::{RateLimitQuotaGrpc, RateLimitQuotaServiceServer};
+use crate::grpc::rlqs::RateLimitQuotaGrpc;
+use crate::grpc::rlqs_server::RlqsServer;
 use crate::grpc::rls::{RateLimitGrpc, RateLimitServiceServer};
 use crate::http;
 use crate::http::MakeApi;
@@ -240,8 +241,7 @@ async fn serve_front(
     let rls = RateLimitServiceServer::new(RateLimitGrpc::new(Arc::clone(&front)))
         .max_decoding_message_size(bounds.max_grpc_message);
     let limits = MessageLimits { timeout: settings.grpc_message_timeout, max_message: bounds.max_grpc_message };
-    let rlqs = RateLimitQuotaServiceServer::new(RateLimitQuotaGrpc::new(hub))
-        .max_decoding_message_size(bounds.max_grpc_message);
+    let rlqs = RlqsServer::new(RateLimitQuotaGrpc::new(hub), bounds.max_grpc_message);
     let served_grpc = tonic::transport::Server::builder()
         .layer(crate::grpc::LogUnknownCalls::default())
         .layer(MessageDeadlineLayer::new(limits))

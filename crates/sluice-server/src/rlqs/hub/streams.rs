@@ -169,3 +169,58 @@ impl Streams {
         count
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::sync::mpsc;
+
+    fn connection(port: u16) -> SocketAddr {
+        SocketAddr::from(([127, 0, 0, 1], port))
+    }
+
+    fn entries(tenant: &str) -> Entries {
+        vec![("tenant".to_owned(), tenant.to_owned())]
+    }
+
+    fn shared(tenant: &str) -> Tracked {
+        let id = BucketId { bucket: [("tenant".to_owned(), tenant.to_owned())].into() };
+        Tracked::Shared { id, key: tenant.to_owned() }
+    }
+
+    /// Streams 1 and 2 on connection 1 (holding 3 and 1 buckets), stream 3 on connection 2.
+    fn streams(max_buckets: usize) -> Streams {
+        let mut streams = Streams::new(max_buckets);
+        for (stream, port) in [(1, 1), (2, 1), (3, 2)] {
+            streams.open(stream, connection(port), "quota".to_owned(), mpsc::channel(1).0);
+        }
+        for (stream, tenant) in [(1, "a"), (1, "b"), (1, "c"), (2, "d")] {
+            streams.record(stream, entries(tenant), shared(tenant));
+        }
+        streams
+    }
+
+    #[test]
+    fn the_buckets_held_are_counted_as_they_come_and_go_and_unruled_ones_not_kept() {
+        let mut streams = streams(100);
+        streams.record(3, entries("x"), Tracked::NoRule);
+        assert_eq!(streams.held(), 4);
+        assert!(matches!(streams.admit(3, &entries("x")), Admit::Free), "not kept: resolved again");
+        assert!(matches!(streams.admit(1, &entries("a")), Admit::Known(Tracked::Shared { .. })));
+        let Tracked::Shared { id, .. } = shared("a") else { unreachable!() };
+        streams.forget(1, &id);
+        assert_eq!(streams.held(), 3);
+        streams.close(1);
+        assert_eq!(streams.held(), 1);
+        streams.clear();
+        assert_eq!(streams.held(), 0);
+    }
+
+    #[test]
+    fn a_full_service_ends_the_largest_stream_of_the_connection_over_its_share() {
+        let streams = streams(4);
+        assert!(matches!(streams.admit(3, &entries("y")), Admit::Evict(1)), "connection 1 holds 4, its share 2");
+        let Admit::Refused(status) = streams.admit(2, &entries("y")) else { panic!("connection 1 is at its share") };
+        assert_eq!(status.code(), tonic::Code::ResourceExhausted);
+    }
+}
