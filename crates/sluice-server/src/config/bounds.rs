@@ -36,7 +36,8 @@ pub(crate) const DEFAULT_MAX_GRPC_MESSAGE: usize = 64 * 1024;
 /// Envoy worker's calls take a millisecond or so, so 100 at once is 100 000 calls a second
 /// on one connection; past it, Envoy opens another connection.
 pub(crate) const DEFAULT_GRPC_MAX_STREAMS: usize = 100;
-/// RLQS buckets held at once by default, over every stream: an Envoy holds one per
+/// RLQS buckets with a rule held at once by default, over every stream, each connection
+/// having a share (`rlqs::hub::room`): an Envoy holds one per
 /// distinct bucket id its matchers build (a few per route, or one per client when the id
 /// names the client); each costs the hub a few hundred bytes.
 pub(crate) const DEFAULT_MAX_RLQS_BUCKETS: usize = 100_000;
