@@ -90,10 +90,12 @@ impl Room {
 mod tests {
     use super::*;
 
+    /// The connection from loopback's `port`.
     fn connection(port: u16) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], port))
     }
 
+    /// A room of `max` in which each connection (by port) holds its count.
     fn room_with(max: usize, holdings: &[(u16, usize)]) -> Room {
         let mut room = Room::new(max);
         for &(port, count) in holdings {

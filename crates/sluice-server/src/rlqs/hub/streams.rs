@@ -175,14 +175,17 @@ mod tests {
     use super::*;
     use tokio::sync::mpsc;
 
+    /// The connection from loopback's `port`.
     fn connection(port: u16) -> SocketAddr {
         SocketAddr::from(([127, 0, 0, 1], port))
     }
 
+    /// The entries of `tenant`'s bucket.
     fn entries(tenant: &str) -> Entries {
         vec![("tenant".to_owned(), tenant.to_owned())]
     }
 
+    /// `tenant`'s bucket, limited, shared at the state key `tenant`.
     fn shared(tenant: &str) -> Tracked {
         let id = BucketId { bucket: [("tenant".to_owned(), tenant.to_owned())].into() };
         Tracked::Shared { id, key: tenant.to_owned() }
