@@ -10,7 +10,8 @@
 //! abandons every bucket first instead).
 //!
 //! The hub composes what it holds, each in its own file: [`streams::Streams`] (each
-//! stream's buckets and outbox), [`buckets::Buckets`] (the shares of each limited bucket)
+//! stream's buckets and outbox, and each connection's share of the buckets, kept as
+//! [`room::Room`] counts so that a report never walks the streams), [`buckets::Buckets`] (the shares of each limited bucket)
 //! and [`outgoing::Outgoing`] (the actions not sent yet); the streams reach it through
 //! [`handle::HubHandle`].
 
