@@ -70,7 +70,7 @@ impl RateLimitQuotaService for RateLimitQuotaGrpc {
         let (outbox, responses): (Outbox, _) = mpsc::channel(RESPONSES_QUEUED);
         let stream = self.hub.new_stream();
         let open = Event::Open { stream, connection, domain: domain.clone(), outbox };
-        if !self.hub.send(open).await || !self.hub.send(Event::Report { stream, buckets }).await {
+        if !self.hub.send_first(open).await || !self.hub.send_first(Event::Report { stream, buckets }).await {
             return Err(Status::unavailable("the service is shutting down"));
         }
         tokio::spawn(forward(self.hub.clone(), stream, domain, inbound));

@@ -55,9 +55,20 @@ const EVICTED: &str = "the service holds `max_rlqs_buckets` RLQS buckets and thi
 /// Events the hub queues before the streams wait to pass more on.
 const EVENTS_QUEUED: usize = 1024;
 
+/// New streams' first events the hub takes in a row, ahead of others' waiting events,
+/// before it takes one of those: a flood of new streams cannot starve the streams open.
+const FIRSTS_IN_A_ROW: u32 = 16;
+
+/// Where the hub reads the streams' events: new streams' first ones, and the rest.
+struct Inbox {
+    first: mpsc::Receiver<Event>,
+    events: mpsc::Receiver<Event>,
+}
+
 /// Starts the hub for `service` on the calling runtime, until `shutdown`.
 pub(crate) fn spawn(service: Arc<ServiceState>, shutdown: Shutdown) -> HubHandle {
     let (events, inbox) = mpsc::channel(EVENTS_QUEUED);
+    let (first, first_inbox) = mpsc::channel(EVENTS_QUEUED);
     let settings = &service.settings;
     let bounds = ReportBounds { max_entries: settings.max_descriptor_entries, max_buckets: settings.max_rlqs_buckets };
     let timing = Timing { report_interval: settings.rlqs_report_interval };
@@ -71,8 +82,8 @@ pub(crate) fn spawn(service: Arc<ServiceState>, shutdown: Shutdown) -> HubHandle
         outgoing: Outgoing::default(),
         census_at: Timestamp::EPOCH,
     };
-    tokio::spawn(hub.run(inbox, shutdown));
-    HubHandle::new(events, bounds)
+    tokio::spawn(hub.run(Inbox { first: first_inbox, events: inbox }, shutdown));
+    HubHandle::new(events, first, bounds)
 }
 
 /// The hub's state.
@@ -93,19 +104,40 @@ struct Hub {
 impl Hub {
     /// Takes in events, and ticks, until `shutdown` (or every handle is gone); then ends
     /// every stream, first telling each to abandon every bucket when so configured.
-    async fn run(mut self, mut inbox: mpsc::Receiver<Event>, shutdown: Shutdown) {
+    async fn run(mut self, mut inbox: Inbox, shutdown: Shutdown) {
         let mut ticks = tokio::time::interval(TICK);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let stopping = shutdown.wait();
         tokio::pin!(stopping);
+        let mut firsts = 0;
         loop {
+            if firsts == FIRSTS_IN_A_ROW {
+                firsts = 0;
+                if let Ok(event) = inbox.events.try_recv() {
+                    self.handle(event).await;
+                }
+            }
             tokio::select! {
+                biased;
                 () = &mut stopping => break,
-                event = inbox.recv() => match event {
-                    Some(event) => self.handle(event).await,
+                event = inbox.first.recv() => match event {
+                    Some(event) => {
+                        firsts += 1;
+                        self.handle(event).await;
+                    }
                     None => break,
                 },
-                _ = ticks.tick() => self.tick().await,
+                event = inbox.events.recv() => match event {
+                    Some(event) => {
+                        firsts = 0;
+                        self.handle(event).await;
+                    }
+                    None => break,
+                },
+                _ = ticks.tick() => {
+                    firsts = 0;
+                    self.tick().await;
+                }
             }
             self.flush();
             self.publish();

@@ -29,19 +29,23 @@ pub(crate) enum Event {
     Close { stream: StreamId },
 }
 
-/// How streams reach the hub.
+/// How streams reach the hub: a new stream's opening and first report go by a lane of
+/// their own, which the hub reads first, so that a new Envoy is answered at once even
+/// while the reports of thousands of others wait for the hub.
 #[derive(Clone, Debug)]
 pub(crate) struct HubHandle {
     events: mpsc::Sender<Event>,
+    first: mpsc::Sender<Event>,
     next_stream: Arc<AtomicU64>,
     /// The bounds on reports, as the streams check them.
     pub(crate) bounds: ReportBounds,
 }
 
 impl HubHandle {
-    /// A handle passing events on to `events`, for streams that check reports by `bounds`.
-    pub(super) fn new(events: mpsc::Sender<Event>, bounds: ReportBounds) -> HubHandle {
-        HubHandle { events, next_stream: Arc::new(AtomicU64::new(1)), bounds }
+    /// A handle passing events on to `events` (a new stream's first ones to `first`), for
+    /// streams that check reports by `bounds`.
+    pub(super) fn new(events: mpsc::Sender<Event>, first: mpsc::Sender<Event>, bounds: ReportBounds) -> HubHandle {
+        HubHandle { events, first, next_stream: Arc::new(AtomicU64::new(1)), bounds }
     }
 
     /// A number for a new stream.
@@ -52,5 +56,11 @@ impl HubHandle {
     /// Passes `event` on; false when the hub has stopped (shutdown).
     pub(crate) async fn send(&self, event: Event) -> bool {
         self.events.send(event).await.is_ok()
+    }
+
+    /// Passes on a new stream's opening or first report, ahead of other streams' events;
+    /// false when the hub has stopped.
+    pub(crate) async fn send_first(&self, event: Event) -> bool {
+        self.first.send(event).await.is_ok()
     }
 }
