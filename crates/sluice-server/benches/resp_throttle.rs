@@ -4,7 +4,9 @@
 //!
 //! - `sluice`: the embedded store;
 //! - `sluice+redis`: a Redis store (a redis-server of its own), with quota leases of
-//!   `SLUICE_BENCH_LEASE_PERIOD` (default `100ms`; `0` for none);
+//!   `SLUICE_BENCH_LEASE_PERIOD` (default `100ms`; `0` for none); that redis-server loads
+//!   Sluice's own module when `SLUICE_BENCH_STORE_MODULE` names its `.so` (the store then
+//!   checks with `SLUICE.CHECK` instead of the scripts);
 //! - `redis-cell`: the module (scripts/redis-cell.sh, or `SLUICE_REDIS_CELL`) in a
 //!   redis-server of its own.
 //!
@@ -15,9 +17,14 @@
 //! per second), so every call stores a state. The same harness as `envoy_latency` (not
 //! criterion): peers that are servers are compared round by round, in ratios.
 //!
+//! For the two peers with a redis-server, Redis's own accounting (`INFO commandstats`, reset
+//! before each phase) gives what bounds them: the commands Redis ran per call (`EVALSHA`
+//! for Sluice's store, whose leases may answer some calls without it; `CL.THROTTLE` for
+//! redis-cell; `SLUICE.CHECK` with the module) and Redis's time per call, in µs, for the sequential and pipelined phases.
+//!
 //! `cargo bench -p sluice-server --bench resp_throttle`. Environment: `SLUICE_BENCH_ROUNDS`
 //! (default 5), `SLUICE_BENCH_ROUND_CALLS` (default 4 000 sequential and as many pipelined),
-//! `SLUICE_BENCH_LEASE_PERIOD`.
+//! `SLUICE_BENCH_LEASE_PERIOD`, `SLUICE_BENCH_STORE_MODULE`.
 #![allow(clippy::unwrap_used)] // a bench that cannot set up should stop loudly
 
 #[path = "../tests/support/server.rs"]
@@ -40,6 +47,45 @@ struct Round {
     p50_us: f64,
     p99_us: f64,
     pipelined_per_second: f64,
+    /// What Redis ran for the sequential calls, when the peer has a redis-server.
+    sequential_redis: Served,
+    /// What Redis ran for the pipelined calls.
+    pipelined_redis: Served,
+}
+
+/// Redis's own accounting of one phase, per call the client made.
+#[derive(Clone, Copy, Default)]
+struct Served {
+    commands: f64,
+    usec: f64,
+}
+
+/// A peer's redis-server and the command it runs per call, read in `INFO commandstats`.
+struct Accounting {
+    admin: Connection,
+    command: &'static str,
+}
+
+impl Accounting {
+    fn new(url: &str, command: &'static str) -> Accounting {
+        Accounting { admin: connect(url), command }
+    }
+
+    fn reset(&mut self) {
+        let () = redis::cmd("CONFIG").arg("RESETSTAT").query(&mut self.admin).unwrap();
+    }
+
+    /// Redis's commands and time for `calls` client calls since the last reset.
+    fn served(&mut self, calls: usize) -> Served {
+        let stats: String = redis::cmd("INFO").arg("commandstats").query(&mut self.admin).unwrap();
+        let prefix = format!("cmdstat_{}:", self.command);
+        let line = stats.lines().find_map(|line| line.strip_prefix(prefix.as_str())).unwrap_or("");
+        let field = |name: &str| -> f64 {
+            let value = line.split(',').find_map(|pair| pair.strip_prefix(name)?.strip_prefix('='));
+            value.and_then(|value| value.parse().ok()).unwrap_or(0.0)
+        };
+        Served { commands: field("calls") / calls as f64, usec: field("usec") / calls as f64 }
+    }
 }
 
 fn env_number(name: &str, default: usize) -> usize {
@@ -63,8 +109,12 @@ fn call(key: usize) -> redis::Cmd {
     command
 }
 
-/// One round on `connection`: `calls` sequential calls, then as many in batches of [`BATCH`].
-fn round(connection: &mut Connection, calls: usize) -> Round {
+/// One round on `connection`: `calls` sequential calls, then as many in batches of [`BATCH`];
+/// each phase accounted by `redis` when the peer has one.
+fn round(connection: &mut Connection, calls: usize, mut redis: Option<&mut Accounting>) -> Round {
+    if let Some(redis) = redis.as_mut() {
+        redis.reset();
+    }
     let mut latencies = Vec::with_capacity(calls);
     let started = Instant::now();
     for key in 0..calls {
@@ -74,6 +124,10 @@ fn round(connection: &mut Connection, calls: usize) -> Round {
         assert_eq!(reply[0], 0, "a call was limited: {reply:?}");
     }
     let sequential = started.elapsed();
+    let sequential_redis = redis.as_mut().map(|redis| redis.served(calls)).unwrap_or_default();
+    if let Some(redis) = redis.as_mut() {
+        redis.reset();
+    }
     latencies.sort_unstable();
     let started = Instant::now();
     for batch in 0..calls / BATCH {
@@ -85,12 +139,15 @@ fn round(connection: &mut Connection, calls: usize) -> Round {
         assert!(replies.iter().all(|reply| reply[0] == 0), "a pipelined call was limited");
     }
     let pipelined = started.elapsed();
+    let pipelined_redis = redis.map(|redis| redis.served(calls / BATCH * BATCH)).unwrap_or_default();
     let micros = |at: f64| latencies[((latencies.len() - 1) as f64 * at) as usize].as_secs_f64() * 1e6;
     Round {
         sequential_per_second: calls as f64 / sequential.as_secs_f64(),
         p50_us: micros(0.5),
         p99_us: micros(0.99),
         pipelined_per_second: (calls / BATCH * BATCH) as f64 / pipelined.as_secs_f64(),
+        sequential_redis,
+        pipelined_redis,
     }
 }
 
@@ -107,7 +164,9 @@ fn main() {
     }
     let (rounds, calls) = (env_number("SLUICE_BENCH_ROUNDS", 5), env_number("SLUICE_BENCH_ROUND_CALLS", 4_000));
     let cell = RedisServer::start_with_module(&redis_cell());
-    let store = RedisServer::start();
+    let module = std::env::var_os("SLUICE_BENCH_STORE_MODULE").map(PathBuf::from);
+    let store = module.as_deref().map_or_else(RedisServer::start, RedisServer::start_with_module);
+    let store_command = if module.is_some() { "sluice.check" } else { "evalsha" };
     let embedded = Server::start(CONFIG, &["--resp", "127.0.0.1:0", "--snapshot", "off"]);
     let lease_period = std::env::var("SLUICE_BENCH_LEASE_PERIOD").unwrap_or_else(|_| "100ms".into());
     let leased = Server::start(
@@ -119,15 +178,17 @@ fn main() {
         connect(&format!("redis://{}", leased.resp.unwrap())),
         connect(&cell.url()),
     ];
+    let mut accounting =
+        [None, Some(Accounting::new(&store.url(), store_command)), Some(Accounting::new(&cell.url(), "cl.throttle"))];
     // Warm up: every key's state exists before the first round.
     for connection in &mut connections {
-        round(connection, 1000);
+        round(connection, 1000, None);
     }
     let mut results: [Vec<Round>; 3] = Default::default();
     for index in 0..rounds {
         for offset in 0..NAMES.len() {
             let peer = (index + offset) % NAMES.len();
-            results[peer].push(round(&mut connections[peer], calls));
+            results[peer].push(round(&mut connections[peer], calls, accounting[peer].as_mut()));
         }
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -154,6 +215,17 @@ fn report(results: &[Vec<Round>; 3]) {
             "{name} / redis-cell, paired by round: sequential {:.2}×, pipelined {:.2}×",
             ratio(|r| r.sequential_per_second),
             ratio(|r| r.pipelined_per_second)
+        );
+    }
+    println!("Redis, per call: commands run and µs spent (medians), sequential | pipelined");
+    for (name, rounds) in NAMES.iter().zip(results).skip(1) {
+        let of = |field: fn(&Round) -> f64| median(rounds.iter().map(field).collect());
+        println!(
+            "{name:<14} {:>5.2} {:>6.1} µs | {:>5.2} {:>6.1} µs",
+            of(|r| r.sequential_redis.commands),
+            of(|r| r.sequential_redis.usec),
+            of(|r| r.pipelined_redis.commands),
+            of(|r| r.pipelined_redis.usec)
         );
     }
 }
