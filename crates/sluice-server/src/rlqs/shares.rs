@@ -186,10 +186,12 @@ impl BucketShares {
     /// next tick sees to it).
     pub(crate) fn next_due(&self, now: Timestamp, retry: Timestamp) -> Timestamp {
         let (stale_after, renew_within) = (self.timing.stale_after(), self.timing.renew_within());
+        let refusal_within = self.timing.refusal_renew_within();
         let holders = self.holders.values().flat_map(|holder| {
             let stale = holder.last_report.saturating_add(stale_after + Duration::from_micros(1));
             let expires = holder.answer.expires().filter(|expires| *expires > now);
-            let renewal = expires.map(|expires| before(expires, renew_within)).filter(|at| *at > now);
+            let margin = if matches!(holder.answer, Answer::Share(_)) { renew_within } else { refusal_within };
+            let renewal = expires.map(|expires| before(expires, margin)).filter(|at| *at > now);
             // The last moment to renew or close it: due at once once reached.
             let last_call = expires.map(|expires| before(expires, CLOSE_LEAD));
             [Some(stale), renewal, last_call].into_iter().flatten()
@@ -244,9 +246,9 @@ impl BucketShares {
         Some(self.share(grant.tokens, ttl, false))
     }
 
-    /// Refuses `stream` at `now`, for an assignment's longest time to live.
+    /// Refuses `stream` at `now`, for a refusal's time to live.
     fn refuse(&mut self, stream: StreamId, now: Timestamp) -> Assignment {
-        let ttl = self.timing.ttl();
+        let ttl = self.timing.refusal_ttl();
         if let Some(holder) = self.holders.get_mut(&stream) {
             holder.take_refusal(now, ttl);
         }
@@ -257,7 +259,7 @@ impl BucketShares {
     /// refusal ends within the renewal margin.
     fn refusal_due(&self, holder: &Holder, now: Timestamp) -> bool {
         !holder.is_refused(now)
-            || holder.answer.expires().is_some_and(|e| e.saturating_since(now) <= self.timing.renew_within())
+            || holder.answer.expires().is_some_and(|e| e.saturating_since(now) <= self.timing.refusal_renew_within())
     }
 
     /// The time to live of a share granted at `now`: as long as its window allows, and

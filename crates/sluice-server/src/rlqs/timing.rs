@@ -33,6 +33,18 @@ impl Timing {
         self.report_interval * 2
     }
 
+    /// The time to live of a refusal: six reporting intervals. Most refusals go to idle
+    /// Envoys, renewed for as long as they report; a long life keeps that traffic small
+    /// (one response per Envoy and bucket every five intervals).
+    pub(crate) fn refusal_ttl(self) -> Duration {
+        self.report_interval * 6
+    }
+
+    /// A refusal with less than this left is renewed (one reporting interval).
+    pub(crate) fn refusal_renew_within(self) -> Duration {
+        self.report_interval
+    }
+
     /// A holder that has not reported for this long (three reporting intervals) has
     /// stopped: its bucket is abandoned.
     pub(crate) fn stale_after(self) -> Duration {

@@ -44,11 +44,14 @@ fn the_first_envoy_gets_half_of_what_is_left_and_the_next_is_served_from_the_res
 fn a_holder_the_limit_cannot_serve_is_refused_in_the_same_round_and_not_again() {
     let mut shares = shares();
     shares.report(1, at(1.0), one_request());
-    assert_eq!(shares.refuse_unserved(at(1.0)), vec![(1, Assignment::Refusal { ttl: Duration::from_secs(15) })]);
+    assert_eq!(shares.refuse_unserved(at(1.0)), vec![(1, Assignment::Refusal { ttl: Duration::from_secs(30) })]);
     assert_eq!(shares.refuse_unserved(at(2.0)), vec![], "refused already");
     assert!(shares.wants_round(at(2.0)), "it still wants tokens, should the limit have some");
     shares.report(1, at(6.0), Usage { denied: 3, elapsed: Duration::from_secs(5), ..Usage::default() });
-    assert_eq!(shares.refuse_unserved(at(6.0)), vec![(1, Assignment::Refusal { ttl: Duration::from_secs(15) })]);
+    assert_eq!(shares.refuse_unserved(at(6.0)), vec![], "25 s of the refusal left");
+    shares.report(1, at(26.0), Usage { denied: 3, elapsed: Duration::from_secs(5), ..Usage::default() });
+    let renewed = vec![(1, Assignment::Refusal { ttl: Duration::from_secs(30) })];
+    assert_eq!(shares.refuse_unserved(at(26.0)), renewed, "5 s left: renewed");
 }
 
 #[test]
@@ -87,7 +90,7 @@ fn a_renewal_repeats_the_grant_and_ends_before_the_window_does_then_a_refusal_cl
     assert_eq!(shares.renew(at(47.0)), vec![], "less than a second more: not sent");
     assert_eq!(shares.renew(at(49.0)), vec![], "the window ends: no renewal, and not closing yet");
     assert_eq!(shares.next_due(at(49.0), at(99.0)), at(58.0), "closed a second before it ends");
-    let refusal = Assignment::Refusal { ttl: Duration::from_secs(15) };
+    let refusal = Assignment::Refusal { ttl: Duration::from_secs(30) };
     assert_eq!(shares.renew(at(58.0)), vec![(1, refusal)]);
 }
 
@@ -96,7 +99,7 @@ fn a_holder_whose_first_report_counts_no_request_is_refused_at_once() {
     let mut shares = shares();
     shares.report(1, at(1.0), Usage { elapsed: Duration::from_secs(5), ..Usage::default() });
     assert_eq!(shares.plan(at(1.0), 5), vec![], "idle: no tokens");
-    let refusal = Assignment::Refusal { ttl: Duration::from_secs(15) };
+    let refusal = Assignment::Refusal { ttl: Duration::from_secs(30) };
     assert_eq!(shares.renew_one(1, at(1.0)), Some(refusal));
     assert_eq!(shares.renew_one(1, at(2.0)), None, "refused already");
 }
@@ -111,7 +114,7 @@ fn an_idle_envoy_is_refused_when_the_window_turns_and_a_silent_one_is_dropped() 
     shares.report(1, at(56.0), Usage { elapsed: Duration::from_secs(5), ..Usage::default() });
     shares.report(2, at(56.0), Usage { allowed: 2, elapsed: Duration::from_secs(5), ..Usage::default() });
     assert_eq!(shares.plan(at(60.2), 5), vec![(2, 1)], "a new window: only the one that sent requests");
-    let refusal = Assignment::Refusal { ttl: Duration::from_secs(15) };
+    let refusal = Assignment::Refusal { ttl: Duration::from_secs(30) };
     assert_eq!(shares.renew(at(60.2)), vec![(1, refusal)], "the idle one is refused, not left to its fallback");
     assert!(shares.drop_stale(at(70.0)).is_empty(), "reported 14 s ago: not stale");
     assert_eq!(shares.drop_stale(at(71.5)), vec![1, 2]);
