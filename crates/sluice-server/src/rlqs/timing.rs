@@ -28,9 +28,10 @@ impl Timing {
         self.report_interval * 3
     }
 
-    /// An assignment with less than this left is renewed (two reporting intervals).
+    /// A share with less than this left is renewed (one reporting interval): once every
+    /// two intervals, with an interval to spare.
     pub(crate) fn renew_within(self) -> Duration {
-        self.report_interval * 2
+        self.report_interval
     }
 
     /// The time to live of a refusal: six reporting intervals. Most refusals go to idle

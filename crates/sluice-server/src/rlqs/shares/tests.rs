@@ -81,17 +81,17 @@ fn a_renewal_repeats_the_grant_and_ends_before_the_window_does_then_a_refusal_cl
     let mut shares = shares();
     shares.report(1, at(40.0), one_request());
     shares.grant(1, 2, at(40.0)).unwrap();
-    assert_eq!(shares.next_due(at(40.0), at(99.0)), at(45.0), "the tick looks again when renewal is due");
-    assert_eq!(shares.renew(at(44.0)), vec![], "11 s left: not due");
-    shares.report(1, at(45.0), one_request());
-    let renewed = shares.renew(at(46.0));
+    assert_eq!(shares.next_due(at(40.0), at(99.0)), at(50.0), "the tick looks again when renewal is due");
+    assert_eq!(shares.renew(at(49.0)), vec![], "6 s left: not due");
+    shares.report(1, at(50.0), one_request());
+    let renewed = shares.renew(at(50.5));
     assert_eq!(renewed.len(), 1);
-    assert_eq!((renewed[0].0, share(renewed[0].1)), (1, (2, Duration::from_secs(13), false)), "the same share");
-    assert_eq!(shares.renew(at(47.0)), vec![], "less than a second more: not sent");
-    assert_eq!(shares.renew(at(49.0)), vec![], "the window ends: no renewal, and not closing yet");
-    assert_eq!(shares.next_due(at(49.0), at(99.0)), at(58.0), "closed a second before it ends");
+    assert_eq!((renewed[0].0, share(renewed[0].1)), (1, (2, Duration::from_secs(9), false)), "the same share");
+    assert_eq!(shares.renew(at(51.0)), vec![], "not due");
+    assert_eq!(shares.renew(at(54.5)), vec![], "the window ends: no renewal, and not closing yet");
+    assert_eq!(shares.next_due(at(54.5), at(99.0)), at(58.5), "closed a second before it ends");
     let refusal = Assignment::Refusal { ttl: Duration::from_secs(30) };
-    assert_eq!(shares.renew(at(58.0)), vec![(1, refusal)]);
+    assert_eq!(shares.renew(at(58.5)), vec![(1, refusal)]);
 }
 
 #[test]
