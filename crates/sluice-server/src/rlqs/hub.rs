@@ -28,7 +28,7 @@ pub(crate) use handle::{Event, HubHandle, Outbox};
 use super::assignment::blanket;
 use super::report::{BucketReport, ReportBounds};
 use super::shares::StreamId;
-use super::timing::Timing;
+use super::timing::{TICK, Timing};
 use crate::engine::Loaded;
 use crate::engine::service_state::ServiceState;
 use crate::runtime::shutdown::Shutdown;
@@ -41,9 +41,6 @@ use stream_state::Tracked;
 use streams::{Admit, Streams};
 use tokio::sync::mpsc;
 use tonic::Status;
-
-/// How often the hub renews, abandons and re-divides, when no report comes.
-pub(crate) const TICK: Duration = Duration::from_millis(200);
 
 /// How often the hub counts what each Envoy holding a limited bucket was last told.
 const CENSUS_EVERY: Duration = Duration::from_secs(1);

@@ -9,6 +9,9 @@ use std::time::Duration;
 /// the assignment must still be over before the window ends.
 pub(crate) const EDGE_MARGIN: Duration = Duration::from_millis(250);
 
+/// How often the hub renews, closes, abandons and re-divides, when no report comes.
+pub(crate) const TICK: Duration = Duration::from_millis(200);
+
 /// How long before a share ends with its window it is replaced by a refusal, so that the
 /// refusal reaches Envoy first: a share that lapsed would leave Envoy to its fallback
 /// (`ALLOW_ALL`, if so configured) until the next window's share arrives.

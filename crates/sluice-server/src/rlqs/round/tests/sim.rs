@@ -7,10 +7,9 @@
 use super::super::divide;
 use crate::rlqs::assignment::actions;
 use crate::rlqs::holder::Usage;
-use crate::rlqs::hub::TICK;
 use crate::rlqs::payer::QuotaPayer;
 use crate::rlqs::shares::{Assignment, BucketShares, StreamId};
-use crate::rlqs::timing::{EDGE_MARGIN, Timing, Windows};
+use crate::rlqs::timing::{EDGE_MARGIN, TICK, Timing, Windows};
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::BucketId;
 use futures_util::FutureExt;
 use parking_lot::Mutex;
