@@ -171,6 +171,8 @@ async fn envoys_the_rule_cannot_serve_are_refused_at_once_counted_and_logged_onc
     assert_eq!(metric_with(&metrics, &[rlqs, r#"outcome="allowed""#]), 6, "Envoy's own decisions: 5 + 1");
     assert_eq!(metric_with(&metrics, &[rlqs, r#"outcome="rejected""#]), 2);
     assert_eq!(metric_with(&metrics, &["sluice_rlqs_refusals_total "]), 2);
+    // The log is read from the server's stderr by a thread of the harness: wait for the line.
+    server.wait_for_log("RLQS rule exhausted", Duration::from_secs(10));
     let log = server.log();
     assert_eq!(log.matches("RLQS rule exhausted").count(), 1, "logged once a minute at most:\n{log}");
 }

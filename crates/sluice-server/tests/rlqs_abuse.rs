@@ -7,6 +7,7 @@ mod support;
 
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::BucketId;
 use std::time::{Duration, Instant};
+use support::quota_fleet::wait_for_room_in_the_minute;
 use support::rlqs::{bucket, open, report, tokens_for};
 use support::server::Server;
 
@@ -36,6 +37,8 @@ async fn wait_metric(server: &Server, series: &str, at_least: u64, limit: Durati
 // later stream refused with RESOURCE_EXHAUSTED.
 #[tokio::test]
 async fn a_connection_that_fills_the_bucket_cap_leaves_another_connection_served() {
+    // Shares are paid in the rule's minute, none in its last seconds: the test fits in one.
+    wait_for_room_in_the_minute(Duration::from_secs(20)).await;
     let server = Server::start(RULES, &["--max-rlqs-buckets", "100"]);
     let mut hog = open(&server, report("quota", &buckets("free", "junk", 100), 0)).await;
     wait_metric(&server, "sluice_rlqs_buckets", 100, Duration::from_secs(10)).await;
@@ -53,6 +56,7 @@ async fn a_connection_that_fills_the_bucket_cap_leaves_another_connection_served
 
 #[tokio::test]
 async fn buckets_with_no_rule_hold_no_room() {
+    wait_for_room_in_the_minute(Duration::from_secs(20)).await;
     let server = Server::start(RULES, &["--max-rlqs-buckets", "100"]);
     let unruled = buckets("gold", "junk", 100);
     let flood = open(&server, report("quota", &unruled, 0)).await;

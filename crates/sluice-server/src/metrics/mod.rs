@@ -136,6 +136,21 @@ impl PolicyCounters {
     }
 }
 
+/// The requests Envoys report deciding on RLQS assignments of one policy.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct RlqsChecks {
+    allowed: Counter,
+    rejected: Counter,
+}
+
+impl RlqsChecks {
+    /// Counts a report's `allowed` and `denied` requests.
+    pub(crate) fn count(&self, allowed: u64, denied: u64) {
+        self.allowed.inc_by(allowed);
+        self.rejected.inc_by(denied);
+    }
+}
+
 /// The failure modes that decide without the store, as the metrics name them.
 pub(crate) const WITHOUT_STORE: [&str; 3] = ["failed_open", "failed_closed", "fallback"];
 
@@ -237,13 +252,14 @@ impl Metrics {
         }
     }
 
-    /// Counts requests Envoys reported deciding on RLQS assignments of `policy`:
-    /// `allowed` let through, `denied` refused (`source="rlqs"`).
-    pub(crate) fn count_rlqs_checks(&self, policy: &str, allowed: u64, denied: u64) {
-        for (outcome, count) in [("allowed", allowed), ("rejected", denied)] {
+    /// The counters of the requests Envoys report deciding on RLQS assignments of
+    /// `policy` (`source="rlqs"`), resolved once per bucket rather than per report.
+    pub(crate) fn rlqs_checks(&self, policy: &str) -> RlqsChecks {
+        let counter = |outcome| {
             let labels = CheckLabels { policy: policy.to_owned(), outcome, source: Some("rlqs") };
-            self.checks.get_or_create(&labels).inc_by(count);
-        }
+            self.checks.get_or_create(&labels).clone()
+        };
+        RlqsChecks { allowed: counter("allowed"), rejected: counter("rejected") }
     }
 
     /// The counters of `CL.THROTTLE` calls with `max_burst`, `count` and `period`

@@ -122,7 +122,7 @@ impl Buckets {
         outgoing: &mut Outgoing,
     ) {
         let Some(bucket) = self.shared.get_mut(key) else { return };
-        engine.metrics().count_rlqs_checks(bucket.limit().name(), usage.allowed, usage.denied);
+        bucket.count_checks(engine.metrics(), usage);
         let unpaid = bucket.charge(stream, now, usage);
         let due = bucket.renew_one(stream, now).map(|assignment| vec![(stream, assignment)]).unwrap_or_default();
         send(bucket, due, engine, outgoing);

@@ -1,6 +1,7 @@
 //! One bucket with a limit, shared by the streams holding it: its shares, the bucket id
 //! each holder's Envoy sent, and when the hub's tick next has something to do for it.
 
+use crate::metrics::{Metrics, RlqsChecks};
 use crate::rlqs::assignment::actions;
 use crate::rlqs::holder::Usage;
 use crate::rlqs::payer::QuotaPayer;
@@ -27,13 +28,16 @@ pub(super) struct SharedBucket {
     next_round: Timestamp,
     /// When the tick has something to do for it ([`BucketShares::next_due`]).
     due_at: Timestamp,
+    /// Its policy's `source="rlqs"` counters, resolved at its first report.
+    checks: Option<RlqsChecks>,
 }
 
 impl SharedBucket {
     /// A bucket of `limit`, held by no stream yet, shared in `windows` at `timing`.
     pub(super) fn new(limit: Limit, windows: Windows, timing: Timing) -> SharedBucket {
         let shares = BucketShares::new(windows, timing);
-        SharedBucket { shares, limit, ids: HashMap::new(), next_round: Timestamp::EPOCH, due_at: Timestamp::EPOCH }
+        let (next_round, due_at) = (Timestamp::EPOCH, Timestamp::EPOCH);
+        SharedBucket { shares, limit, ids: HashMap::new(), next_round, due_at, checks: None }
     }
 
     /// The limit its shares are paid from.
@@ -65,6 +69,12 @@ impl SharedBucket {
     /// Whether no stream holds it.
     pub(super) fn is_empty(&self) -> bool {
         self.ids.is_empty()
+    }
+
+    /// Counts the requests a report says Envoy decided, under its policy in `metrics`.
+    pub(super) fn count_checks(&mut self, metrics: &Metrics, usage: Usage) {
+        let name = self.limit.name();
+        self.checks.get_or_insert_with(|| metrics.rlqs_checks(name)).count(usage.allowed, usage.denied);
     }
 
     /// Counts `stream`'s reported usage at `now`: what no grant paid for.
