@@ -10,9 +10,8 @@ mod support;
 
 use reqwest::{Response, StatusCode};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 use support::envoy::Envoy;
+use support::quota_fleet::{unique, wait_ready};
 use support::server::Server;
 use support::upstream::Upstream;
 
@@ -55,23 +54,6 @@ fn envoy_config(app: SocketAddr, sluice: SocketAddr) -> String {
         config = config.replace(from, &to);
     }
     config
-}
-
-/// Waits (at most 20 s) for Sluice's `/readyz` to answer 200.
-async fn wait_ready(sluice: &Server) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let url = sluice.url("/readyz");
-    while !reqwest::get(&url).await.is_ok_and(|answer| answer.status() == StatusCode::OK) {
-        assert!(Instant::now() < deadline, "sluice not ready within 20 s; log:\n{}", sluice.log());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// A value no other test or run uses, for a descriptor of its own.
-fn unique(what: &str) -> String {
-    static NEXT: AtomicUsize = AtomicUsize::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-    format!("{what}-{}-{nanos}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 async fn get(envoy: &Envoy, headers: &[(&str, &str)]) -> Response {

@@ -15,31 +15,18 @@ use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::{BlanketRule, Strategy};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
+use support::quota_fleet::{unique, wait_for_room_in_the_minute};
 use support::rlqs::{bucket, open, report, tokens_for};
 use support::server::Server;
 
 const RULES: &str = include_str!("../../../docs/envoy-rlqs-sluice.yaml");
 
-/// A tenant no other test or run uses.
-fn tenant() -> String {
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-    format!("tenant-{}-{nanos}", std::process::id())
-}
-
-/// Whether at least `room` is left in the current minute (the rule's window).
-fn room_in_the_minute(room: Duration) -> bool {
-    let into = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs() % 60;
-    Duration::from_secs(60 - into) >= room
-}
-
 #[tokio::test]
 async fn a_share_is_paid_from_the_limit_so_rls_checks_see_the_same_quota() {
     let server = Server::start(RULES, &[]);
-    while !room_in_the_minute(Duration::from_secs(10)) {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let tenant = tenant();
+    wait_for_room_in_the_minute(Duration::from_secs(10)).await;
+    let tenant = unique("tenant");
     let id = bucket(&[("tenant", &tenant), ("plan", "free")]);
     let no_rule = bucket(&[("tenant", &tenant), ("plan", "gold")]);
     // One request let through before any assignment, then a share of what is left.
@@ -154,10 +141,8 @@ fn metric_with(metrics: &str, parts: &[&str]) -> u64 {
 #[tokio::test]
 async fn envoys_the_rule_cannot_serve_are_refused_at_once_counted_and_logged_once() {
     let server = Server::start(RULES, &[]);
-    while !room_in_the_minute(Duration::from_secs(10)) {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-    let tenant = tenant();
+    wait_for_room_in_the_minute(Duration::from_secs(10)).await;
+    let tenant = unique("tenant");
     let id = bucket(&[("tenant", &tenant), ("plan", "free")]);
     // Its first report: 5 let through before any assignment (the whole limit), 2 refused.
     let mut first_report = report("quota", std::slice::from_ref(&id), 5);

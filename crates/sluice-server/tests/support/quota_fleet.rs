@@ -12,6 +12,7 @@ use reqwest::StatusCode;
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 pub const ENVOY_YAML: &str = include_str!("../../../../docs/envoy-rlqs.yaml");
@@ -62,12 +63,14 @@ pub async fn sluice_and_app(rules: &str) -> (Server, Upstream) {
     (sluice, app)
 }
 
-/// Waits until `sluice` says it is ready (at most 20 s).
+/// Waits (at most 20 s) for Sluice's `/readyz` to answer 200.
 pub async fn wait_ready(sluice: &Server) {
-    wait_until("sluice ready", Duration::from_secs(20), async || {
-        reqwest::get(sluice.url("/readyz")).await.is_ok_and(|answer| answer.status() == StatusCode::OK)
-    })
-    .await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let url = sluice.url("/readyz");
+    while !reqwest::get(&url).await.is_ok_and(|answer| answer.status() == StatusCode::OK) {
+        assert!(Instant::now() < deadline, "sluice not ready within 20 s; log:\n{}", sluice.log());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 /// Waits (at most `limit`) for `condition`, polling every 50 ms.
@@ -124,10 +127,11 @@ pub async fn wait_for_minute(minute: u64, into: Duration) {
     .await;
 }
 
-/// A value no other test or run uses.
+/// A value no other test or run uses, for a descriptor or bucket of its own.
 pub fn unique(what: &str) -> String {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
     let nanos = SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_nanos();
-    format!("{what}-{}-{nanos}", std::process::id())
+    format!("{what}-{}-{nanos}-{}", std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed))
 }
 
 /// One request's outcome: the Envoy it went through, the minute it was sent in, whether
