@@ -161,3 +161,23 @@ async fn envoys_the_rule_cannot_serve_are_refused_at_once_counted_and_logged_onc
     let log = server.log();
     assert_eq!(log.matches("RLQS rule exhausted").count(), 1, "logged once a minute at most:\n{log}");
 }
+
+#[tokio::test]
+async fn a_graceful_stop_leaves_assignments_to_run_out_unless_told_to_abandon_them() {
+    for (args, abandons) in [(&[][..], false), (&["--rlqs-abandon-on-shutdown"][..], true)] {
+        let mut server = Server::start(RULES, args);
+        wait_for_room_in_the_minute(Duration::from_secs(10)).await;
+        let id = bucket(&[("tenant", &unique("tenant")), ("plan", "free")]);
+        let mut stream = open(&server, report("quota", std::slice::from_ref(&id), 1)).await;
+        assert!(tokens_for(&stream.next().await.unwrap(), &id).is_some(), "a share first");
+        server.signal("TERM");
+        // Everything the stream gets from now on, until it ends.
+        let mut actions = Vec::new();
+        while let Ok(response) = stream.next().await {
+            actions.extend(response.bucket_action.into_iter().filter_map(|action| action.bucket_action));
+        }
+        let abandoned = actions.iter().any(|action| matches!(action, Action::AbandonAction(_)));
+        assert_eq!(abandoned, abandons, "{args:?}: {actions:?}");
+        assert!(server.wait_exit(Duration::from_secs(20)).success(), "{args:?}");
+    }
+}

@@ -29,17 +29,13 @@ const CLEARING_TTL: Duration = Duration::from_secs(1);
 /// The actions telling Envoy `assignment` for the bucket `id`.
 pub(crate) fn actions(id: &BucketId, assignment: &Assignment) -> Vec<BucketAction> {
     match *assignment {
-        Assignment::Share { tokens, ttl, fill_interval, fresh } => {
+        Assignment::Share { tokens, ttl, fill_interval } => {
             let bucket = TokenBucket {
                 max_tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
                 tokens_per_fill: Some(UInt32Value { value: 1 }),
                 fill_interval: Some(seconds(fill_interval)),
             };
-            let share = assign(id, Strategy::TokenBucket(bucket), ttl);
-            match fresh {
-                true => vec![blanket(id, BlanketRule::DenyAll, CLEARING_TTL), share],
-                false => vec![share],
-            }
+            vec![blanket(id, BlanketRule::DenyAll, CLEARING_TTL), assign(id, Strategy::TokenBucket(bucket), ttl)]
         }
         Assignment::Refusal { ttl } => vec![blanket(id, BlanketRule::DenyAll, ttl)],
     }

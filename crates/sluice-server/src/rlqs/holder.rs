@@ -135,13 +135,4 @@ impl Holder {
     pub(crate) fn take_refusal(&mut self, now: Timestamp, ttl: Duration) {
         self.answer = Answer::Refusal { expires: now.saturating_add(ttl) };
     }
-
-    /// Extends the share in force to end at `expires` (the same tokens: Envoy keeps its
-    /// token bucket when an assignment repeats).
-    pub(crate) fn extend(&mut self, expires: Timestamp, slack: Duration) {
-        if let Answer::Share(grant) = &mut self.answer {
-            grant.expires = expires;
-            self.credit_until = expires.saturating_add(slack);
-        }
-    }
 }

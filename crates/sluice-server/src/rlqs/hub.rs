@@ -2,8 +2,9 @@
 //! bucket's quota among the Envoys holding it, and pushes what changes to them at once.
 //!
 //! The gRPC streams (on any worker) only check what Envoy sends and pass it on as
-//! [`Event`]s; everything else happens here, on one task, in event order, so the shares
-//! need no lock. A tick renews assignments, abandons the buckets of Envoys that stopped
+//! [`Event`]s; everything else happens here, on one task (on the first worker, see
+//! [`HubTask`]), in event order, so the shares need no lock. A tick renews refusals,
+//! closes shares as their window ends, abandons the buckets of Envoys that stopped
 //! reporting, gives fresh shares as windows turn, and notices a reload (every bucket is
 //! abandoned then, to be reported again under the new rules). At shutdown the streams
 //! end and what each Envoy was told runs out on its own (setting `rlqs_abandon_on_shutdown`
@@ -62,8 +63,30 @@ struct Inbox {
     events: mpsc::Receiver<Event>,
 }
 
-/// Starts the hub for `service` on the calling runtime, until `shutdown`.
-pub(crate) fn spawn(service: Arc<ServiceState>, shutdown: Shutdown) -> HubHandle {
+/// The hub's task, not started yet: [`HubTask::spawn`] starts it on the calling runtime.
+///
+/// The service starts it on its first worker, beside that worker's streams: a report
+/// then reaches the hub, and its answer the stream, without waking another thread (with
+/// one worker, none ever does). Measured with `scripts/rlqs_fleet.sh` (docs/benchmarks.md,
+/// "RLQS at fleet scale").
+pub(crate) struct HubTask(std::pin::Pin<Box<dyn Future<Output = ()> + Send>>);
+
+impl HubTask {
+    /// Starts the hub on the calling runtime.
+    pub(crate) fn spawn(self) {
+        tokio::spawn(self.0);
+    }
+}
+
+impl std::fmt::Debug for HubTask {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str("HubTask")
+    }
+}
+
+/// The hub for `service`, serving until `shutdown`: the handle streams reach it by, and
+/// its task, to start.
+pub(crate) fn new(service: Arc<ServiceState>, shutdown: Shutdown) -> (HubHandle, HubTask) {
     let (events, inbox) = mpsc::channel(EVENTS_QUEUED);
     let (first, first_inbox) = mpsc::channel(EVENTS_QUEUED);
     let settings = &service.settings;
@@ -79,8 +102,8 @@ pub(crate) fn spawn(service: Arc<ServiceState>, shutdown: Shutdown) -> HubHandle
         outgoing: Outgoing::default(),
         census_at: Timestamp::EPOCH,
     };
-    tokio::spawn(hub.run(Inbox { first: first_inbox, events: inbox }, shutdown));
-    HubHandle::new(events, first, bounds)
+    let task = HubTask(Box::pin(hub.run(Inbox { first: first_inbox, events: inbox }, shutdown)));
+    (HubHandle::new(events, first, bounds), task)
 }
 
 /// The hub's state.
@@ -191,7 +214,7 @@ impl Hub {
             match self.track(stream, &bucket) {
                 Err(status) => return self.fail(stream, status),
                 Ok(Tracked::NoRule) => {}
-                Ok(Tracked::Blanket { id, rule }) => actions.push(blanket(&id, rule, self.timing.ttl())),
+                Ok(Tracked::Blanket { id, rule }) => actions.push(blanket(&id, rule, self.timing.blanket_ttl())),
                 Ok(Tracked::Shared { key, .. }) => {
                     let engine = &self.service.engine;
                     self.buckets.charge(&key, (stream, bucket.usage), now, engine, &mut self.outgoing).await;

@@ -7,8 +7,7 @@
 //! and never past the end of the window it was paid in. Each round divides what the
 //! limit has left by reported demand, keeping one average holder's part back for an Envoy
 //! yet to come, so that neither the first Envoy to report nor an idle one takes what a
-//! busy one needs. A share is renewed (the same tokens: Envoy keeps its token bucket)
-//! while its holder reports; one that ran dry is replaced by fresh tokens while the limit
+//! busy one needs. A share lives until its window ends, so it is never renewed; one that ran dry is replaced by fresh tokens while the limit
 //! has some. Every holder is always told something: a holder the limit cannot serve,
 //! and an idle one, is refused (`DENY_ALL`) until the next round can serve it, so no
 //! Envoy falls back to its `no_assignment_behavior` while Sluice runs. Shares are
@@ -39,9 +38,6 @@ pub(crate) enum Assignment {
         ttl: Duration,
         /// The token bucket's fill interval ([`Windows::fill_interval`]).
         fill_interval: Duration,
-        /// Fresh tokens, to start full (see [`super::assignment`]); otherwise the very
-        /// assignment in force, renewed, which Envoy keeps as it is.
-        fresh: bool,
     },
     /// Refuse every request of the bucket for `ttl`.
     Refusal {
@@ -114,7 +110,7 @@ impl BucketShares {
         let ttl = self.share_ttl(now)?;
         let holder = self.holders.get_mut(&stream)?;
         holder.take_grant(now, tokens, ttl, self.windows, self.timing.stale_after());
-        Some(self.share(tokens, ttl, true))
+        Some(self.share(tokens, ttl))
     }
 
     /// Refuses, at `now`, the holders in need that the last round could not serve (and
@@ -130,9 +126,8 @@ impl BucketShares {
     }
 
     /// What is due at `now` for the holders still reporting, other than new shares: a
-    /// share that ends within the renewal margin is extended as far as its window allows
-    /// (by a whole second at least: Envoy counts in seconds), and closed with a refusal
-    /// just before it ends when its window does; an idle holder is kept refused.
+    /// share (it lives until its window ends) is closed with a refusal just before it
+    /// ends; a refused holder's refusal is renewed, and an idle holder is refused.
     pub(crate) fn renew(&mut self, now: Timestamp) -> Vec<(StreamId, Assignment)> {
         let streams: Vec<StreamId> = self.holders.keys().copied().collect();
         streams.into_iter().filter_map(|stream| Some((stream, self.renew_one(stream, now)?))).collect()
@@ -185,16 +180,15 @@ impl BucketShares {
     /// holder needs tokens) `retry`; `now` itself when one of them is reached already (the
     /// next tick sees to it).
     pub(crate) fn next_due(&self, now: Timestamp, retry: Timestamp) -> Timestamp {
-        let (stale_after, renew_within) = (self.timing.stale_after(), self.timing.renew_within());
-        let refusal_within = self.timing.refusal_renew_within();
+        let (stale_after, refusal_within) = (self.timing.stale_after(), self.timing.refusal_renew_within());
         let holders = self.holders.values().flat_map(|holder| {
             let stale = holder.last_report.saturating_add(stale_after + Duration::from_micros(1));
             let expires = holder.answer.expires().filter(|expires| *expires > now);
-            let margin = if matches!(holder.answer, Answer::Share(_)) { renew_within } else { refusal_within };
-            let renewal = expires.map(|expires| before(expires, margin)).filter(|at| *at > now);
+            let is_refusal = matches!(holder.answer, Answer::Refusal { .. });
+            let renewal = expires.filter(|_| is_refusal).map(|expires| before(expires, refusal_within));
             // The last moment to renew or close it: due at once once reached.
             let last_call = expires.map(|expires| before(expires, CLOSE_LEAD));
-            [Some(stale), renewal, last_call].into_iter().flatten()
+            [Some(stale), renewal.filter(|at| *at > now), last_call].into_iter().flatten()
         });
         let due = holders.chain(self.wants_round(now).then_some(retry)).min();
         due.map_or(self.windows.end(now), |due| due.min(self.windows.end(now))).max(now)
@@ -216,34 +210,16 @@ impl BucketShares {
             return None;
         }
         match holder.answer {
+            // A share lives until its window ends: closed by a refusal just before.
             Answer::Share(grant) if grant.expires > now => {
-                if grant.expires.saturating_since(now) > self.timing.renew_within() {
-                    return None;
-                }
-                self.extend(stream, now).or_else(|| {
-                    let closing = grant.expires.saturating_since(now) <= CLOSE_LEAD;
-                    closing.then(|| self.refuse(stream, now))
-                })
+                let closing = grant.expires.saturating_since(now) <= CLOSE_LEAD;
+                closing.then(|| self.refuse(stream, now))
             }
             // One in need that is not refused yet is answered by the round that follows.
             _ if holder.needs_tokens(now, self.windows) && !holder.is_refused(now) => None,
             _ if !self.refusal_due(holder, now) => None,
             _ => Some(self.refuse(stream, now)),
         }
-    }
-
-    /// Extends `stream`'s share in force as far as its window allows at `now`, when that
-    /// gains a whole second.
-    fn extend(&mut self, stream: StreamId, now: Timestamp) -> Option<Assignment> {
-        let ttl = self.windows.ttl_at(now, self.timing.ttl())?;
-        let holder = self.holders.get_mut(&stream)?;
-        let Answer::Share(grant) = holder.answer else { return None };
-        let expires = now.saturating_add(ttl);
-        if expires < grant.expires.saturating_add(Duration::from_secs(1)) {
-            return None;
-        }
-        holder.extend(expires, self.timing.stale_after());
-        Some(self.share(grant.tokens, ttl, false))
     }
 
     /// Refuses `stream` at `now`, for a refusal's time to live.
@@ -262,15 +238,16 @@ impl BucketShares {
             || holder.answer.expires().is_some_and(|e| e.saturating_since(now) <= self.timing.refusal_renew_within())
     }
 
-    /// The time to live of a share granted at `now`: as long as its window allows, and
-    /// over [`CLOSE_LEAD`], so that the refusal closing it is due after it was sent;
-    /// `None` near a window's end (needy holders are refused until the next window).
+    /// The time to live of a share granted at `now`: until its window ends (less
+    /// [`EDGE_MARGIN`](super::timing::EDGE_MARGIN), in whole seconds), so that it is never
+    /// renewed, and over [`CLOSE_LEAD`], so that the refusal closing it is due after it was
+    /// sent; `None` near a window's end (needy holders are refused until the next window).
     fn share_ttl(&self, now: Timestamp) -> Option<Duration> {
-        self.windows.ttl_at(now, self.timing.ttl()).filter(|ttl| *ttl > CLOSE_LEAD)
+        self.windows.ttl_at(now, self.windows.length()).filter(|ttl| *ttl > CLOSE_LEAD)
     }
 
-    fn share(&self, tokens: u64, ttl: Duration, fresh: bool) -> Assignment {
-        Assignment::Share { tokens, ttl, fill_interval: self.windows.fill_interval(), fresh }
+    fn share(&self, tokens: u64, ttl: Duration) -> Assignment {
+        Assignment::Share { tokens, ttl, fill_interval: self.windows.fill_interval() }
     }
 
     fn is_stale(&self, holder: &Holder, now: Timestamp) -> bool {

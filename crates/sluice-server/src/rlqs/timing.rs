@@ -25,16 +25,10 @@ pub(crate) struct Timing {
 }
 
 impl Timing {
-    /// The longest time to live an assignment gets: three reporting intervals, so that
-    /// one lost report does not let it lapse.
-    pub(crate) fn ttl(self) -> Duration {
+    /// The time to live of a blanket rule (`ALLOW_ALL` or `DENY_ALL` for a whole rule):
+    /// three reporting intervals, so that one lost report does not let it lapse.
+    pub(crate) fn blanket_ttl(self) -> Duration {
         self.report_interval * 3
-    }
-
-    /// A share with less than this left is renewed (one reporting interval): once every
-    /// two intervals, with an interval to spare.
-    pub(crate) fn renew_within(self) -> Duration {
-        self.report_interval
     }
 
     /// The time to live of a refusal: six reporting intervals. Most refusals go to idle

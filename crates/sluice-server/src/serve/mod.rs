@@ -19,7 +19,7 @@ use crate::grpc::rls::{RateLimitGrpc, RateLimitServiceServer};
 use crate::http;
 use crate::http::MakeApi;
 use crate::metrics::Metrics;
-use crate::rlqs::hub::{self, HubHandle};
+use crate::rlqs::hub::{self, HubHandle, HubTask};
 use crate::runtime::handoff::{Handoff, Queue};
 use crate::runtime::idle::Timeouts;
 use crate::runtime::shutdown::{self, Shutdown};
@@ -85,8 +85,8 @@ pub(crate) async fn run(
         .then(|| tokio::spawn(snapshot::run_periodically(Arc::clone(&service))));
     let sweeping = (!service.settings.lease_period.is_zero())
         .then(|| tokio::spawn(sweep_leases_periodically(Arc::clone(&service))));
-    let hub = hub::spawn(Arc::clone(&service), shutdown.clone());
-    let served = serve_connections(&service, &hub, listeners, &shutdown).await;
+    let hub = hub::new(Arc::clone(&service), shutdown.clone());
+    let served = serve_connections(&service, hub, listeners, &shutdown).await;
     // The last snapshot, also when serving ended in an error: the store still holds every
     // decision made. It waits for a periodic one in progress, and is the last written.
     periodic.inspect(tokio::task::JoinHandle::abort);
@@ -114,7 +114,7 @@ async fn sweep_leases_periodically(service: Arc<ServiceState>) {
 /// requests in flight within the shutdown grace period and drop what is left after it.
 async fn serve_connections(
     service: &Arc<ServiceState>,
-    hub: &HubHandle,
+    (hub, hub_task): (HubHandle, HubTask),
     Listeners { http, grpc, resp }: Listeners,
     shutdown: &Shutdown,
 ) -> anyhow::Result<()> {
@@ -134,7 +134,7 @@ async fn serve_connections(
         grpc,
         resp,
     });
-    let (workers, ready) = start_workers(service, hub, queues, shutdown)?;
+    let (workers, ready) = start_workers(service, (&hub, hub_task), queues, shutdown)?;
     // Nothing is accepted, nor announced, before every worker can serve: a request must
     // never wait for a worker's store connection (`/readyz` and the "listening" lines
     // mean it).
@@ -172,16 +172,19 @@ struct WorkerQueues {
 /// Starts one worker per set of queues; each tells on its receiver when it can serve.
 fn start_workers(
     service: &Arc<ServiceState>,
-    hub: &HubHandle,
+    (hub, hub_task): (&HubHandle, HubTask),
     queues: impl Iterator<Item = WorkerQueues>,
     shutdown: &Shutdown,
 ) -> anyhow::Result<(Workers, Vec<oneshot::Receiver<()>>)> {
     let mut ready = Vec::new();
     let mut jobs = Vec::new();
+    // The hub runs on the first worker ([`HubTask`]).
+    let mut hub_task = Some(hub_task);
     for queues in queues {
         let (sender, receiver) = oneshot::channel();
         ready.push(receiver);
-        jobs.push(worker(Arc::clone(service), hub.clone(), queues, shutdown.clone(), sender));
+        let hub = (hub.clone(), hub_task.take());
+        jobs.push(worker(Arc::clone(service), hub, queues, shutdown.clone(), sender));
     }
     Ok((Workers::start(jobs)?, ready))
 }
@@ -208,13 +211,16 @@ async fn wait_for(workers: Workers, shutdown: &Shutdown) -> anyhow::Result<()> {
 /// connections' tasks go with the worker's runtime).
 fn worker(
     service: Arc<ServiceState>,
-    hub: HubHandle,
+    (hub, hub_task): (HubHandle, Option<HubTask>),
     queues: WorkerQueues,
     shutdown: Shutdown,
     ready: oneshot::Sender<()>,
 ) -> Job {
     Box::new(move || {
         Box::pin(async move {
+            if let Some(task) = hub_task {
+                task.spawn();
+            }
             let front = Arc::new(Front::for_this_worker(service).await);
             let _ = ready.send(());
             tokio::select! {

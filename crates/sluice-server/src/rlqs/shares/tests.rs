@@ -19,9 +19,9 @@ fn one_request() -> Usage {
     Usage { allowed: 1, ..Usage::default() }
 }
 
-fn share(assignment: Assignment) -> (u64, Duration, bool) {
+fn share(assignment: Assignment) -> (u64, Duration) {
     match assignment {
-        Assignment::Share { tokens, ttl, fresh, .. } => (tokens, ttl, fresh),
+        Assignment::Share { tokens, ttl, .. } => (tokens, ttl),
         Assignment::Refusal { .. } => panic!("a refusal, not a share"),
     }
 }
@@ -32,7 +32,7 @@ fn the_first_envoy_gets_half_of_what_is_left_and_the_next_is_served_from_the_res
     assert_eq!(shares.report(1, at(1.0), one_request()), 1, "let through before any share: unpaid");
     assert_eq!(shares.plan(at(1.0), 4), vec![(1, 2)]);
     let assignment = shares.grant(1, 2, at(1.0)).unwrap();
-    assert_eq!(share(assignment), (2, Duration::from_secs(15), true));
+    assert_eq!(share(assignment), (2, Duration::from_secs(58)), "until the window ends, less the margin");
     let Assignment::Share { fill_interval, .. } = assignment else { unreachable!() };
     assert_eq!(fill_interval, Duration::from_secs(121));
     shares.report(2, at(1.5), one_request());
@@ -77,19 +77,18 @@ fn refusals_reported_from_before_a_grant_do_not_make_it_spent() {
 }
 
 #[test]
-fn a_renewal_repeats_the_grant_and_ends_before_the_window_does_then_a_refusal_closes_it() {
+fn a_share_lives_until_its_window_ends_unrenewed_then_a_refusal_closes_it() {
     let mut shares = shares();
-    shares.report(1, at(40.0), one_request());
-    shares.grant(1, 2, at(40.0)).unwrap();
-    assert_eq!(shares.next_due(at(40.0), at(99.0)), at(50.0), "the tick looks again when renewal is due");
-    assert_eq!(shares.renew(at(49.0)), vec![], "6 s left: not due");
-    shares.report(1, at(50.0), one_request());
-    let renewed = shares.renew(at(50.5));
-    assert_eq!(renewed.len(), 1);
-    assert_eq!((renewed[0].0, share(renewed[0].1)), (1, (2, Duration::from_secs(9), false)), "the same share");
-    assert_eq!(shares.renew(at(51.0)), vec![], "not due");
-    assert_eq!(shares.renew(at(54.5)), vec![], "the window ends: no renewal, and not closing yet");
-    assert_eq!(shares.next_due(at(54.5), at(99.0)), at(58.5), "closed a second before it ends");
+    shares.report(1, at(10.5), one_request());
+    let assignment = shares.grant(1, 2, at(10.5)).unwrap();
+    assert_eq!(share(assignment), (2, Duration::from_secs(49)), "ends at 59.5 s: 250 ms before the window");
+    assert_eq!(shares.next_due(at(10.5), at(99.0)), at(25.5 + 1e-6), "nothing due before the holder would go stale");
+    for second in [15.5, 20.5, 25.5, 30.5, 35.5, 40.5, 45.5, 50.5, 55.5] {
+        shares.report(1, at(second), one_request());
+        assert_eq!(shares.renew_one(1, at(second)), None, "no renewal at {second} s");
+        assert_eq!(shares.renew(at(second)), vec![], "nothing due at {second} s");
+    }
+    assert_eq!(shares.next_due(at(55.5), at(99.0)), at(58.5), "closed a second before it ends");
     let refusal = Assignment::Refusal { ttl: Duration::from_secs(30) };
     assert_eq!(shares.renew(at(58.5)), vec![(1, refusal)]);
 }

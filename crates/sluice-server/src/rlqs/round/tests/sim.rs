@@ -235,12 +235,9 @@ impl Sim {
             return;
         }
         for (assignment, sent) in assignments {
-            if let Assignment::Share { tokens, ttl, fresh, .. } = *assignment {
+            if let Assignment::Share { tokens, ttl, .. } = *assignment {
                 assert!(sent.saturating_add(ttl + EDGE_MARGIN) <= windows.end(*sent), "a share outlives its window");
-                match fresh {
-                    true => sim.shares.push((tokens, now, now.saturating_add(ttl))),
-                    false => sim.shares.last_mut().expect("a renewal of a share").2 = now.saturating_add(ttl),
-                }
+                sim.shares.push((tokens, now, now.saturating_add(ttl)));
             }
             for action in actions(&id, assignment) {
                 sim.bucket.apply(envoy_time(now), &action);
