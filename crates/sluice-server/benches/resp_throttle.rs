@@ -10,12 +10,19 @@
 //! - `redis-cell`: the module (scripts/redis-cell.sh, or `SLUICE_REDIS_CELL`) in a
 //!   redis-server of its own.
 //!
-//! Each round sends, to each peer in turn (the order rotating every round, so that a burst
-//! of load from another process hits all of them alike), sequential calls (one round trip
-//! each: calls per second, p50 and p99) and pipelined batches of 100 calls (calls per
-//! second). Keys rotate over 1 000, at a rate none reaches (`max_burst` 1 000 000, 1 000 000
-//! per second), so every call stores a state. The same harness as `envoy_latency` (not
-//! criterion): peers that are servers are compared round by round, in ratios.
+//! Each round runs every workload and, in each, sends to each peer in turn (the order
+//! rotating every round, so that a burst of load from another process hits all of them
+//! alike) sequential calls (one round trip each: calls per second, p50 and p99) and
+//! pipelined batches of 100 calls (calls per second). A workload is a number of keys the
+//! calls rotate over, at a rate none reaches (`max_burst` 1 000 000, 1 000 000 per second),
+//! so no call is limited:
+//!
+//! - `cold`, 1 000 keys: a key comes back only every 1 000 calls, later than a lease of
+//!   100 ms lasts at these rates, so every call of `sluice+redis` goes to Redis;
+//! - `hot`, 10 keys: a key comes back every 10 calls, so leases answer most of them.
+//!
+//! The same harness as `envoy_latency` (not criterion): peers that are servers are
+//! compared round by round, in ratios.
 //!
 //! For the two peers with a redis-server, Redis's own accounting (`INFO commandstats`, reset
 //! before each phase) gives what bounds them: the commands Redis ran per call (`EVALSHA`
@@ -23,7 +30,8 @@
 //! redis-cell; `SLUICE.CHECK` with the module) and Redis's time per call, in µs, for the sequential and pipelined phases.
 //!
 //! `cargo bench -p sluice-server --bench resp_throttle`. Environment: `SLUICE_BENCH_ROUNDS`
-//! (default 5), `SLUICE_BENCH_ROUND_CALLS` (default 4 000 sequential and as many pipelined),
+//! (default 5), `SLUICE_BENCH_ROUND_CALLS` (default 4 000 sequential and as many pipelined,
+//! per workload), `SLUICE_BENCH_KEYS` (the workloads' key counts, default `1000,10`),
 //! `SLUICE_BENCH_LEASE_PERIOD`, `SLUICE_BENCH_STORE_MODULE`.
 #![allow(clippy::unwrap_used)] // a bench that cannot set up should stop loudly
 
@@ -103,15 +111,23 @@ fn connect(url: &str) -> Connection {
     redis::Client::open(url).unwrap().get_connection().unwrap()
 }
 
-fn call(key: usize) -> redis::Cmd {
+/// The key counts of the workloads (`SLUICE_BENCH_KEYS`, default `1000,10`).
+fn workloads() -> Vec<usize> {
+    let keys = std::env::var("SLUICE_BENCH_KEYS").unwrap_or_else(|_| "1000,10".into());
+    keys.split(',').map(|count| count.trim().parse().unwrap()).collect()
+}
+
+/// The `index`th call of a workload over `keys` keys; keys are named by their workload, so
+/// that a cold key is never warmed by the hot workload.
+fn call(index: usize, keys: usize) -> redis::Cmd {
     let mut command = redis::cmd("CL.THROTTLE");
-    command.arg(format!("bench-{}", key % 1000)).arg(1_000_000).arg(1_000_000).arg(1);
+    command.arg(format!("bench-{keys}-{}", index % keys)).arg(1_000_000).arg(1_000_000).arg(1);
     command
 }
 
-/// One round on `connection`: `calls` sequential calls, then as many in batches of [`BATCH`];
-/// each phase accounted by `redis` when the peer has one.
-fn round(connection: &mut Connection, calls: usize, mut redis: Option<&mut Accounting>) -> Round {
+/// One round on `connection` over `keys` keys: `calls` sequential calls, then as many in
+/// batches of [`BATCH`]; each phase accounted by `redis` when the peer has one.
+fn round(connection: &mut Connection, keys: usize, calls: usize, mut redis: Option<&mut Accounting>) -> Round {
     if let Some(redis) = redis.as_mut() {
         redis.reset();
     }
@@ -119,7 +135,7 @@ fn round(connection: &mut Connection, calls: usize, mut redis: Option<&mut Accou
     let started = Instant::now();
     for key in 0..calls {
         let sent = Instant::now();
-        let reply: Vec<i64> = call(key).query(connection).unwrap();
+        let reply: Vec<i64> = call(key, keys).query(connection).unwrap();
         latencies.push(sent.elapsed());
         assert_eq!(reply[0], 0, "a call was limited: {reply:?}");
     }
@@ -133,7 +149,7 @@ fn round(connection: &mut Connection, calls: usize, mut redis: Option<&mut Accou
     for batch in 0..calls / BATCH {
         let mut pipe = redis::pipe();
         for key in 0..BATCH {
-            pipe.add_command(call(batch * BATCH + key));
+            pipe.add_command(call(batch * BATCH + key, keys));
         }
         let replies: Vec<Vec<i64>> = pipe.query(connection).unwrap();
         assert!(replies.iter().all(|reply| reply[0] == 0), "a pipelined call was limited");
@@ -180,22 +196,43 @@ fn main() {
     ];
     let mut accounting =
         [None, Some(Accounting::new(&store.url(), store_command)), Some(Accounting::new(&cell.url(), "cl.throttle"))];
-    // Warm up: every key's state exists before the first round.
-    for connection in &mut connections {
-        round(connection, 1000, None);
+    let workloads = workloads();
+    let results = measure(&workloads, (rounds, calls), &mut connections, &mut accounting);
+    for (keys, results) in workloads.iter().zip(&results) {
+        report(*keys, results);
     }
-    let mut results: [Vec<Round>; 3] = Default::default();
+}
+
+/// Every round of every peer in each workload: `[workload][peer][round]`, the workloads
+/// (of `workloads` keys each) taking turns within each round.
+fn measure(
+    workloads: &[usize],
+    (rounds, calls): (usize, usize),
+    connections: &mut [Connection; 3],
+    accounting: &mut [Option<Accounting>; 3],
+) -> Vec<[Vec<Round>; 3]> {
+    // Warm up: every key's state exists before the first round.
+    for &keys in workloads {
+        for connection in connections.iter_mut() {
+            round(connection, keys, keys.max(1000), None);
+        }
+    }
+    let mut results: Vec<[Vec<Round>; 3]> = workloads.iter().map(|_| Default::default()).collect();
     for index in 0..rounds {
-        for offset in 0..NAMES.len() {
-            let peer = (index + offset) % NAMES.len();
-            results[peer].push(round(&mut connections[peer], calls, accounting[peer].as_mut()));
+        for (workload, &keys) in workloads.iter().enumerate() {
+            for offset in 0..NAMES.len() {
+                let peer = (index + offset) % NAMES.len();
+                results[workload][peer].push(round(&mut connections[peer], keys, calls, accounting[peer].as_mut()));
+            }
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    report(&results);
+    results
 }
 
-fn report(results: &[Vec<Round>; 3]) {
+/// Prints the medians and ratios of the workload over `keys` keys.
+fn report(keys: usize, results: &[Vec<Round>; 3]) {
+    println!("\nkeys: {keys}");
     println!("peer           sequential/s   p50 µs   p99 µs   pipelined/s   (medians of {} rounds)", results[0].len());
     for (name, rounds) in NAMES.iter().zip(results) {
         let of = |field: fn(&Round) -> f64| median(rounds.iter().map(field).collect());
