@@ -1,6 +1,7 @@
 //! Reading commands off a RESP connection: what a Redis server itself accepts from its
 //! clients, a multibulk array of bulk strings (`*2\r\n$4\r\nPING\r\n$2\r\nhi\r\n`, what every
-//! client library sends) or an inline command (`PING hi\r\n`, what `nc` and `telnet` send).
+//! client library sends) or an inline command (`PING "hi there"\r\n`, what `nc` and `telnet`
+//! send), split into words with Redis's quoting rules (`inline.rs`).
 //!
 //! Every length is checked when its header is read, before any of its bytes are waited
 //! for: a declared bulk length over [`MAX_BULK`] (a 512 MB `$536870912` included) or an
@@ -9,6 +10,8 @@
 //! closes the connection, as Redis does.
 
 use bytes::{Bytes, BytesMut};
+
+mod inline;
 
 /// The longest argument (a bulk string) a command may carry, in bytes. Keys are at most
 /// 1 024 bytes; the rest are numbers and policy names.
@@ -42,7 +45,7 @@ pub(crate) fn next_command(buffer: &mut BytesMut) -> Result<Option<Command>, Pro
     match buffer.first() {
         None => Ok(None),
         Some(b'*') => multibulk(buffer),
-        Some(_) => inline(buffer),
+        Some(_) => inline_command(buffer),
     }
 }
 
@@ -99,8 +102,8 @@ fn line_end(bytes: &[u8]) -> Option<usize> {
     memchr::memmem::find(bytes, b"\r\n")
 }
 
-/// A line of words separated by spaces or tabs, ended by `\n` (`\r\n` too).
-fn inline(buffer: &mut BytesMut) -> Result<Option<Command>, ProtocolError> {
+/// A line ended by `\n` (`\r\n` too), split into words as Redis splits it (`inline.rs`).
+fn inline_command(buffer: &mut BytesMut) -> Result<Option<Command>, ProtocolError> {
     let Some(end) = memchr::memchr(b'\n', buffer) else {
         if buffer.len() > MAX_LINE {
             return Err(ProtocolError("too big inline request".into()));
@@ -110,13 +113,9 @@ fn inline(buffer: &mut BytesMut) -> Result<Option<Command>, ProtocolError> {
     if end > MAX_LINE {
         return Err(ProtocolError("too big inline request".into()));
     }
-    let line = buffer.split_to(end + 1).freeze();
-    let text = line.slice(..end);
-    let words = text
-        .split(|&byte| matches!(byte, b' ' | b'\t' | b'\r'))
-        .filter(|word| !word.is_empty())
-        .map(|word| text.slice_ref(word));
-    let command: Command = words.collect();
+    let line = buffer.split_to(end + 1);
+    let text = line.strip_suffix(b"\r\n").unwrap_or(&line[..end]);
+    let command = inline::split(text)?;
     if command.len() > MAX_ARGS {
         return Err(ProtocolError("invalid multibulk length".into()));
     }

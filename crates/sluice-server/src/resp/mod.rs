@@ -7,7 +7,7 @@
 //! | file | what |
 //! | --- | --- |
 //! | `server.rs`, `connection.rs` | connections: caps, idle timeout, shutdown, pipelining |
-//! | `frame.rs`, `reply.rs` | commands in, replies out (RESP2 and RESP3) |
+//! | `frame.rs`, `reply.rs` | commands in (inline ones split as Redis splits them), replies out (RESP2 and RESP3) |
 //! | `dispatch.rs`, `table.rs` | names to handlers, arity, unknown commands; the commands' table |
 //! | `handshake.rs`, `introspection.rs` | connection commands, `COMMAND`, `INFO` |
 //! | `throttle.rs`, `cell.rs` | `CL.THROTTLE`: redis-cell's arithmetic, and its run |
