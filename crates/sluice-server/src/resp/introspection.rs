@@ -2,6 +2,7 @@
 //! libraries read to learn the server, in Redis 7's reply shapes.
 
 use crate::engine::front::Front;
+use crate::resp::arguments::Arg;
 use crate::resp::handshake::REDIS_VERSION;
 use crate::resp::reply::Reply;
 use crate::resp::session::Session;
@@ -40,18 +41,40 @@ fn info_of(spec: &Spec) -> Reply {
         Reply::Array(Vec::new()),
         Reply::Array(Vec::new()),
         Reply::Array(Vec::new()),
-        Reply::Array(Vec::new()),
+        Reply::Array(spec.subcommands.iter().map(info_of).collect()),
     ])
 }
 
-/// A command's name and its documentation map, as `COMMAND DOCS` lists them.
+/// A command's name and its documentation map, as `COMMAND DOCS` lists them: summary,
+/// since, group, and the arguments and subcommands it has.
 fn docs_of(spec: &'static Spec) -> (&'static str, Reply) {
-    let docs = Reply::Map(vec![
+    let mut docs = vec![
         ("summary", Reply::text(spec.summary)),
-        ("since", Reply::text("1.0.0")),
+        ("since", Reply::text(spec.since)),
         ("group", Reply::text(spec.group)),
-    ]);
-    (spec.name, docs)
+    ];
+    if !spec.arguments.is_empty() {
+        docs.push(("arguments", Reply::Array(spec.arguments.iter().map(argument).collect())));
+    }
+    if !spec.subcommands.is_empty() {
+        docs.push(("subcommands", Reply::Map(spec.subcommands.iter().map(docs_of).collect())));
+    }
+    (spec.name, Reply::Map(docs))
+}
+
+/// An argument's map: name, type, and its token, flags and nested arguments when it has them.
+fn argument(arg: &Arg) -> Reply {
+    let mut fields = vec![("name", Reply::text(arg.name)), ("type", Reply::text(arg.kind))];
+    if let Some(token) = arg.token {
+        fields.push(("token", Reply::text(token)));
+    }
+    if !arg.flags.is_empty() {
+        fields.push(("flags", Reply::Array(arg.flags.iter().map(|flag| Reply::Simple(flag)).collect())));
+    }
+    if !arg.arguments.is_empty() {
+        fields.push(("arguments", Reply::Array(arg.arguments.iter().map(argument).collect())));
+    }
+    Reply::Map(fields)
 }
 
 /// `INFO [section…]`: the server section, whatever is asked.

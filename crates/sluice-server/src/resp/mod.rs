@@ -8,11 +8,12 @@
 //! | --- | --- |
 //! | `server.rs`, `connection.rs` | connections: caps, idle timeout, shutdown, pipelining |
 //! | `frame.rs`, `reply.rs` | commands in (inline ones split as Redis splits them), replies out (RESP2 and RESP3) |
-//! | `dispatch.rs`, `table.rs` | names to handlers, arity, unknown commands; the commands' table |
+//! | `dispatch.rs`, `table.rs`, `arguments.rs` | names to handlers, arity, unknown commands; the commands' table and their arguments (`COMMAND DOCS`) |
 //! | `handshake.rs`, `introspection.rs` | connection commands, `COMMAND`, `INFO` |
 //! | `throttle.rs`, `cell.rs` | `CL.THROTTLE`: redis-cell's arithmetic, and its run |
 //! | `policies.rs` | `SLUICE.CHECK`, `SLUICE.PEEK`, `SLUICE.RESET` |
 
+mod arguments;
 mod cell;
 mod connection;
 mod dispatch;
