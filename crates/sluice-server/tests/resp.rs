@@ -1,63 +1,14 @@
 //! The Redis-protocol front of the real `sluice serve --resp`, on free loopback ports: the
 //! wire byte for byte, RESP3, malformed frames, the admin token, idle and shutdown closes,
-//! metrics, the clients people use (the `redis` crate, `redis-cli` and redis-py, each
-//! pipelining 1 000 calls), and the shared stores behind it (a Cluster, leases on Redis).
+//! the connection cap and metrics. The clients people use are in `resp_clients.rs`, the
+//! shared stores behind the front in `resp_stores.rs`.
 #![allow(clippy::unwrap_used)] // a test that cannot unwrap should fail loudly
 
 mod support;
 
 use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
-use support::server::Server;
-
-const CONFIG: &str = r#"
-policies:
-  two_per_hour: {algorithm: fixed_window, limit: 2, window: 1h, alignment: anchored}
-  ten_per_hour: {algorithm: fixed_window, limit: 10, window: 1h, alignment: anchored}
-"#;
-
-fn start(args: &[&str]) -> Server {
-    let mut all = vec!["--resp", "127.0.0.1:0", "--snapshot", "off"];
-    all.extend_from_slice(args);
-    Server::start(CONFIG, &all)
-}
-
-/// A raw connection to the RESP port.
-fn connect(server: &Server) -> TcpStream {
-    let stream = TcpStream::connect(server.resp.expect("started with --resp")).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    stream
-}
-
-/// Sends `request` and reads exactly as many bytes as `expected` has; they must be it.
-fn exchange(stream: &mut TcpStream, request: &[u8], expected: &[u8]) {
-    stream.write_all(request).unwrap();
-    let mut got = vec![0; expected.len()];
-    stream.read_exact(&mut got).unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&got),
-        String::from_utf8_lossy(expected),
-        "for {}",
-        String::from_utf8_lossy(request)
-    );
-}
-
-/// A command as client libraries write it.
-fn command(words: &[&str]) -> Vec<u8> {
-    let mut bytes = format!("*{}\r\n", words.len()).into_bytes();
-    for word in words {
-        bytes.extend_from_slice(format!("${}\r\n{word}\r\n", word.len()).as_bytes());
-    }
-    bytes
-}
-
-/// Whether the peer closed `stream` (end of file, or reset) within 10 s.
-fn closed(stream: &mut TcpStream) -> bool {
-    matches!(stream.read(&mut [0; 64]), Ok(0) | Err(_))
-}
+use support::resp::{closed, command, connect, drain, exchange, start};
 
 #[test]
 fn the_wire_answers_as_redis_and_redis_cell_do() {
@@ -138,14 +89,6 @@ fn hello_3_switches_the_connection_to_resp3_maps() {
     exchange(&mut stream, &command(&["SLUICE.CHECK", "nope", "user-1"]), b"-ERR unknown policy `nope`");
     drain(&mut stream);
     exchange(&mut stream, &command(&["HELLO", "4"]), b"-NOPROTO unsupported protocol version\r\n");
-}
-
-/// Reads what is left of the replies so far (the server has written them all by the time
-/// the first bytes came: one write per batch).
-fn drain(stream: &mut TcpStream) {
-    stream.set_read_timeout(Some(Duration::from_millis(200))).unwrap();
-    let _ = stream.read(&mut [0; 4096]);
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
 }
 
 #[test]
@@ -231,134 +174,6 @@ fn blocking_get(url: &str) -> String {
 }
 
 #[test]
-fn the_redis_crate_pipelines_a_thousand_calls_over_resp3() {
-    let server = start(&[]);
-    let url = format!("redis://{}/?protocol=resp3", server.resp.unwrap());
-    let client = redis::Client::open(url).unwrap();
-    let mut connection = client.get_connection().unwrap();
-    let first: Vec<i64> = redis::cmd("CL.THROTTLE").arg("rs").arg(2).arg(1).arg(10).query(&mut connection).unwrap();
-    assert_eq!(first, [0, 3, 2, -1, 10]);
-    let mut pipe = redis::pipe();
-    for _ in 0..1000 {
-        pipe.cmd("CL.THROTTLE").arg("rs-pipe").arg(999).arg(1000).arg(1);
-    }
-    let replies: Vec<Vec<i64>> = pipe.query(&mut connection).unwrap();
-    assert_eq!(replies.len(), 1000);
-    assert!(replies.iter().all(|reply| reply[0] == 0), "1 000 fit the burst of 1 000");
-    let check: redis::Value = redis::cmd("SLUICE.CHECK").arg("ten_per_hour").arg("rs").query(&mut connection).unwrap();
-    assert!(matches!(check, redis::Value::Map(_)), "RESP3: a map, {check:?}");
-    let info: String = redis::cmd("INFO").query(&mut connection).unwrap();
-    let port = server.resp.unwrap().port();
-    assert!(info.starts_with("# Server\r\n") && info.contains(&format!("tcp_port:{port}\r\n")), "{info}");
-}
-
-/// `redis-cli`, which `scripts/test.sh` installs with redis-server.
-fn redis_cli(server: &Server, args: &[&str], input: Option<&[u8]>) -> String {
-    let port = server.resp.unwrap().port().to_string();
-    let mut child = Command::new("redis-cli")
-        .args(["-h", "127.0.0.1", "-p", &port])
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("redis-cli is installed (scripts/test.sh installs it)");
-    child.stdin.take().unwrap().write_all(input.unwrap_or_default()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
-}
-
-#[test]
-fn redis_cli_connects_speaks_resp3_and_pipes_a_thousand_calls() {
-    let server = start(&[]);
-    assert_eq!(redis_cli(&server, &["PING"], None).trim(), "PONG");
-    let throttled = redis_cli(&server, &["-3", "CL.THROTTLE", "cli", "4", "1", "2"], None);
-    // Not a terminal: redis-cli prints the raw values, one a line.
-    assert_eq!(throttled.split_whitespace().collect::<Vec<_>>(), ["0", "5", "4", "-1", "2"]);
-    let check = redis_cli(&server, &["-3", "SLUICE.CHECK", "ten_per_hour", "cli"], None);
-    assert!(check.starts_with("allowed (true)\npolicy ten_per_hour\n"), "{check}");
-    // What redis-cli reads at start for its hints.
-    let docs = redis_cli(&server, &["COMMAND", "DOCS", "CL.THROTTLE"], None);
-    assert!(docs.starts_with("cl.throttle\nsummary\nGCRA rate limiting"), "{docs}");
-    let calls: Vec<u8> = (0..1000).flat_map(|_| command(&["CL.THROTTLE", "cli-pipe", "1", "1", "60"])).collect();
-    let piped = redis_cli(&server, &["--pipe"], Some(&calls));
-    assert!(piped.contains("errors: 0, replies: 1000"), "{piped}");
-}
-
-/// The Python of the venv `scripts/test.sh` installs redis-py into (`SLUICE_REDIS_PY`).
-fn redis_py() -> PathBuf {
-    let default = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/redis-py-venv/bin/python");
-    let python = std::env::var_os("SLUICE_REDIS_PY").map_or_else(|| PathBuf::from(default), PathBuf::from);
-    assert!(python.exists(), "{} is missing: scripts/test.sh installs redis-py into it", python.display());
-    python
-}
-
-#[test]
-fn redis_py_connects_over_resp3_and_pipelines_a_thousand_calls() {
-    let server = start(&[]);
-    let script = r#"
-import sys, redis
-r = redis.Redis(host="127.0.0.1", port=int(sys.argv[1]), protocol=3, client_name="py")
-assert r.ping()
-assert r.execute_command("CL.THROTTLE", "py", 9, 1, 1) == [0, 10, 9, -1, 1], "first call"
-pipe = r.pipeline(transaction=False)
-for _ in range(1000):
-    pipe.execute_command("CL.THROTTLE", "py-pipe", 1, 1, 60)
-replies = pipe.execute()
-assert len(replies) == 1000 and [reply[0] for reply in replies[:3]] == [0, 0, 1], replies[:3]
-check = r.execute_command("SLUICE.CHECK", "ten_per_hour", "py")
-assert isinstance(check, dict) and check[b"allowed"] is True, check
-assert r.client_getname() == "py" or r.client_getname() == b"py"
-print("ok")
-"#;
-    let port = server.resp.unwrap().port().to_string();
-    let out = Command::new(redis_py()).args(["-c", script, &port]).output().unwrap();
-    let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success() && said.trim() == "ok", "{said}");
-}
-
-#[test]
-fn a_cluster_backed_front_serves_keys_on_every_master() {
-    let cluster = sluice_test_support::redis::RedisCluster::start();
-    let nodes: Vec<String> = cluster.ports().iter().map(|port| format!("127.0.0.1:{port}")).collect();
-    let store = format!("redis+cluster://{}", nodes.join(","));
-    let server = start(&["--store", &store, "--redis-timeout", "2s"]);
-    let client = redis::Client::open(format!("redis://{}", server.resp.unwrap())).unwrap();
-    let mut connection = client.get_connection().unwrap();
-    let mut pipe = redis::pipe();
-    for key in 0..300 {
-        // Each key twice: the second call is limited only if the first one's state was stored.
-        pipe.cmd("CL.THROTTLE").arg(format!("cluster-{key}")).arg(0).arg(1).arg(60);
-        pipe.cmd("CL.THROTTLE").arg(format!("cluster-{key}")).arg(0).arg(1).arg(60);
-    }
-    let replies: Vec<Vec<i64>> = pipe.query(&mut connection).unwrap();
-    for (index, pair) in replies.chunks(2).enumerate() {
-        assert_eq!((pair[0][0], pair[1][0]), (0, 1), "cluster-{index}: allowed, then limited: {pair:?}");
-    }
-    for node in cluster.nodes() {
-        let mut master = redis::Client::open(node.url()).unwrap().get_connection().unwrap();
-        let keys: i64 = redis::cmd("DBSIZE").query(&mut master).unwrap();
-        assert!(keys > 0, "the master on port {} holds none of the 300 keys", node.port());
-    }
-}
-
-#[test]
-fn with_leases_on_redis_a_burst_still_passes_whole_and_no_more() {
-    let store = sluice_test_support::redis::RedisServer::start();
-    let server = start(&["--store", &store.url(), "--lease-period", "100ms", "--redis-timeout", "2s"]);
-    let client = redis::Client::open(format!("redis://{}", server.resp.unwrap())).unwrap();
-    let mut connection = client.get_connection().unwrap();
-    let mut limited = Vec::new();
-    for _ in 0..12 {
-        let reply: Vec<i64> =
-            redis::cmd("CL.THROTTLE").arg("leased").arg(9).arg(1).arg(3600).query(&mut connection).unwrap();
-        assert_eq!(reply[1], 10, "{reply:?}");
-        limited.push(reply[0]);
-    }
-    assert_eq!(limited, [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1], "a burst of 10 in an hour, then limited");
-}
-
-#[test]
 fn the_connection_cap_holds_on_the_resp_port_an_idle_connection_making_room() {
     let server = start(&["--max-connections", "1"]);
     let mut first = connect(&server);
@@ -367,25 +182,4 @@ fn the_connection_cap_holds_on_the_resp_port_an_idle_connection_making_room() {
     exchange(&mut second, &command(&["PING"]), b"+PONG\r\n");
     assert!(closed(&mut first), "the idle connection was closed to make room");
     exchange(&mut second, &command(&["PING"]), b"+PONG\r\n");
-}
-
-/// A pipeline's calls on distinct keys wait for Redis together; each key's calls are still
-/// decided in the order they came.
-#[test]
-fn a_pipeline_on_redis_decides_each_key_s_calls_in_order() {
-    let store = sluice_test_support::redis::RedisServer::start();
-    let server = start(&["--store", &store.url(), "--redis-timeout", "2s"]);
-    let mut connection =
-        redis::Client::open(format!("redis://{}", server.resp.unwrap())).unwrap().get_connection().unwrap();
-    let keys = ["a", "b", "a", "c", "a", "b", "a", "d", "c", "b", "b", "c", "d", "c", "d", "d"];
-    let mut pipe = redis::pipe();
-    for key in keys {
-        pipe.cmd("CL.THROTTLE").arg(format!("ordered-{key}")).arg(2).arg(1).arg(3600);
-    }
-    let replies: Vec<Vec<i64>> = pipe.query(&mut connection).unwrap();
-    for key in ["a", "b", "c", "d"] {
-        let seen: Vec<(i64, i64)> =
-            keys.iter().zip(&replies).filter(|(k, _)| **k == key).map(|(_, reply)| (reply[0], reply[2])).collect();
-        assert_eq!(seen, [(0, 2), (0, 1), (0, 0), (1, 0)], "{key}: [limited, remaining] in order");
-    }
 }

@@ -4,6 +4,7 @@ pub mod browser;
 pub mod envoy;
 pub mod quota_fleet;
 pub mod quota_rig;
+pub mod resp;
 pub mod rlqs;
 pub mod scripted_rlqs;
 pub mod server;
