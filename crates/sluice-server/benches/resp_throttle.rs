@@ -17,8 +17,8 @@
 //! calls rotate over, at a rate none reaches (`max_burst` 1 000 000, 1 000 000 per second),
 //! so no call is limited:
 //!
-//! - `cold`, 1 000 keys: a key comes back only every 1 000 calls, later than a lease of
-//!   100 ms lasts at these rates, so every call of `sluice+redis` goes to Redis;
+//! - `cold`, 1 000 keys: a key comes back only every 1 000 calls, mostly later than a lease
+//!   of 100 ms lasts at these rates, so nearly every call of `sluice+redis` goes to Redis;
 //! - `hot`, 10 keys: a key comes back every 10 calls, so leases answer most of them.
 //!
 //! The same harness as `envoy_latency` (not criterion): peers that are servers are
