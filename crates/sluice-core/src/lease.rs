@@ -18,6 +18,7 @@
 //! is never leased either (leases take at most a quarter of what remains):
 //! [`never_leased`] names both cases.
 
+mod by_limit;
 mod counters;
 mod held;
 mod leased_store;
@@ -27,6 +28,7 @@ mod parcel;
 mod sizing;
 mod terms;
 
+pub use by_limit::LimitLeaseFigures;
 pub use counters::LeaseFigures;
 pub use held::Unspent;
 pub use leased_store::{DEFAULT_LEASE_ENTRIES, LeasedStore};

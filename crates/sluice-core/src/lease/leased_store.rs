@@ -1,5 +1,6 @@
 //! [`LeasedStore`]: any shared store, with leases in front of it.
 
+use super::by_limit::LimitLeaseFigures;
 use super::counters::LeaseFigures;
 use super::held::Unspent;
 use super::ledger::{Ledger, Spend};
@@ -128,6 +129,12 @@ impl<S: Store> LeasedStore<S> {
         self.ledger.counters().figures()
     }
 
+    /// What the leases did for each limit, by limit name (a lease granted to a set of
+    /// limits counts under each of them), sorted by name.
+    pub fn figures_by_limit(&self) -> Vec<LimitLeaseFigures> {
+        self.ledger.figures_by_limit()
+    }
+
     /// Keys (with their limits) this store keeps lease state for.
     pub fn entries(&self) -> usize {
         self.ledger.len()
@@ -150,14 +157,11 @@ impl<S: Store> LeasedStore<S> {
     /// and when the limits change). Units the store cannot take back stay counted until
     /// their window or bucket ends, as expired ones do.
     pub async fn give_back(&self, now: Timestamp, which: Unspent) {
-        let counters = self.ledger.counters();
         for back in self.ledger.take_unspent(now, which) {
             let Ok(key) = Key::new(&back.key) else { continue };
             let returned = GiveBack::new(key, &back.limits, &back.receipts, back.leased, back.units, now);
-            match self.inner.give_back(returned).await {
-                Ok(()) => counters.returned(back.units),
-                Err(_) => counters.expired(back.units),
-            }
+            let taken = self.inner.give_back(returned).await.is_ok();
+            self.ledger.count_given_back(&back.tally, back.units, taken);
         }
     }
 
@@ -165,10 +169,7 @@ impl<S: Store> LeasedStore<S> {
     /// check to send to the store, asking for a lease when `check.lease > 0`.
     fn leased<'a>(&self, check: Check<'a>, spent: Spend) -> Result<Verdict, Miss<'a>> {
         match spent {
-            Spend::Covered(verdict) => {
-                self.ledger.counters().leased_check(check.cost);
-                Ok(verdict)
-            }
+            Spend::Covered(verdict) => Ok(verdict),
             Spend::Ask { extra } => Err(Miss::Ask(check.lease(extra, self.period()))),
             Spend::Wait(listener) => Err(Miss::Wait(listener)),
         }
@@ -232,9 +233,7 @@ impl<S: Store> Store for LeasedStore<S> {
         if !self.leases(check) {
             return None;
         }
-        let verdict = self.ledger.spend_if_covered(check)?;
-        self.ledger.counters().leased_check(check.cost);
-        Some(Ok(verdict))
+        self.ledger.spend_if_covered(check).map(Ok)
     }
 }
 

@@ -1,5 +1,6 @@
 //! The leases one process holds, by key and set of limits: sharded, bounded.
 
+use super::by_limit::{ByLimit, LimitLeaseFigures, Tally};
 use super::counters::LeaseCounters;
 use super::held::{Asked, Held, Miss, Returning, Unspent};
 use crate::store::{Check, LeaseAnswer, Receipt, Verdict};
@@ -13,7 +14,8 @@ use std::time::Duration;
 const SHARDS: usize = 64;
 
 /// Leases by key and set of limits, at most `capacity` entries, each covering at most
-/// `period` of this process's own traffic; what they do is counted in `counters`.
+/// `period` of this process's own traffic; what they do is counted in `counters`, and
+/// for each limit in `by_limit`.
 #[derive(Debug)]
 pub(crate) struct Ledger {
     shards: Box<[Mutex<Shard>]>,
@@ -21,6 +23,7 @@ pub(crate) struct Ledger {
     per_shard: usize,
     period: Duration,
     counters: LeaseCounters,
+    by_limit: ByLimit,
 }
 
 #[derive(Debug, Default)]
@@ -34,6 +37,8 @@ struct Entry {
     limits: Box<[Limit]>,
     key: Box<[u8]>,
     held: Held,
+    /// Its limits' counters.
+    tally: Tally,
 }
 
 impl Entry {
@@ -53,6 +58,8 @@ pub(crate) struct Return {
     pub(crate) leased: u64,
     /// The units given back.
     pub(crate) units: u64,
+    /// Its limits' counters.
+    pub(crate) tally: Tally,
 }
 
 /// What [`Ledger::spend`] found.
@@ -72,7 +79,8 @@ impl Ledger {
     pub(crate) fn new(capacity: usize, period: Duration) -> Self {
         let shards = (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect();
         let per_shard = capacity.div_ceil(SHARDS).max(1);
-        Ledger { shards, hasher: RandomState::new(), per_shard, period, counters: LeaseCounters::default() }
+        let (counters, by_limit) = (LeaseCounters::default(), ByLimit::default());
+        Ledger { shards, hasher: RandomState::new(), per_shard, period, counters, by_limit }
     }
 
     /// The lease period.
@@ -83,6 +91,11 @@ impl Ledger {
     /// What the leases did.
     pub(crate) fn counters(&self) -> &LeaseCounters {
         &self.counters
+    }
+
+    /// What the leases did for each limit, by name.
+    pub(crate) fn figures_by_limit(&self) -> Vec<LimitLeaseFigures> {
+        self.by_limit.figures()
     }
 
     /// Spends held units on `check`, or says how much to ask the store for, or to wait for
@@ -128,12 +141,17 @@ impl Ledger {
             limits: limits.into(),
             key: key.as_bytes().into(),
             held: Held::new(now),
+            tally: self.by_limit.tally(limits),
         });
         if !entry.is_for(limits, key) {
             return Spend::Ask { extra: 0 };
         }
         match entry.held.spend(now, cost, self.period) {
-            Some(verdict) => Spend::Covered(verdict),
+            Some(verdict) => {
+                self.counters.leased_check(cost);
+                entry.tally.leased_check(cost);
+                Spend::Covered(verdict)
+            }
             None => match missed(&mut entry.held) {
                 Miss::Ask(extra) => Spend::Ask { extra },
                 Miss::Wait(listener) => Spend::Wait(listener),
@@ -150,11 +168,10 @@ impl Ledger {
         let Some(entry) = shard.entries.get_mut(&hash).filter(|entry| entry.is_for(limits, key)) else {
             return answer.verdict;
         };
-        self.counters.expired(entry.held.expire(now));
+        let expired = entry.held.expire(now);
         let asked = Asked { now, received, extra: check.lease, period: self.period };
         let (verdict, settled) = entry.held.settle(limits, asked, answer);
-        self.counters.leased(settled.leased);
-        self.counters.expired(settled.dropped);
+        self.count_leased(&entry.tally, settled.leased, expired + settled.dropped);
         verdict
     }
 
@@ -172,8 +189,8 @@ impl Ledger {
         for shard in self.shards.iter() {
             for entry in shard.lock().entries.values_mut() {
                 for Returning { units, leased, receipts } in entry.held.take_unspent(now, self.period, which) {
-                    let (key, limits) = (entry.key.clone(), entry.limits.clone());
-                    returns.push(Return { key, limits, receipts, leased, units });
+                    let (key, limits, tally) = (entry.key.clone(), entry.limits.clone(), entry.tally.clone());
+                    returns.push(Return { key, limits, receipts, leased, units, tally });
                 }
             }
         }
@@ -206,8 +223,28 @@ impl Ledger {
     /// entries.
     fn forget_idle(&self, shard: &mut Shard, now: Timestamp) {
         shard.entries.retain(|_, entry| {
-            self.counters.expired(entry.held.expire(now));
+            self.count_leased(&entry.tally, 0, entry.held.expire(now));
             !entry.held.is_idle(now, self.period)
         });
+    }
+
+    /// Counts `leased` units newly leased and `expired` ones given up, service-wide and
+    /// in `tally`.
+    fn count_leased(&self, tally: &Tally, leased: u64, expired: u64) {
+        self.counters.leased(leased);
+        self.counters.expired(expired);
+        tally.leased(leased);
+        tally.expired(expired);
+    }
+
+    /// Counts `units` given back (`returned`) or that the store could not take back.
+    pub(crate) fn count_given_back(&self, tally: &Tally, units: u64, returned: bool) {
+        if returned {
+            self.counters.returned(units);
+            tally.returned(units);
+        } else {
+            self.counters.expired(units);
+            tally.expired(units);
+        }
     }
 }

@@ -40,6 +40,7 @@ use ahash::RandomState;
 use keyed::{Request, Room};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::{Future, Ready, ready};
 use std::sync::Arc;
@@ -273,6 +274,19 @@ impl MemoryStore {
     /// The number of states held (one per limit and key).
     pub fn len(&self) -> usize {
         self.inner.shards.iter().map(|shard| shard.0.lock().states).sum()
+    }
+
+    /// The number of states held for each limit, by limit name (the states of every
+    /// definition under one name add up); names holding none are left out. Walks the
+    /// shards' tables, not their states.
+    pub fn len_by_name(&self) -> BTreeMap<Arc<str>, usize> {
+        let mut counts = BTreeMap::new();
+        for shard in self.inner.shards.iter() {
+            for (owner, table) in shard.0.lock().tables.iter() {
+                *counts.entry(Arc::clone(&owner.name)).or_default() += table.len();
+            }
+        }
+        counts
     }
 
     /// True when no state is held.

@@ -75,11 +75,16 @@ proptest! {
                     store.sweep();
                 }
             }
-            let shard = store.inner.shards[0].0.lock();
-            prop_assert_eq!(shard.bytes, shard.heap_bytes());
-            prop_assert!(shard.states <= max_keys + 3, "{} states", shard.states);
-            prop_assert_eq!(shard.states, shard.tables.iter().map(|(_, t)| t.len()).sum::<usize>());
-            prop_assert!(shard.tables.iter().all(|(_, t)| !t.is_empty()), "an empty table is kept");
+            {
+                let shard = store.inner.shards[0].0.lock();
+                prop_assert_eq!(shard.bytes, shard.heap_bytes());
+                prop_assert!(shard.states <= max_keys + 3, "{} states", shard.states);
+                prop_assert_eq!(shard.states, shard.tables.iter().map(|(_, t)| t.len()).sum::<usize>());
+                prop_assert!(shard.tables.iter().all(|(_, t)| !t.is_empty()), "an empty table is kept");
+            }
+            let by_name = store.len_by_name();
+            prop_assert_eq!(by_name.values().sum::<usize>(), store.len());
+            prop_assert!(by_name.values().all(|count| *count > 0), "{:?}", by_name);
         }
     }
 }
@@ -92,4 +97,21 @@ proptest! {
 fn a_shards_table_and_its_owner_fit_in_184_bytes() {
     let size = size_of::<(shard_tables::TableOwner, limit_table::LimitTable)>();
     assert!(size <= 184, "{size} bytes");
+}
+
+/// Each limit's states are counted under its name, one per key, across shards.
+#[test]
+fn the_states_of_each_limit_are_counted_by_name() {
+    let store = MemoryStore::new();
+    let now = Timestamp::from_micros(1_700_000_000_000_000);
+    for key in 0..1_000u32 {
+        let bytes = key.to_le_bytes();
+        let key = Key::new(&bytes).unwrap_or_else(|e| panic!("{e}"));
+        let limits = limits_for(if key.as_bytes()[0] % 2 == 0 { 0 } else { 3 }, 1);
+        store.check_now(key, &limits, now, 1).unwrap_or_else(|e| panic!("{e}"));
+    }
+    let by_name: Vec<(String, usize)> =
+        store.len_by_name().into_iter().map(|(name, count)| (name.to_string(), count)).collect();
+    let expected = [("bucket".to_owned(), 1_000), ("log".to_owned(), 500), ("own".to_owned(), 500)];
+    assert_eq!(by_name, expected);
 }
