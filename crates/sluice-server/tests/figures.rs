@@ -110,6 +110,9 @@ async fn metrics_show_the_fill_ratio_near_limit_decisions_and_distinct_keys() {
         "sluice_near_limit_total{policy=\"tight\"} 2\n",
         "sluice_keys_estimate{policy=\"tight\"} 2\n",
         "sluice_keys_estimate{policy=\"roomy\"} 0\n",
+        // The exact count beside the estimate: the states the embedded store holds now.
+        "sluice_policy_states{policy=\"tight\"} 2\n",
+        "sluice_policy_states{policy=\"roomy\"} 0\n",
     ] {
         assert!(text.contains(line), "{line} missing from\n{text}");
     }
@@ -176,12 +179,16 @@ async fn a_million_distinct_keys_add_no_series_and_the_tables_stay_bounded() {
     }
     let after = metrics(&server).await;
     assert_eq!(series(&before).len(), series(&after).len(), "before:\n{before}\nafter:\n{after}");
-    // docs/service.md, "Series budget": 62 + P × (13 + 4m), P = 4 names, m = 3.
-    assert_eq!(series(&after).len(), 62 + 4 * (13 + 4 * 3), "{after}");
+    // docs/service.md, "Series budget": 62 + P × (13 + 4m) + P (embedded store's states),
+    // P = 4 names, m = 3.
+    assert_eq!(series(&after).len(), 62 + 4 * (13 + 4 * 3) + 4, "{after}");
     let estimate = value(&after, "sluice_keys_estimate{policy=\"edge.user\"}");
     let error = (estimate - FLOOD as f64).abs() / FLOOD as f64;
     assert!(error < 0.049, "{estimate} estimated for {FLOOD} keys: within 3 standard errors");
     assert_eq!(value(&after, "sluice_keys"), FLOOD as f64, "the store holds every key: the exact count");
+    // Issue 45.3: the exact count per policy beside the estimate; none evicted, so all.
+    assert_eq!(value(&after, "sluice_policy_states{policy=\"edge.user\"}"), FLOOD as f64);
+    assert_eq!(value(&after, "sluice_policy_states{policy=\"tight\"}"), 0.0);
     // Every policy's and rule's figures: 4 tables of 64 counters (at most 80 bytes each, keys
     // apart) and a 4 KiB sketch; the flood's keys are under 64 bytes.
     let bytes = value(&after, "sluice_figures_bytes");

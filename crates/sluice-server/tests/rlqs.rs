@@ -15,6 +15,7 @@ use envoy_types::pb::envoy::service::ratelimit::v3::RateLimitRequest;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_response::Code;
 use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::RateLimitServiceClient;
 use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::{BlanketRule, Strategy};
+use serde_json::Value;
 use std::time::Duration;
 use support::quota_fleet::{unique, wait_for_room_in_the_minute};
 use support::rlqs::{bucket, open, report, tokens_for};
@@ -180,4 +181,50 @@ async fn a_graceful_stop_leaves_assignments_to_run_out_unless_told_to_abandon_th
         assert_eq!(abandoned, abandons, "{args:?}: {actions:?}");
         assert!(server.wait_exit(Duration::from_secs(20)).success(), "{args:?}");
     }
+
+/// `GET /v1/rlqs/buckets` with the admin token `s3cret`, or none.
+async fn listed_buckets(server: &Server, query: &str, token: Option<&str>) -> (reqwest::StatusCode, Value) {
+    let mut request = reqwest::Client::new().get(server.url(&format!("/v1/rlqs/buckets{query}")));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let response = request.send().await.unwrap();
+    (response.status(), response.json().await.unwrap())
+}
+
+/// Issue 45.4: once the hub's census has run, each bucket is listed with its rule (a row
+/// of the live view's policies) and what each of its holders was last told, under the
+/// admin rules.
+#[tokio::test]
+async fn the_bucket_census_lists_each_buckets_rule_and_what_its_holders_were_told() {
+    let server = Server::start(RULES, &["--admin-token", "s3cret"]);
+    wait_for_room_in_the_minute(Duration::from_secs(10)).await;
+    let tenant = unique("tenant");
+    let id = bucket(&[("tenant", &tenant), ("plan", "free")]);
+    let mut first = open(&server, report("quota", std::slice::from_ref(&id), 1)).await;
+    assert_eq!(tokens_for(&first.next().await.unwrap(), &id), Some(2));
+    let mut second = open(&server, report("quota", std::slice::from_ref(&id), 0)).await;
+    second.next().await.unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let listed = loop {
+        let (status, census) = listed_buckets(&server, "", Some("s3cret")).await;
+        assert_eq!(status, reqwest::StatusCode::OK, "{census}");
+        let ours = census["buckets"].as_array().unwrap().iter().find(|b| b["key"].as_str().unwrap().contains(&tenant));
+        if let Some(ours) = ours.filter(|ours| ours["holders"] == 2) {
+            break ours.clone();
+        }
+        assert!(std::time::Instant::now() < deadline, "no census lists the bucket held twice: {census}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let answered = ["share", "refusal", "none"].map(|answer| listed[answer].as_u64().unwrap());
+    assert_eq!(answered.iter().sum::<u64>(), 2, "{listed}");
+    assert!(answered[0] >= 1, "the first Envoy's share runs for the minute: {listed}");
+    let live: Value = reqwest::get(server.url("/v1/live")).await.unwrap().json().await.unwrap();
+    let rule = live["policies"].as_array().unwrap().iter().find(|policy| policy["name"] == listed["policy"]);
+    assert_eq!(rule.map(|rule| &rule["envoy_rule"]), Some(&Value::Bool(true)), "{listed}\n{live}");
+    assert!(live["rlqs_buckets"]["buckets"].as_array().unwrap().iter().any(|b| b["key"] == listed["key"]));
+    assert_eq!(listed_buckets(&server, "", None).await.0, reqwest::StatusCode::UNAUTHORIZED);
+    assert_eq!(listed_buckets(&server, "?limit=0", Some("s3cret")).await.0, reqwest::StatusCode::BAD_REQUEST);
+    let (status, one) = listed_buckets(&server, "?limit=1", Some("s3cret")).await;
+    assert_eq!((status, one["buckets"].as_array().unwrap().len()), (reqwest::StatusCode::OK, 1));
 }

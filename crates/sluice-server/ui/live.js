@@ -1,6 +1,9 @@
 // The live view: polls GET /v1/live every second and shows counts, rates, the last
-// minutes' checks per second and each policy's top keys with their error bounds.
+// minutes' checks per second, each policy's top keys with their error bounds, states
+// and leases, and the RLQS buckets held by the most Envoys.
 import { drawRates } from '/ui/rates.js';
+import { emptyRow, policyAnchor, row } from '/ui/rows.js';
+import { renderPolicyLeases, renderRlqsBuckets } from '/ui/store_tables.js';
 
 const POLL_MS = 1000;
 const status = document.getElementById('status');
@@ -33,6 +36,8 @@ function render(live, now) {
   drawRates(document.getElementById('rate-chart'), live.per_second);
   renderTopKeys('top-denied', live.policies, 'top_denied');
   renderTopKeys('top-consumed', live.policies, 'top_consumed');
+  renderPolicyLeases(live.policies);
+  renderRlqsBuckets(live.rlqs_buckets);
   document.getElementById('leases').classList.toggle('off', live.leases === null);
   const tables = [['without-store', live.without_store], ['rlqs', live.rlqs], ['leases', live.leases ?? {}]];
   for (const [table, counts] of tables) {
@@ -55,9 +60,9 @@ function rate(policy, field, now) {
 function renderPolicies(policies, now) {
   const body = document.querySelector('#policies tbody');
   const rows = policies.map((policy) => {
-    const shadow = policy.shadow_mode ? ' (shadow)' : '';
+    const shadow = (policy.envoy_rule ? ' (Envoy rule)' : '') + (policy.shadow_mode ? ' (shadow)' : '');
     const rejectedRate = rate(policy, 'rejected', now);
-    return row({ policy: policy.name }, [
+    const tr = row({ policy: policy.name }, [
       [policy.name + shadow, 'name'],
       [policy.algorithm, 'algorithm'],
       [policy.limit_text, 'limit'],
@@ -68,9 +73,12 @@ function renderPolicies(policies, now) {
       [String(policy.shadow_rejected), 'shadow_rejected', 'num'],
       [String(policy.near_limit), 'near_limit', 'num'],
       [policy.keys_estimate === null ? '–' : `≈${policy.keys_estimate}`, 'keys_estimate', 'num'],
+      [policy.states === null ? '–' : String(policy.states), 'states', 'num'],
     ]);
+    tr.id = policyAnchor(policy.name);
+    return tr;
   });
-  body.replaceChildren(...(rows.length ? rows : [emptyRow(10, 'no policies')]));
+  body.replaceChildren(...(rows.length ? rows : [emptyRow(11, 'no policies')]));
 }
 
 /**
@@ -94,28 +102,4 @@ function renderTopKeys(table, policies, field) {
     );
   });
   body.replaceChildren(...(rows.length ? rows : [emptyRow(5, 'none this minute')]));
-}
-
-/** A table row; `cells` are [text, field, class] triples; text is never parsed as HTML. */
-function row(data, cells) {
-  const tr = document.createElement('tr');
-  Object.assign(tr.dataset, data);
-  for (const [text, field, className] of cells) {
-    const td = document.createElement('td');
-    td.textContent = text;
-    td.dataset.field = field;
-    if (className) td.className = className;
-    tr.append(td);
-  }
-  return tr;
-}
-
-function emptyRow(span, text) {
-  const tr = document.createElement('tr');
-  const td = document.createElement('td');
-  td.colSpan = span;
-  td.className = 'empty';
-  td.textContent = text;
-  tr.append(td);
-  return tr;
 }

@@ -1,7 +1,7 @@
 //! The store the service decides with: the embedded one or Redis.
 
 use crate::config::settings::Settings;
-use sluice_core::lease::{LeaseFigures, LeasedStore, Unspent};
+use sluice_core::lease::{LeaseFigures, LeasedStore, LimitLeaseFigures, Unspent};
 use sluice_core::{Check, Key, Limit, MemoryStore, Store, StoreError, SystemClock, Timestamp, Verdict};
 use sluice_redis::{RedisSettings, RedisStore};
 
@@ -88,6 +88,14 @@ impl Backend {
         match self {
             Backend::Memory(_) => None,
             Backend::Redis(store) => Some(store.figures()),
+        }
+    }
+
+    /// What this process's leases did for each limit, by name (none on the embedded store).
+    pub(crate) fn lease_figures_by_limit(&self) -> Vec<LimitLeaseFigures> {
+        match self {
+            Backend::Memory(_) => Vec::new(),
+            Backend::Redis(store) => store.figures_by_limit(),
         }
     }
 

@@ -21,7 +21,12 @@ impl Loaded {
         let counters = config.policies().iter().map(|entry| metrics.policy(entry.limit.name())).collect();
         let rules = config.envoy().into_iter().flat_map(Rules::rules);
         let names = rules.map(Rule::name).chain(config.envoy().map(|_| OVERRIDE_NAME));
-        let rule_counters = names.map(|name| (name.to_owned(), metrics.policy(name))).collect();
+        let rule_counters: HashMap<String, PolicyCounters> =
+            names.map(|name| (name.to_owned(), metrics.policy(name))).collect();
+        let policies = config.policies().iter().map(|entry| entry.limit.name());
+        for name in policies.chain(rule_counters.keys().map(String::as_str)) {
+            metrics.add_store_series(name);
+        }
         Loaded { config, counters, rule_counters }
     }
 
@@ -31,7 +36,7 @@ impl Loaded {
     }
 
     /// The counters of an Envoy rule of this configuration.
-    pub(super) fn rule_counters(&self, rule: &Rule) -> Option<&PolicyCounters> {
+    pub(crate) fn rule_counters(&self, rule: &Rule) -> Option<&PolicyCounters> {
         self.rule_counters.get(rule.name())
     }
 

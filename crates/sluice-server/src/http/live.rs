@@ -1,17 +1,15 @@
 //! `GET /v1/live`: what the dashboard's live view polls.
 
-use crate::config::service_file::PolicyEntry;
 use crate::engine::front::Front;
 use crate::http::api::ErrorResponse;
 use crate::http::error::ApiError;
-use crate::http::top::{TopEpoch, epoch};
+use crate::http::live_policy::{LivePolicy, live_policies};
 use crate::http::ui::admit;
-use crate::metrics::{By, PolicyCounters, PolicyFigures, RlqsCounts, Seconds};
+use crate::metrics::{BucketCensus, RlqsCounts, Seconds};
 use crate::runtime::handoff::Client;
 use axum::Json;
 use axum::extract::{ConnectInfo, State};
 use serde::Serialize;
-use sluice_core::Timestamp;
 use sluice_core::lease::LeaseFigures;
 use std::sync::Arc;
 use utoipa::ToSchema;
@@ -19,12 +17,16 @@ use utoipa::ToSchema;
 /// The service's counters now. Rates are the differences between two polls.
 #[derive(Debug, Serialize, ToSchema)]
 pub(crate) struct LiveResponse {
-    /// Every policy in force, with what it decided since the service started.
+    /// Every policy in force, then every Envoy rule with a limit, with what it decided
+    /// since the service started.
     pub(crate) policies: Vec<LivePolicy>,
     /// Decisions made while the store could not answer, by failure mode.
     pub(crate) without_store: WithoutStore,
     /// Envoy's rate limit quota service: what it holds now and what it did since the start.
     pub(crate) rlqs: RlqsCounts,
+    /// The RLQS buckets held by the most Envoys (the first [`LIVE_BUCKETS`]), each with
+    /// its rule and its holders' answers (`/v1/rlqs/buckets` has more).
+    pub(crate) rlqs_buckets: BucketCensus,
     /// Quota leases on a shared store (`lease_period`), over every policy; null without
     /// leases (the embedded store, or a lease period of 0).
     pub(crate) leases: Option<LiveLeases>,
@@ -32,6 +34,9 @@ pub(crate) struct LiveResponse {
     /// not a sample).
     pub(crate) per_second: PerSecondCounts,
 }
+
+/// RLQS buckets the live view lists (`/v1/rlqs/buckets` lists up to 100).
+pub(crate) const LIVE_BUCKETS: usize = 10;
 
 /// Checks per second, oldest first: entry `i` counts second `last − (n − 1) + i`.
 #[derive(Debug, Serialize, ToSchema)]
@@ -44,40 +49,6 @@ pub(crate) struct PerSecondCounts {
     /// Checks rejected.
     pub(crate) rejected: Vec<u64>,
 }
-
-/// A policy and its counts.
-#[derive(Debug, Serialize, ToSchema)]
-pub(crate) struct LivePolicy {
-    /// The policy's name.
-    pub(crate) name: String,
-    /// Its algorithm.
-    pub(crate) algorithm: &'static str,
-    /// Its limit.
-    pub(crate) limit: u64,
-    /// Its limit with its window, or its bucket's size and rate, in words (`2 / 1 s`,
-    /// `capacity 100, 10 per 1 s`).
-    pub(crate) limit_text: String,
-    /// Whether it is in shadow mode.
-    pub(crate) shadow_mode: bool,
-    /// Requests it allowed.
-    pub(crate) allowed: u64,
-    /// Requests it rejected.
-    pub(crate) rejected: u64,
-    /// Requests it would have rejected, in shadow mode.
-    pub(crate) shadow_rejected: u64,
-    /// Decisions at 0.8 of its limit or more.
-    pub(crate) near_limit: u64,
-    /// Distinct keys it has checked, estimated (HyperLogLog); null with `top_keys: 0`.
-    pub(crate) keys_estimate: Option<u64>,
-    /// This minute's most denied keys (the first [`LIVE_TOP`]), with their error bounds;
-    /// null with `top_keys: 0`.
-    pub(crate) top_denied: Option<TopEpoch>,
-    /// This minute's keys that consumed the most units (the first [`LIVE_TOP`]).
-    pub(crate) top_consumed: Option<TopEpoch>,
-}
-
-/// Keys of each top list the live view shows (`/v1/top` has them all).
-pub(crate) const LIVE_TOP: usize = 5;
 
 /// What quota leases did since the start (docs/leases.md), as `sluice_lease_*` counts it.
 #[derive(Debug, Serialize, ToSchema)]
@@ -126,14 +97,16 @@ pub(crate) async fn live(
     let metrics = front.engine.metrics();
     let now = front.engine.now();
     let shadow_all = front.service.settings.shadow_mode;
-    let policies = loaded.config.policies().iter().enumerate();
-    let policies = policies.map(|(index, entry)| live_policy(entry, loaded.counters(index), shadow_all, now));
+    let policies = live_policies(&front, &loaded, shadow_all, now);
+    let mut rlqs_buckets = BucketCensus::clone(&metrics.rlqs().listed());
+    rlqs_buckets.buckets.truncate(LIVE_BUCKETS);
     let [failed_open, failed_closed, fallback] = metrics.without_store();
     let Seconds { last, allowed, rejected } = metrics.per_second().before(now);
     Ok(Json(LiveResponse {
-        policies: policies.collect(),
+        policies,
         without_store: WithoutStore { failed_open, failed_closed, fallback },
         rlqs: metrics.rlqs().counts(),
+        rlqs_buckets,
         leases: front
             .engine
             .backend()
@@ -142,27 +115,6 @@ pub(crate) async fn live(
             .map(|figures| LiveLeases::from(&figures)),
         per_second: PerSecondCounts { last, allowed, rejected },
     }))
-}
-
-/// A policy in force with its counts and figures (`shadow_all`: `--shadow-mode`).
-fn live_policy(entry: &PolicyEntry, counters: Option<&PolicyCounters>, shadow_all: bool, now: Timestamp) -> LivePolicy {
-    let [allowed, rejected, shadow_rejected] = counters.map_or([0; 3], PolicyCounters::totals);
-    let figures = counters.and_then(PolicyCounters::figures);
-    let policy = entry.limit.policy();
-    LivePolicy {
-        name: entry.limit.name().to_owned(),
-        algorithm: policy.algorithm_name(),
-        limit: policy.limit(),
-        limit_text: crate::config::policy_text::describe(policy),
-        shadow_mode: entry.shadow || shadow_all,
-        allowed,
-        rejected,
-        shadow_rejected,
-        near_limit: figures.map_or(0, |figures| figures.near_limit.get()),
-        keys_estimate: figures.and_then(|figures| Some(figures.keys.as_ref()?.distinct.estimate())),
-        top_denied: figures.and_then(|figures| top_now(figures, By::Denied, now)),
-        top_consumed: figures.and_then(|figures| top_now(figures, By::Consumed, now)),
-    }
 }
 
 impl From<&LeaseFigures> for LiveLeases {
@@ -176,11 +128,4 @@ impl From<&LeaseFigures> for LiveLeases {
             store_calls: figures.store_calls,
         }
     }
-}
-
-/// This minute's first [`LIVE_TOP`] keys of a policy's table `by`.
-fn top_now(figures: &PolicyFigures, by: By, now: Timestamp) -> Option<TopEpoch> {
-    let [mut current, _] = figures.keys.as_ref()?.top.read(by, now);
-    current.keys.truncate(LIVE_TOP);
-    Some(epoch(current))
 }

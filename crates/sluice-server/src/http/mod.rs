@@ -8,6 +8,7 @@
 //! | `POST /v1/reload` | reload the configuration file (admin) |
 //! | `GET /v1/policies` | the policies in force |
 //! | `GET /v1/top` | a policy's heaviest keys with their error bounds (admin) |
+//! | `GET /v1/rlqs/buckets` | the RLQS buckets held by the most Envoys, with their rules (admin) |
 //! | `GET /v1/live` | the policies' counts, top keys, decisions without the store (dashboard) |
 //! | `POST /v1/playground` | decide a posted trace on a throwaway store (dashboard) |
 //! | `GET /ui` | the dashboard (loopback clients only by default) |
@@ -23,10 +24,12 @@ mod deadline;
 mod error;
 pub(crate) mod headers;
 mod live;
+mod live_policy;
 mod no_route;
 mod openapi;
 mod ops;
 mod playground;
+mod rlqs_buckets;
 mod server;
 mod top;
 mod ui;
@@ -55,6 +58,7 @@ pub(crate) fn router(front: Arc<Front>) -> Router {
         .route("/v1/reload", post(admin::reload))
         .route("/v1/policies", get(ops::policies))
         .route("/v1/top", get(top::top))
+        .route("/v1/rlqs/buckets", get(rlqs_buckets::buckets))
         .route("/v1/live", get(live::live))
         .route("/v1/playground", post(playground::playground))
         .route("/ui", get(ui::index))

@@ -3,7 +3,7 @@
 //! (a method the path does not take, a head too large, a request not answered in time).
 //! `tests/openapi.rs` holds it to what the server sends.
 
-use crate::http::{admin, check, live, ops, playground, top};
+use crate::http::{admin, check, live, ops, playground, rlqs_buckets, top};
 use utoipa::OpenApi;
 use utoipa::openapi::path::Operation;
 use utoipa::openapi::{Ref, RefOr, Response};
@@ -12,7 +12,7 @@ use utoipa::openapi::{Ref, RefOr, Response};
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Sluice", description = "Exact, fast rate limiting: the HTTP JSON API of `sluice serve`."),
-    paths(check::check, check::peek, admin::reset, admin::reload, top::top, ops::policies, live::live, playground::playground, ops::healthz, ops::readyz, ops::metrics),
+    paths(check::check, check::peek, admin::reset, admin::reload, top::top, rlqs_buckets::buckets, ops::policies, live::live, playground::playground, ops::healthz, ops::readyz, ops::metrics),
     modifiers(&AdminToken, &AnyRequest, &Constraints),
 )]
 struct ApiDoc;

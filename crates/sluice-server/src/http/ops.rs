@@ -91,8 +91,10 @@ pub(crate) async fn metrics(State(front): State<Arc<Front>>) -> Response {
     let never_leased = never_leased(&service.settings, loaded.config.limits());
     let gauges = Gauges {
         keys: backend.memory().map(sluice_core::MemoryStore::len),
+        states: backend.memory().map(sluice_core::MemoryStore::len_by_name),
         redis: backend.redis_health(),
         leases: backend.lease_figures(),
+        lease_policies: backend.lease_figures_by_limit(),
         never_leased: never_leased.into_iter().map(|(name, reason)| (name.to_owned(), reason)).collect(),
         snapshot_age: service.last_snapshot.lock().map(|at| at.elapsed()),
         now: service.engine.now(),

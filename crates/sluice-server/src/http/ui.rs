@@ -24,11 +24,13 @@ type Asset = (&'static str, &'static str, &'static str);
 const INDEX: Asset = ("index.html", "text/html; charset=utf-8", include_str!("../../ui/index.html"));
 
 /// Every file of the page but the page itself.
-const ASSETS: [Asset; 7] = [
+const ASSETS: [Asset; 9] = [
     ("app.js", "text/javascript; charset=utf-8", include_str!("../../ui/app.js")),
     ("live.js", "text/javascript; charset=utf-8", include_str!("../../ui/live.js")),
     ("playground.js", "text/javascript; charset=utf-8", include_str!("../../ui/playground.js")),
     ("rates.js", "text/javascript; charset=utf-8", include_str!("../../ui/rates.js")),
+    ("rows.js", "text/javascript; charset=utf-8", include_str!("../../ui/rows.js")),
+    ("store_tables.js", "text/javascript; charset=utf-8", include_str!("../../ui/store_tables.js")),
     ("timeline.js", "text/javascript; charset=utf-8", include_str!("../../ui/timeline.js")),
     ("style.css", "text/css; charset=utf-8", include_str!("../../ui/style.css")),
     ("icon.svg", "image/svg+xml", include_str!("../../ui/icon.svg")),

@@ -8,8 +8,9 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use sluice_core::lease::{LeaseFigures, NoLease};
+use sluice_core::lease::{LeaseFigures, LimitLeaseFigures, NoLease};
 use sluice_core::{Decision, Source, Timestamp};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -21,8 +22,10 @@ mod latency;
 mod leases;
 mod per_second;
 mod policy_figures;
+mod policy_store;
 mod redis_health;
 mod rlqs;
+mod rlqs_buckets;
 mod space_saving;
 #[cfg(test)]
 mod space_saving_props;
@@ -34,8 +37,11 @@ use latency::LatencyHistogram;
 use leases::LeaseMetrics;
 pub(crate) use per_second::{PerSecond, Seconds};
 pub(crate) use policy_figures::{DEFAULT_TOP_KEYS, FigureSettings, MAX_TOP_KEYS, PolicyFigures, Seen};
+use policy_store::PolicyStoreMetrics;
+pub(crate) use policy_store::StoreSeries;
 use redis_health::RedisHealthMetrics;
 pub(crate) use rlqs::{RlqsCounts, RlqsMetrics};
+pub(crate) use rlqs_buckets::{BucketCensus, LISTED_BUCKETS, RlqsBucket};
 use sluice_redis::RedisHealth;
 pub(crate) use top_keys::{By, EPOCH_MICROS, EpochTop};
 
@@ -88,6 +94,8 @@ pub(crate) struct Metrics {
     per_second: PerSecond,
     redis: RedisHealthMetrics,
     leases: LeaseMetrics,
+    /// Each policy's states and lease figures, for the store in use.
+    store: PolicyStoreMetrics,
     rlqs: RlqsMetrics,
     throttle: throttle::ThrottleCounters,
     figures: FigureSeries,
@@ -171,6 +179,7 @@ impl Metrics {
             snapshot_age: Family::default(),
             redis: RedisHealthMetrics::default(),
             leases: LeaseMetrics::default(),
+            store: PolicyStoreMetrics::default(),
             per_second: PerSecond::default(),
             rlqs: RlqsMetrics::default(),
             throttle: throttle::ThrottleCounters::default(),
@@ -184,6 +193,20 @@ impl Metrics {
     /// The same metrics, but no policy gets figures: the benchmark's baseline.
     pub(crate) fn without_figures(self) -> Metrics {
         Metrics { figures_on: false, ..self }
+    }
+
+    /// The same metrics, with the per-policy series of the store in use (`series`):
+    /// each policy's states, or what leases did for it. Before any policy is named.
+    pub(crate) fn with_store_series(mut self, series: StoreSeries) -> Metrics {
+        self.store = PolicyStoreMetrics::new(series);
+        self.store.register(&mut self.registry);
+        self
+    }
+
+    /// Makes the store's series of `policy` (a policy, Envoy rule or the overrides), at
+    /// 0, the first time it is named.
+    pub(crate) fn add_store_series(&self, policy: &str) {
+        self.store.add(policy);
     }
 
     /// The figures of `policy`, if a configuration ever named it.
@@ -320,12 +343,13 @@ impl Metrics {
 
     /// Renders every metric, with the gauges read now.
     pub(crate) fn render(&self, gauges: Gauges) -> String {
-        let Gauges { keys, redis, leases, never_leased, snapshot_age, now } = gauges;
+        let Gauges { keys, states, redis, leases, lease_policies, never_leased, snapshot_age, now } = gauges;
         let _rendering = self.rendering.lock();
         self.figures.update(now);
         self.keys.set(keys.map_or(0, |keys| i64::try_from(keys).unwrap_or(i64::MAX)));
         self.redis.update(&redis.unwrap_or_default());
         self.leases.update(&leases.unwrap_or_default(), never_leased);
+        self.store.update(states.as_ref(), &lease_policies);
         match snapshot_age {
             Some(age) => _ = self.snapshot_age.get_or_create(&NoLabels).set(age.as_secs_f64()),
             None => self.snapshot_age.clear(),
@@ -342,10 +366,14 @@ impl Metrics {
 pub(crate) struct Gauges {
     /// The states the embedded store holds; `None` on Redis.
     pub(crate) keys: Option<usize>,
+    /// The states the embedded store holds, by limit name; `None` on Redis.
+    pub(crate) states: Option<BTreeMap<Arc<str>, usize>>,
     /// Redis's health; `None` on the embedded store.
     pub(crate) redis: Option<RedisHealth>,
     /// What the leases did; `None` without leases.
     pub(crate) leases: Option<LeaseFigures>,
+    /// What the leases did, by limit name (empty without leases).
+    pub(crate) lease_policies: Vec<LimitLeaseFigures>,
     /// The limits in force that never get a lease, by name, with why (none with leases off).
     pub(crate) never_leased: Vec<(String, NoLease)>,
     /// How long ago the last snapshot was written; `None` before the first.

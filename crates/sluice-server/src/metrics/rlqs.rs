@@ -1,11 +1,13 @@
 //! The RLQS metrics: streams and buckets held now, and counts of reports, assignments and
 //! abandons.
 
+use crate::metrics::rlqs_buckets::{BucketCensus, ListedBuckets};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use std::sync::Arc;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ReasonLabels {
@@ -34,6 +36,8 @@ pub(crate) struct RlqsMetrics {
     refusals: Counter,
     abandons: Family<ReasonLabels, Counter>,
     holders: Family<AnswerLabels, Gauge>,
+    /// The buckets the last census listed (not a metric: their keys name callers).
+    listed: Arc<ListedBuckets>,
 }
 
 /// The RLQS counts now (the `sluice_rlqs_*` metrics), as the dashboard shows them.
@@ -105,6 +109,16 @@ impl RlqsMetrics {
         for (answer, count) in ANSWERS.into_iter().zip(counts) {
             self.holders.get_or_create(&AnswerLabels { answer }).set(i64::try_from(count).unwrap_or(i64::MAX));
         }
+    }
+
+    /// Replaces the buckets listed with those of the census `listed`.
+    pub(crate) fn list(&self, listed: BucketCensus) {
+        self.listed.publish(listed);
+    }
+
+    /// The buckets the last census listed.
+    pub(crate) fn listed(&self) -> Arc<BucketCensus> {
+        self.listed.last()
     }
 
     /// Counts `count` buckets abandoned for `reason` (one of [`ABANDON_REASONS`]).

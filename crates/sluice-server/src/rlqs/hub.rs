@@ -32,6 +32,7 @@ use super::shares::StreamId;
 use super::timing::{TICK, Timing};
 use crate::engine::Loaded;
 use crate::engine::service_state::ServiceState;
+use crate::metrics::BucketCensus;
 use crate::runtime::shutdown::Shutdown;
 use buckets::Buckets;
 use outgoing::Outgoing;
@@ -199,7 +200,9 @@ impl Hub {
         }
         if now.saturating_since(self.census_at) >= CENSUS_EVERY {
             self.census_at = now;
-            engine.metrics().rlqs().census(self.buckets.census(now));
+            let (counts, listed) = self.buckets.census(now);
+            engine.metrics().rlqs().census(counts);
+            engine.metrics().rlqs().list(listed);
         }
     }
 
@@ -271,7 +274,9 @@ impl Hub {
         self.outgoing.clear();
         let count = self.streams.abandon_all();
         self.buckets.clear();
-        self.service.engine.metrics().rlqs().count_abandons(reason, count);
+        let metrics = self.service.engine.metrics().rlqs();
+        metrics.count_abandons(reason, count);
+        metrics.list(BucketCensus::of(self.service.engine.now().as_micros(), 0, Vec::new()));
     }
 
     /// Sends each stream the actions gathered for it, as one response.

@@ -18,7 +18,7 @@ use crate::grpc::rlqs_server::RlqsServer;
 use crate::grpc::rls::{RateLimitGrpc, RateLimitServiceServer};
 use crate::http;
 use crate::http::MakeApi;
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, StoreSeries};
 use crate::rlqs::hub::{self, HubHandle, HubTask};
 use crate::runtime::handoff::{Handoff, Queue};
 use crate::runtime::idle::Timeouts;
@@ -73,7 +73,12 @@ pub(crate) async fn run(
         let limits: Vec<Limit> = initial.config.limits().cloned().collect();
         snapshot::load(path, store, &limits, settings.discard_bad_snapshot)?;
     }
-    let engine = Engine::new(backend, initial.config, Metrics::new(settings.figures()), settings.shadow_mode);
+    let series = StoreSeries {
+        states: backend.memory().is_some(),
+        leases: backend.redis().is_some() && !settings.lease_period.is_zero(),
+    };
+    let metrics = Metrics::new(settings.figures()).with_store_series(series);
+    let engine = Engine::new(backend, initial.config, metrics, settings.shadow_mode);
     let service = Arc::new(ServiceState::new(engine, settings, initial.path));
     if let Some(bytes) = initial.bytes {
         service.config_read(bytes);

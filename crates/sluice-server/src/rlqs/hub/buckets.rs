@@ -7,6 +7,7 @@ use super::shared_bucket::SharedBucket;
 use super::stream_state::Tracked;
 use crate::engine::Engine;
 use crate::envoy::{Resolution, Rules};
+use crate::metrics::{BucketCensus, LISTED_BUCKETS, RlqsBucket};
 use crate::rlqs::assignment::{BlanketRule, abandon};
 use crate::rlqs::holder::Usage;
 use crate::rlqs::payer::QuotaPayer;
@@ -197,15 +198,32 @@ impl Buckets {
         }
     }
 
-    /// How many limited buckets held were last told a share, a refusal and nothing, at `now`.
-    pub(super) fn census(&self, now: Timestamp) -> [usize; 3] {
+    /// How many holders of limited buckets were last told a share, a refusal and nothing,
+    /// at `now`; and the buckets held by the most holders, each with its own counts.
+    pub(super) fn census(&self, now: Timestamp) -> ([usize; 3], BucketCensus) {
         let mut counts = [0; 3];
-        for bucket in self.shared.values() {
-            for (total, count) in counts.iter_mut().zip(bucket.census(now)) {
+        let mut found = Vec::with_capacity(self.shared.len());
+        for (key, bucket) in &self.shared {
+            let census = bucket.census(now);
+            for (total, count) in counts.iter_mut().zip(census) {
                 *total += count;
             }
+            found.push((key, bucket, census));
         }
-        counts
+        let listed = found.len().min(LISTED_BUCKETS);
+        if found.len() > listed {
+            found.select_nth_unstable_by(listed - 1, |one, other| other.1.holders().cmp(&one.1.holders()));
+            found.truncate(listed);
+        }
+        let found = found.into_iter().map(|(key, bucket, [share, refusal, none])| RlqsBucket {
+            key: key.clone(),
+            policy: bucket.limit().name().to_owned(),
+            holders: bucket.holders(),
+            share,
+            refusal,
+            none,
+        });
+        (counts, BucketCensus::of(now.as_micros(), self.shared.len(), found.collect()))
     }
 }
 

@@ -66,6 +66,11 @@ impl SharedBucket {
         self.due_at = self.shares.next_due(now, self.next_round);
     }
 
+    /// How many streams hold it.
+    pub(super) fn holders(&self) -> usize {
+        self.ids.len()
+    }
+
     /// Whether no stream holds it.
     pub(super) fn is_empty(&self) -> bool {
         self.ids.is_empty()
