@@ -42,7 +42,7 @@ if ! ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*/libclang-[0-9]*.so* >/dev/nu
   fi
 fi
 
-# The dashboard's browser tests (crates/sluice-server/tests/ui_browser.rs) drive Debian's
+# The dashboard's browser tests (crates/sluice-server/tests/ui_browser.rs, ui_browser_store.rs) drive Debian's
 # headless Chromium over its DevTools pipe; without it they fail, saying so.
 if [ ! -x /usr/bin/chromium ] && [ -z "${SLUICE_CHROMIUM:-}" ]; then
   if [ "$(id -u)" -eq 0 ] && need apt-get; then

@@ -297,6 +297,44 @@ async fn every_limit_holds(servers: Vec<Server>) {
     exactly_the_limit(&servers).await;
     never_beyond_the_gcra(&servers).await;
     never_beyond_the_log(&servers).await;
+    each_policys_figures_add_up(&servers).await;
+}
+
+/// The value of `series` in the `/metrics` text `metrics`.
+fn value_in(metrics: &str, series: &str) -> u64 {
+    let line = metrics.lines().find_map(|line| line.strip_prefix(series)?.strip_prefix(' '));
+    line.unwrap_or_else(|| panic!("no {series} in {metrics}")).parse().unwrap()
+}
+
+/// Issue 45.4: once a server holds no unit any more (its keys went quiet and gave theirs
+/// back), each policy's lease series add up to the server's (every check here is of one
+/// policy), and the dashboard shows each policy's as `/metrics` does.
+async fn each_policys_figures_add_up(servers: &[Server]) {
+    let policies = ["per_second", "tokens", "gcra", "log"];
+    for server in servers {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while metric(server, "sluice_lease_units_held").await > 0 {
+            assert!(Instant::now() < deadline, "units still held long after the run");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let metrics = reqwest::get(server.url("/metrics")).await.unwrap().text().await.unwrap();
+        let of = |name: &str, labels: &str| -> u64 {
+            policies.iter().map(|policy| value_in(&metrics, &format!("{name}{{policy=\"{policy}\"{labels}}}"))).sum()
+        };
+        assert_eq!(of("sluice_lease_policy_checks_total", ""), value_in(&metrics, "sluice_lease_checks_total"));
+        for kind in ["leased", "returned", "expired"] {
+            let whole = value_in(&metrics, &format!("sluice_lease_units_total{{kind=\"{kind}\"}}"));
+            assert_eq!(of("sluice_lease_policy_units_total", &format!(",kind=\"{kind}\"")), whole, "{kind}");
+        }
+        assert_eq!(of("sluice_lease_policy_units_held", ""), 0u64);
+        assert!(of("sluice_lease_policy_checks_total", "") > 0, "{metrics}");
+        let live: Value = reqwest::get(server.url("/v1/live")).await.unwrap().json().await.unwrap();
+        for policy in live["policies"].as_array().unwrap() {
+            let series = format!("sluice_lease_policy_checks_total{{policy={}}}", policy["name"]);
+            assert_eq!(policy["leases"]["leased_checks"], value_in(&metrics, &series), "{policy}");
+            assert!(policy["states"].is_null(), "no exact count on Redis: {policy}");
+        }
+    }
 }
 
 #[test]
