@@ -136,14 +136,17 @@ fn a_lease_for_a_set_of_limits_counts_under_each() {
     }
 }
 
-/// The random traffic's shape reaches every count: a busy key crossing its window's end
-/// gives up units, and giving back at the end returns the rest.
+/// The random traffic's shape reaches every count: a key busy until just before its
+/// window's end, then checked in the next window, gives up the units it held; giving back
+/// at the end returns the rest.
 #[test]
 fn busy_traffic_across_a_window_leases_spends_expires_and_returns() {
     let clock = ManualClock::at(Timestamp::from_micros(1_000_000));
     let store = LeasedStore::new(Arc::new(MemoryStore::new()), Duration::from_millis(100)).with_clock(clock.clone());
     let busy = Step { limit: 0, key: 0, cost: 1, gap_us: 1_000, settle: None };
-    let mut steps = vec![busy; 1_500];
+    let mut steps = vec![busy; 950];
+    steps.push(Step { gap_us: 60_000, ..busy });
+    steps.extend([busy; 200]);
     steps.push(Step { settle: Some(Unspent::All), ..busy });
     let spent = run(&store, &clock, &steps);
     let api = store.figures_by_limit().into_iter().find(|figures| figures.name == "api").unwrap();

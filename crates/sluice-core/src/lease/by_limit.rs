@@ -2,9 +2,12 @@
 //! [`LeaseFigures`](super::LeaseFigures), read as [`LimitLeaseFigures`].
 //!
 //! A ledger entry resolves its limits' counters once, when it is made (a read lock and a
-//! lookup per limit); from then on, what happens to its units is a few relaxed atomic adds
-//! per limit, under the entry's shard lock it already holds. A lease granted to a set of
-//! limits was debited from each of them, so its units count under each limit of the set.
+//! lookup per limit). A check its leased units cover adds to the entry's own [`Spent`], two
+//! plain integers under the shard lock the check holds anyway: no atomic, no shared cache
+//! line. The entry's spending goes into its limits' counters when it is forgotten, and a
+//! reader adds that of the entries still held. The rarer events (units leased, given back,
+//! given up) go straight to the limits' counters. A lease granted to a set of limits was
+//! debited from each of them, so its units count under each limit of the set.
 
 use crate::Limit;
 use parking_lot::RwLock;
@@ -32,14 +35,32 @@ pub struct LimitLeaseFigures {
     pub units_held: u64,
 }
 
-/// The live counters of one limit.
+/// The live counters of one limit; its leased checks and units spent are those of the
+/// entries forgotten (a reader adds those of the entries held).
 #[derive(Debug, Default)]
 pub(crate) struct LimitCounters {
+    name: Arc<str>,
     leased_checks: AtomicU64,
     units_leased: AtomicU64,
     units_expired: AtomicU64,
     units_returned: AtomicU64,
     units_spent: AtomicU64,
+}
+
+/// What one entry's leased checks spent, kept under its shard's lock.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Spent {
+    checks: u64,
+    units: u64,
+}
+
+impl Spent {
+    /// Counts a check of `cost` covered by leased units.
+    #[inline]
+    pub(crate) fn check(&mut self, cost: u64) {
+        self.checks += 1;
+        self.units += cost;
+    }
 }
 
 /// The counters of an entry's limits, resolved once.
@@ -55,11 +76,17 @@ impl Tally {
         }
     }
 
-    /// Counts a check of `cost` covered by leased units.
-    pub(crate) fn leased_check(&self, cost: u64) {
+    /// Counts what a forgotten entry's leased checks spent.
+    pub(crate) fn retire(&self, spent: Spent) {
+        self.add(spent.checks, |counters| &counters.leased_checks);
+        self.add(spent.units, |counters| &counters.units_spent);
+    }
+
+    /// Adds `spent`, an entry's still held, to `live` under each of its limits' names.
+    pub(crate) fn add_live(&self, spent: Spent, live: &mut HashMap<Arc<str>, Spent>) {
         for counters in &self.0 {
-            counters.leased_checks.fetch_add(1, Ordering::Relaxed);
-            counters.units_spent.fetch_add(cost, Ordering::Relaxed);
+            let sum = live.entry(Arc::clone(&counters.name)).or_default();
+            (sum.checks, sum.units) = (sum.checks + spent.checks, sum.units + spent.units);
         }
     }
 
@@ -103,26 +130,30 @@ impl ByLimit {
         if let Some(counters) = self.counters.read().get(name) {
             return Arc::clone(counters);
         }
-        Arc::clone(self.counters.write().entry(Arc::clone(name)).or_default())
+        let made = || Arc::new(LimitCounters { name: Arc::clone(name), ..LimitCounters::default() });
+        Arc::clone(self.counters.write().entry(Arc::clone(name)).or_insert_with(made))
     }
 
-    /// Each limit's figures, by name.
-    pub(crate) fn figures(&self) -> Vec<LimitLeaseFigures> {
-        let mut figures: Vec<LimitLeaseFigures> =
-            self.counters.read().iter().map(|(name, counters)| counters.figures(name)).collect();
+    /// Each limit's figures, by name, with `live` what the entries held spent.
+    pub(crate) fn figures(&self, live: &HashMap<Arc<str>, Spent>) -> Vec<LimitLeaseFigures> {
+        let read = self.counters.read();
+        let of = |(name, counters): (&Arc<str>, &Arc<LimitCounters>)| {
+            counters.figures(name, live.get(name).copied().unwrap_or_default())
+        };
+        let mut figures: Vec<LimitLeaseFigures> = read.iter().map(of).collect();
         figures.sort_by(|one, other| one.name.cmp(&other.name));
         figures
     }
 }
 
 impl LimitCounters {
-    fn figures(&self, name: &str) -> LimitLeaseFigures {
+    fn figures(&self, name: &str, live: Spent) -> LimitLeaseFigures {
         let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
         let (leased, expired) = (read(&self.units_leased), read(&self.units_expired));
-        let (spent, returned) = (read(&self.units_spent), read(&self.units_returned));
+        let (spent, returned) = (read(&self.units_spent) + live.units, read(&self.units_returned));
         LimitLeaseFigures {
             name: name.to_owned(),
-            leased_checks: read(&self.leased_checks),
+            leased_checks: read(&self.leased_checks) + live.checks,
             units_leased: leased,
             units_expired: expired,
             units_returned: returned,

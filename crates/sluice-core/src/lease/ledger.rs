@@ -1,6 +1,6 @@
 //! The leases one process holds, by key and set of limits: sharded, bounded.
 
-use super::by_limit::{ByLimit, LimitLeaseFigures, Tally};
+use super::by_limit::{ByLimit, LimitLeaseFigures, Spent, Tally};
 use super::counters::LeaseCounters;
 use super::held::{Asked, Held, Miss, Returning, Unspent};
 use crate::store::{Check, LeaseAnswer, Receipt, Verdict};
@@ -39,6 +39,8 @@ struct Entry {
     held: Held,
     /// Its limits' counters.
     tally: Tally,
+    /// What its leased checks spent, not yet in `tally`.
+    spent: Spent,
 }
 
 impl Entry {
@@ -93,9 +95,16 @@ impl Ledger {
         &self.counters
     }
 
-    /// What the leases did for each limit, by name.
+    /// What the leases did for each limit, by name: the counters, and what the entries
+    /// held spent (a walk of every entry).
     pub(crate) fn figures_by_limit(&self) -> Vec<LimitLeaseFigures> {
-        self.by_limit.figures()
+        let mut live = HashMap::new();
+        for shard in self.shards.iter() {
+            for entry in shard.lock().entries.values() {
+                entry.tally.add_live(entry.spent, &mut live);
+            }
+        }
+        self.by_limit.figures(&live)
     }
 
     /// Spends held units on `check`, or says how much to ask the store for, or to wait for
@@ -142,6 +151,7 @@ impl Ledger {
             key: key.as_bytes().into(),
             held: Held::new(now),
             tally: self.by_limit.tally(limits),
+            spent: Spent::default(),
         });
         if !entry.is_for(limits, key) {
             return Spend::Ask { extra: 0 };
@@ -149,7 +159,7 @@ impl Ledger {
         match entry.held.spend(now, cost, self.period) {
             Some(verdict) => {
                 self.counters.leased_check(cost);
-                entry.tally.leased_check(cost);
+                entry.spent.check(cost);
                 Spend::Covered(verdict)
             }
             None => match missed(&mut entry.held) {
@@ -224,7 +234,11 @@ impl Ledger {
     fn forget_idle(&self, shard: &mut Shard, now: Timestamp) {
         shard.entries.retain(|_, entry| {
             self.count_leased(&entry.tally, 0, entry.held.expire(now));
-            !entry.held.is_idle(now, self.period)
+            let keep = !entry.held.is_idle(now, self.period);
+            if !keep {
+                entry.tally.retire(entry.spent);
+            }
+            keep
         });
     }
 
