@@ -131,6 +131,12 @@ impl<S: Store> LeasedStore<S> {
 
     /// What the leases did for each limit, by limit name (a lease granted to a set of
     /// limits counts under each of them), sorted by name.
+    ///
+    /// It walks every key's lease entry (a leased check counts in its entry, at no cost to
+    /// the others). As with [`figures`](Self::figures), the counts are read one after the
+    /// other while checks go on: a read that races a [`sweep`](Self::sweep) forgetting a
+    /// key may count that key's leased checks twice or miss them, for that read only; a
+    /// quiet store reads exactly.
     pub fn figures_by_limit(&self) -> Vec<LimitLeaseFigures> {
         self.ledger.figures_by_limit()
     }
