@@ -186,7 +186,7 @@ async fn a_million_distinct_keys_add_no_series_and_the_tables_stay_bounded() {
     let error = (estimate - FLOOD as f64).abs() / FLOOD as f64;
     assert!(error < 0.049, "{estimate} estimated for {FLOOD} keys: within 3 standard errors");
     assert_eq!(value(&after, "sluice_keys"), FLOOD as f64, "the store holds every key: the exact count");
-    // Issue 45.3: the exact count per policy beside the estimate; none evicted, so all.
+    // The exact count per policy beside the estimate; none evicted, so all.
     assert_eq!(value(&after, "sluice_policy_states{policy=\"edge.user\"}"), FLOOD as f64);
     assert_eq!(value(&after, "sluice_policy_states{policy=\"tight\"}"), 0.0);
     // Every policy's and rule's figures: 4 tables of 64 counters (at most 80 bytes each, keys

@@ -306,7 +306,7 @@ fn value_in(metrics: &str, series: &str) -> u64 {
     line.unwrap_or_else(|| panic!("no {series} in {metrics}")).parse().unwrap()
 }
 
-/// Issue 45.4: once a server holds no unit any more (its keys went quiet and gave theirs
+/// Once a server holds no unit any more (its keys went quiet and gave theirs
 /// back), each policy's lease series add up to the server's (every check here is of one
 /// policy), and the dashboard shows each policy's as `/metrics` does.
 async fn each_policys_figures_add_up(servers: &[Server]) {

@@ -181,6 +181,7 @@ async fn a_graceful_stop_leaves_assignments_to_run_out_unless_told_to_abandon_th
         assert_eq!(abandoned, abandons, "{args:?}: {actions:?}");
         assert!(server.wait_exit(Duration::from_secs(20)).success(), "{args:?}");
     }
+}
 
 /// `GET /v1/rlqs/buckets` with the admin token `s3cret`, or none.
 async fn listed_buckets(server: &Server, query: &str, token: Option<&str>) -> (reqwest::StatusCode, Value) {
@@ -192,7 +193,7 @@ async fn listed_buckets(server: &Server, query: &str, token: Option<&str>) -> (r
     (response.status(), response.json().await.unwrap())
 }
 
-/// Issue 45.4: once the hub's census has run, each bucket is listed with its rule (a row
+/// Once the hub's census has run, each bucket is listed with its rule (a row
 /// of the live view's policies) and what each of its holders was last told, under the
 /// admin rules.
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! The dashboard's store figures in a real browser (Debian's headless Chromium, as in
 //! `ui_browser.rs`) against the real `sluice serve` binary, with real data: each policy's
 //! exact states on the embedded store, the RLQS buckets of a real quota stream linked to
-//! their rule's row, and each policy's quota leases on a real Redis (issue 45.4).
+//! their rule's row, and each policy's quota leases on a real Redis.
 //!
 //! Each test fails if the page logs a console error, throws, or fails to load a file, and
 //! saves a screenshot of what it checked under `target/test-artifacts/ui/`.

@@ -107,7 +107,7 @@ fn the_states_of_each_limit_are_counted_by_name() {
     for key in 0..1_000u32 {
         let bytes = key.to_le_bytes();
         let key = Key::new(&bytes).unwrap_or_else(|e| panic!("{e}"));
-        let limits = limits_for(if key.as_bytes()[0] % 2 == 0 { 0 } else { 3 }, 1);
+        let limits = limits_for(if key.as_bytes()[0].is_multiple_of(2) { 0 } else { 3 }, 1);
         store.check_now(key, &limits, now, 1).unwrap_or_else(|e| panic!("{e}"));
     }
     let by_name: Vec<(String, usize)> =
