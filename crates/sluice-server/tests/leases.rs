@@ -328,6 +328,18 @@ async fn each_policys_figures_add_up(servers: &[Server]) {
         }
         assert_eq!(of("sluice_lease_policy_units_held", ""), 0u64);
         assert!(of("sluice_lease_policy_checks_total", "") > 0, "{metrics}");
+        // A leased answer's `remaining` is this server's units, not the key's: such checks
+        // are left out of the fill ratio, which counts every other one.
+        for policy in policies {
+            let checks: u64 = metrics
+                .lines()
+                .filter(|line| line.starts_with(&format!("sluice_checks_total{{policy=\"{policy}\",")))
+                .map(|line| line.rsplit(' ').next().unwrap().parse::<u64>().unwrap())
+                .sum();
+            let leased = value_in(&metrics, &format!("sluice_lease_policy_checks_total{{policy=\"{policy}\"}}"));
+            let filled = value_in(&metrics, &format!("sluice_fill_ratio_count{{policy=\"{policy}\"}}"));
+            assert_eq!(filled + leased, checks, "{policy}: {metrics}");
+        }
         let live: Value = reqwest::get(server.url("/v1/live")).await.unwrap().json().await.unwrap();
         for policy in live["policies"].as_array().unwrap() {
             let series = format!("sluice_lease_policy_checks_total{{policy={}}}", policy["name"]);

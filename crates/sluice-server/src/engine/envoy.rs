@@ -11,7 +11,7 @@
 
 use crate::engine::{Answer, Engine, Loaded, RequestError};
 use crate::envoy::{Rule, Unit};
-use crate::metrics::{PolicyCounters, Seen};
+use crate::metrics::{PolicyCounters, Seen, measured};
 use sluice_core::{Decision, Key, Limit, StoreError, Verdict};
 use std::time::Duration;
 
@@ -68,7 +68,7 @@ impl<'e> EnvoyChecks<'e> {
     /// Counts a checked descriptor in its rule's figures (none for a peek: no `counters`).
     fn observe(&self, counters: Option<&PolicyCounters>, seen: Seen<'_>, verdict: &Verdict) {
         if let Some(counters) = counters {
-            counters.observe(seen, Some(&verdict.decision), verdict.decision.allowed);
+            counters.observe(seen, measured(verdict), verdict.decision.allowed);
         }
     }
 

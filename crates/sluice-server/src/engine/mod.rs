@@ -14,7 +14,7 @@ pub(crate) use loaded::Loaded;
 
 use crate::config::service_file::ServiceConfig;
 use crate::engine::backend::Backend;
-use crate::metrics::{Metrics, PolicyCounters, Seen};
+use crate::metrics::{Metrics, PolicyCounters, Seen, measured};
 use arc_swap::ArcSwap;
 use envoy::EnvoyChecks;
 use sluice_core::{Check, Clock, Decision, Key, Limit, Source, StoreError, SystemClock, Timestamp, Verdict};
@@ -228,7 +228,7 @@ impl Engine {
     fn count_group(&self, loaded: &Loaded, seen: Seen<'_>, group: &[usize], verdict: &Verdict, shadow: bool) {
         let index = group[verdict.limit];
         let allowed = verdict.decision.allowed;
-        loaded.counters[index].observe(seen, Some(&verdict.decision), allowed);
+        loaded.counters[index].observe(seen, measured(verdict), allowed);
         if !allowed {
             return;
         }

@@ -1,5 +1,6 @@
 //! How close keys are to their limit: a histogram of `used / limit` at each decision, with
-//! `used = limit − remaining`, labelled by policy only (`sluice_fill_ratio{policy}`).
+//! `used = limit − remaining`, labelled by policy only (`sluice_fill_ratio{policy}`). Only
+//! decisions whose `remaining` is the key's are counted ([`super::policy_figures::measured`]).
 //!
 //! A denied decision's `remaining` is what was left (less than the cost), so a denial
 //! shows how full the key was when it asked. The buckets are 0.5, 0.8, 0.9, 0.95 and 1;

@@ -36,7 +36,7 @@ use figure_series::FigureSeries;
 use latency::LatencyHistogram;
 use leases::LeaseMetrics;
 pub(crate) use per_second::{PerSecond, Seconds};
-pub(crate) use policy_figures::{DEFAULT_TOP_KEYS, FigureSettings, MAX_TOP_KEYS, PolicyFigures, Seen};
+pub(crate) use policy_figures::{DEFAULT_TOP_KEYS, FigureSettings, MAX_TOP_KEYS, PolicyFigures, Seen, measured};
 use policy_store::PolicyStoreMetrics;
 pub(crate) use policy_store::StoreSeries;
 use redis_health::RedisHealthMetrics;

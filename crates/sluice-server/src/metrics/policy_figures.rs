@@ -12,7 +12,7 @@ use crate::metrics::fill::FillHistogram;
 use crate::metrics::space_saving::key_hash;
 use crate::metrics::top_keys::TopKeys;
 use prometheus_client::metrics::counter::Counter;
-use sluice_core::{Decision, Timestamp};
+use sluice_core::{Decision, Source, Timestamp, Verdict};
 
 /// How the figures that look at keys are set up (the `top_keys` settings).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,6 +62,16 @@ pub(crate) struct Seen<'a> {
     pub(crate) key: &'a [u8],
     /// The units it asked for.
     pub(crate) cost: u64,
+}
+
+/// The decision of `verdict` whose `remaining` is what the key has left, for the fill
+/// ratio; `None` when it says something else: a leased answer's `remaining` is the units
+/// this server holds (docs/leases.md), and a failure mode's comes from no state at all.
+pub(crate) fn measured(verdict: &Verdict) -> Option<&Decision> {
+    match verdict.source {
+        Source::Store | Source::Cache | Source::Fallback => Some(&verdict.decision),
+        Source::Lease | Source::FailedOpen | Source::FailedClosed => None,
+    }
 }
 
 impl PolicyFigures {
