@@ -8,10 +8,8 @@
 mod support;
 
 use serde_json::json;
-use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
-use support::browser::Browser;
+use support::browser::{Browser, PATIENCE, artifact, assert_no_errors};
 use support::server::{Server, fresh_dir};
 
 const CONFIG: &str = r#"
@@ -31,23 +29,6 @@ policies:
     window: 1s
 "#;
 
-/// Generous: a loaded two-core machine runs the whole suite beside these tests.
-const PATIENCE: Duration = Duration::from_secs(20);
-
-/// `target/test-artifacts/ui/NAME`, next to the test binary's own target folder.
-fn artifact(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    // target/<profile>/deps/<test binary>
-    let target = exe.ancestors().nth(3).unwrap();
-    let path = target.join("test-artifacts").join("ui").join(name);
-    println!("screenshot: {}", path.display());
-    path
-}
-
-fn assert_no_errors(browser: &Browser) {
-    let errors = browser.errors();
-    assert!(errors.is_empty(), "the page reported errors: {errors:#?}");
-}
 
 /// Sends `count` checks of `key` against `policy` through the HTTP API.
 fn send_checks(server: &Server, key: &str, policy: &str, count: usize) {

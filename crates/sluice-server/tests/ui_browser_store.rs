@@ -11,29 +11,12 @@ mod support;
 
 use serde_json::json;
 use sluice_test_support::redis::RedisServer;
-use std::path::PathBuf;
 use std::time::Duration;
-use support::browser::Browser;
+use support::browser::{Browser, PATIENCE, artifact, assert_no_errors};
 use support::quota_fleet::{unique, wait_for_room_in_the_minute};
 use support::rlqs::{bucket, open, report, tokens_for};
 use support::server::Server;
 
-/// Generous: a loaded two-core machine runs the whole suite beside these tests.
-const PATIENCE: Duration = Duration::from_secs(20);
-
-/// `target/test-artifacts/ui/NAME`, next to the test binary's own target folder.
-fn artifact(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let target = exe.ancestors().nth(3).unwrap();
-    let path = target.join("test-artifacts").join("ui").join(name);
-    println!("screenshot: {}", path.display());
-    path
-}
-
-fn assert_no_errors(browser: &Browser) {
-    let errors = browser.errors();
-    assert!(errors.is_empty(), "the page reported errors: {errors:#?}");
-}
 
 /// Sends a check of cost 1 for each of `keys` against `policy` through the HTTP API.
 async fn send_checks(server: &Server, policy: &str, keys: &[String]) {

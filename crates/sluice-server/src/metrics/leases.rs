@@ -95,7 +95,7 @@ impl LeaseMetrics {
 }
 
 /// Raises `counter` to `total`, a count kept elsewhere.
-fn raise(counter: &Counter, total: u64) {
+pub(super) fn raise(counter: &Counter, total: u64) {
     let current = counter.get();
     if total > current {
         counter.inc_by(total - current);
@@ -108,11 +108,7 @@ mod tests {
 
     /// `metrics`' series, as `/metrics` renders them.
     fn rendered(metrics: &LeaseMetrics) -> String {
-        let mut registry = Registry::with_prefix("sluice");
-        metrics.register(&mut registry);
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-        text
+        crate::metrics::rendered_with(|registry| metrics.register(registry))
     }
 
     #[test]

@@ -21,6 +21,7 @@ mod fill;
 mod latency;
 mod leases;
 mod per_second;
+mod policy_counters;
 mod policy_figures;
 mod policy_store;
 mod redis_health;
@@ -36,6 +37,8 @@ use figure_series::FigureSeries;
 use latency::LatencyHistogram;
 use leases::LeaseMetrics;
 pub(crate) use per_second::{PerSecond, Seconds};
+use policy_counters::CheckLabels;
+pub(crate) use policy_counters::{PolicyCounters, RlqsChecks};
 pub(crate) use policy_figures::{DEFAULT_TOP_KEYS, FigureSettings, MAX_TOP_KEYS, PolicyFigures, Seen, measured};
 use policy_store::PolicyStoreMetrics;
 pub(crate) use policy_store::StoreSeries;
@@ -44,24 +47,6 @@ pub(crate) use rlqs::{RlqsCounts, RlqsMetrics};
 pub(crate) use rlqs_buckets::{BucketCensus, LISTED_BUCKETS, RlqsBucket};
 use sluice_redis::RedisHealth;
 pub(crate) use top_keys::{By, EPOCH_MICROS, EpochTop};
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq)]
-struct CheckLabels {
-    policy: String,
-    /// `allowed`, `rejected` or `shadow_rejected`.
-    outcome: &'static str,
-    /// `rlqs` for requests Envoy decided on an RLQS share and reported; no label for the
-    /// checks Sluice decides itself.
-    source: Option<&'static str>,
-}
-
-impl prometheus_client::encoding::EncodeLabelSet for CheckLabels {
-    fn encode(&self, encoder: &mut prometheus_client::encoding::LabelSetEncoder<'_>) -> Result<(), std::fmt::Error> {
-        let mut labels = vec![("policy", self.policy.as_str()), ("outcome", self.outcome)];
-        labels.extend(self.source.map(|source| ("source", source)));
-        labels.encode(encoder)
-    }
-}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct SourceLabels {
@@ -103,60 +88,6 @@ pub(crate) struct Metrics {
     figures_on: bool,
     /// Held through a scrape, so that two scrapes do not interleave the ranks' series.
     rendering: parking_lot::Mutex<()>,
-}
-
-/// The counters of one policy, resolved once per configuration.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct PolicyCounters {
-    allowed: Counter,
-    rejected: Counter,
-    shadow_rejected: Counter,
-    /// Its figures that look at keys; `None` only in the benchmark's baseline.
-    figures: Option<Arc<PolicyFigures>>,
-}
-
-impl PolicyCounters {
-    /// Counts one request's outcome under this policy.
-    pub(crate) fn count(&self, allowed: bool, shadow: bool) {
-        match (allowed, shadow) {
-            (true, _) => self.allowed.inc(),
-            (false, false) => self.rejected.inc(),
-            (false, true) => self.shadow_rejected.inc(),
-        };
-    }
-
-    /// Counts a decision of this policy in its figures: `decision` when the policy's own
-    /// is known, `allowed` whether the policy let the request through.
-    pub(crate) fn observe(&self, seen: Seen<'_>, decision: Option<&Decision>, allowed: bool) {
-        if let Some(figures) = &self.figures {
-            figures.observe(seen, decision, allowed);
-        }
-    }
-
-    /// Its figures that look at keys (`None` only in the benchmark's baseline).
-    pub(crate) fn figures(&self) -> Option<&PolicyFigures> {
-        self.figures.as_deref()
-    }
-
-    /// Requests counted so far: allowed, rejected and shadow-rejected.
-    pub(crate) fn totals(&self) -> [u64; 3] {
-        [self.allowed.get(), self.rejected.get(), self.shadow_rejected.get()]
-    }
-}
-
-/// The requests Envoys report deciding on RLQS assignments of one policy.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct RlqsChecks {
-    allowed: Counter,
-    rejected: Counter,
-}
-
-impl RlqsChecks {
-    /// Counts a report's `allowed` and `denied` requests.
-    pub(crate) fn count(&self, allowed: u64, denied: u64) {
-        self.allowed.inc_by(allowed);
-        self.rejected.inc_by(denied);
-    }
 }
 
 /// The failure modes that decide without the store, as the metrics name them.
@@ -264,25 +195,13 @@ impl Metrics {
 
     /// The counters of `policy`.
     pub(crate) fn policy(&self, policy: &str) -> PolicyCounters {
-        let counter = |outcome| {
-            self.checks.get_or_create(&CheckLabels { policy: policy.to_owned(), outcome, source: None }).clone()
-        };
-        PolicyCounters {
-            allowed: counter("allowed"),
-            rejected: counter("rejected"),
-            shadow_rejected: counter("shadow_rejected"),
-            figures: self.figures_on.then(|| self.figures.of(policy)),
-        }
+        PolicyCounters::resolve(&self.checks, policy, self.figures_on.then(|| self.figures.of(policy)))
     }
 
     /// The counters of the requests Envoys report deciding on RLQS assignments of
     /// `policy` (`source="rlqs"`), resolved once per bucket rather than per report.
     pub(crate) fn rlqs_checks(&self, policy: &str) -> RlqsChecks {
-        let counter = |outcome| {
-            let labels = CheckLabels { policy: policy.to_owned(), outcome, source: Some("rlqs") };
-            self.checks.get_or_create(&labels).clone()
-        };
-        RlqsChecks { allowed: counter("allowed"), rejected: counter("rejected") }
+        RlqsChecks::resolve(&self.checks, policy)
     }
 
     /// The counters of `CL.THROTTLE` calls with `max_burst`, `count` and `period`
@@ -390,4 +309,14 @@ impl EncodeLabelSet for NoLabels {
     fn encode(&self, _: &mut LabelSetEncoder<'_>) -> Result<(), std::fmt::Error> {
         Ok(())
     }
+}
+
+/// The text `/metrics` renders for the series `register` registers, under Sluice's prefix.
+#[cfg(test)]
+pub(crate) fn rendered_with(register: impl FnOnce(&mut Registry)) -> String {
+    let mut registry = Registry::with_prefix("sluice");
+    register(&mut registry);
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+    text
 }

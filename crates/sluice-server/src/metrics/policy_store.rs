@@ -14,6 +14,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
+use super::leases::raise;
 use sluice_core::lease::LimitLeaseFigures;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -119,24 +120,13 @@ impl PolicyStoreMetrics {
     }
 }
 
-/// Raises `counter` to `total`, a count kept elsewhere.
-fn raise(counter: &Counter, total: u64) {
-    let current = counter.get();
-    if total > current {
-        counter.inc_by(total - current);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// `metrics`' series, as `/metrics` renders them.
     fn rendered(metrics: &PolicyStoreMetrics) -> String {
-        let mut registry = Registry::with_prefix("sluice");
-        metrics.register(&mut registry);
-        let mut text = String::new();
-        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
-        text
+        crate::metrics::rendered_with(|registry| metrics.register(registry))
     }
 
     #[test]

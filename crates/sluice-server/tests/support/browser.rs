@@ -276,3 +276,22 @@ fn decode_base64(text: &str) -> Vec<u8> {
     }
     bytes
 }
+
+/// Generous: a loaded two-core machine runs the whole suite beside the browser tests.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+
+/// `target/test-artifacts/ui/NAME`, next to the test binary's own target folder.
+pub fn artifact(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    // target/<profile>/deps/<test binary>
+    let target = exe.ancestors().nth(3).unwrap();
+    let path = target.join("test-artifacts").join("ui").join(name);
+    println!("screenshot: {}", path.display());
+    path
+}
+
+/// Fails the test with the errors the page reported, if any.
+pub fn assert_no_errors(browser: &Browser) {
+    let errors = browser.errors();
+    assert!(errors.is_empty(), "the page reported errors: {errors:#?}");
+}
