@@ -29,7 +29,6 @@ policies:
     window: 1s
 "#;
 
-
 /// Sends `count` checks of `key` against `policy` through the HTTP API.
 fn send_checks(server: &Server, key: &str, policy: &str, count: usize) {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();

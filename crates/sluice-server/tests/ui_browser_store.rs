@@ -17,7 +17,6 @@ use support::quota_fleet::{unique, wait_for_room_in_the_minute};
 use support::rlqs::{bucket, open, report, tokens_for};
 use support::server::Server;
 
-
 /// Sends a check of cost 1 for each of `keys` against `policy` through the HTTP API.
 async fn send_checks(server: &Server, policy: &str, keys: &[String]) {
     let client = reqwest::Client::new();

@@ -9,7 +9,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use sluice_core::lease::{LeaseFigures, LimitLeaseFigures, NoLease};
-use sluice_core::{Decision, Source, Timestamp};
+use sluice_core::{Source, Timestamp};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;

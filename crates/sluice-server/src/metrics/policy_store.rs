@@ -8,13 +8,13 @@
 //! states on the embedded store (Redis holds keys with a TTL and is not walked), lease
 //! figures with leases on. docs/service.md ("Series budget") counts them.
 
+use super::leases::raise;
 use parking_lot::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
-use super::leases::raise;
 use sluice_core::lease::LimitLeaseFigures;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
