@@ -47,57 +47,32 @@ GRPC=$(sed -n 's|^gRPC listening on ||p' "$out")
 
 # One Envoy: the front listener (rate limited, routed to the back one) and the back one,
 # a direct response, so that the route has a cluster to count the filter's calls under.
-envoy_config() { # $1 timeout, $2 front port, $3 back port, $4 admin port
+listener() { # $1 name, $2 port, $3 its routes, $4 its filters before the router (flow YAML)
   cat <<EOF
-admin: {address: {socket_address: {address: 127.0.0.1, port_value: $4}}}
-static_resources:
-  listeners:
-    - name: front
+    - name: $1
       address: {socket_address: {address: 127.0.0.1, port_value: $2}}
       filter_chains:
         - filters:
             - name: envoy.filters.network.http_connection_manager
               typed_config:
                 "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-                stat_prefix: front
-                route_config:
-                  virtual_hosts:
-                    - name: all
-                      domains: ["*"]
-                      routes:
-                        - match: {prefix: /}
-                          route:
-                            cluster: back
-                            rate_limits: [{actions: [{generic_key: {descriptor_value: load}}]}]
-                http_filters:
-                  - name: envoy.filters.http.ratelimit
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit
-                      domain: edge
-                      timeout: $1
-                      rate_limit_service:
-                        transport_api_version: V3
-                        grpc_service: {envoy_grpc: {cluster_name: sluice}}
-                  - name: envoy.filters.http.router
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
-    - name: back
-      address: {socket_address: {address: 127.0.0.1, port_value: $3}}
-      filter_chains:
-        - filters:
-            - name: envoy.filters.network.http_connection_manager
-              typed_config:
-                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-                stat_prefix: back
-                route_config:
-                  virtual_hosts:
-                    - name: all
-                      domains: ["*"]
-                      routes: [{match: {prefix: /}, direct_response: {status: 200, body: {inline_string: ok}}}]
-                http_filters:
-                  - name: envoy.filters.http.router
-                    typed_config:
-                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+                stat_prefix: $1
+                route_config: {virtual_hosts: [{name: all, domains: ["*"], routes: $3}]}
+                http_filters: [$4{name: envoy.filters.http.router, typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}}]
+EOF
+}
+
+envoy_config() { # $1 timeout, $2 front port, $3 back port, $4 admin port
+  local limited="[{match: {prefix: /}, route: {cluster: back, rate_limits: [{actions: [{generic_key: {descriptor_value: load}}]}]}}]"
+  local ratelimit="{name: envoy.filters.http.ratelimit, typed_config: {\"@type\": type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit, domain: edge, timeout: $1, rate_limit_service: {transport_api_version: V3, grpc_service: {envoy_grpc: {cluster_name: sluice}}}}}, "
+  cat <<EOF
+admin: {address: {socket_address: {address: 127.0.0.1, port_value: $4}}}
+static_resources:
+  listeners:
+EOF
+  listener front "$2" "$limited" "$ratelimit"
+  listener back "$3" "[{match: {prefix: /}, direct_response: {status: 200, body: {inline_string: ok}}}]" ""
+  cat <<EOF
   clusters:
     - name: back
       connect_timeout: 1s

@@ -1,6 +1,7 @@
 //! The hub's buckets with a limit, by state key: what applies to a bucket a stream
 //! reports (a limited one joins the shares of its state key), and what the hub does with
-//! the shares on reports and ticks (charge usage, renew, abandon the stale, re-divide).
+//! the shares on reports and ticks (charge usage, renew refusals and
+//! close shares, abandon the stale, re-divide).
 
 use super::outgoing::Outgoing;
 use super::shared_bucket::SharedBucket;
@@ -153,7 +154,8 @@ impl Buckets {
         abandoned
     }
 
-    /// Renews the grants of the bucket at `key` that are due (the actions go to `outgoing`).
+    /// Sends what is due for the bucket at `key` besides new shares: refusals renewed, shares
+    /// closed as their window ends (the actions go to `outgoing`).
     pub(super) fn renew(&mut self, key: &str, now: Timestamp, engine: &Engine, outgoing: &mut Outgoing) {
         let Some(bucket) = self.shared.get_mut(key) else { return };
         let renewed = bucket.renew(now);

@@ -104,7 +104,8 @@ impl SharedBucket {
         due
     }
 
-    /// Renews the grants that are due at `now`.
+    /// What is due at `now` besides new shares: refusals renewed, shares closed as their
+    /// window ends.
     pub(super) fn renew(&mut self, now: Timestamp) -> Vec<(StreamId, Assignment)> {
         self.shares.renew(now)
     }
