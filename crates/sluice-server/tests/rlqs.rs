@@ -226,6 +226,12 @@ async fn the_bucket_census_lists_each_buckets_rule_and_what_its_holders_were_tol
     assert!(live["rlqs_buckets"]["buckets"].as_array().unwrap().iter().any(|b| b["key"] == listed["key"]));
     assert_eq!(listed_buckets(&server, "", None).await.0, reqwest::StatusCode::UNAUTHORIZED);
     assert_eq!(listed_buckets(&server, "?limit=0", Some("s3cret")).await.0, reqwest::StatusCode::BAD_REQUEST);
+    let (status, refused) = listed_buckets(&server, "?limit=many", Some("s3cret")).await;
+    assert_eq!(
+        (status, refused["error"].as_str()),
+        (reqwest::StatusCode::BAD_REQUEST, Some("bad_request")),
+        "{refused}"
+    );
     let (status, one) = listed_buckets(&server, "?limit=1", Some("s3cret")).await;
     assert_eq!((status, one["buckets"].as_array().unwrap().len()), (reqwest::StatusCode::OK, 1));
 }

@@ -5,7 +5,7 @@ use crate::http::MAX_BODY_BYTES;
 use crate::http::api::ErrorResponse;
 use crate::http::deadline::Deadline;
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
+use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use sluice_core::StoreError;
@@ -45,6 +45,13 @@ impl ApiError {
     pub(crate) fn body_too_large() -> ApiError {
         let message = format!("the request body is over {MAX_BODY_BYTES} bytes");
         ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "payload_too_large", message)
+    }
+}
+
+impl From<QueryRejection> for ApiError {
+    /// A query string that does not parse: 400, with axum's words for what is wrong.
+    fn from(rejection: QueryRejection) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", rejection.body_text())
     }
 }
 

@@ -46,8 +46,7 @@ pub(crate) async fn buckets(
     query: Result<Query<BucketsQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<BucketCensus>, ApiError> {
     authorize(&front.service, &peer, &headers)?;
-    let Query(query) =
-        query.map_err(|rejection| ApiError::new(StatusCode::BAD_REQUEST, "bad_request", rejection.body_text()))?;
+    let Query(query) = query?;
     let limit = query.limit.unwrap_or(LISTED_BUCKETS);
     if !(1..=LISTED_BUCKETS).contains(&limit) {
         let message = format!("`limit` must be from 1 to {LISTED_BUCKETS}, not {limit}");

@@ -92,8 +92,7 @@ pub(crate) async fn top(
     query: Result<Query<TopQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<TopResponse>, ApiError> {
     authorize(&front.service, &peer, &headers)?;
-    let Query(query) =
-        query.map_err(|rejection| ApiError::new(StatusCode::BAD_REQUEST, "bad_request", rejection.body_text()))?;
+    let Query(query) = query?;
     let by_name = query.by.as_deref().unwrap_or("denied");
     let by = By::parse(by_name).ok_or_else(|| {
         ApiError::new(StatusCode::BAD_REQUEST, "bad_request", format!("unknown `by` `{by_name}` (denied, consumed)"))
