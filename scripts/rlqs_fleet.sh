@@ -3,7 +3,8 @@
 # (one worker, pinned to core 0) holding STREAMS streams of one bucket each, opened by the
 # raw HTTP/2 client of crates/sluice-server/benches/rlqs_fleet.rs (pinned to core 1), which
 # re-reports every stream every 5 s for ROUNDS rounds: spread over the 5 s as a fleet's
-# timers are, or all at once with BURST=1 (the worst case). Per round: the server's CPU time
+# timers are, or all at once with BURST=1, and with HOLD=1 too while the server is stopped
+# (SIGSTOP), so that it finds the whole burst waiting (the worst case). Per round: the server's CPU time
 # (utime + stime from /proc/PID/stat over the round) and a new stream's time to its first
 # assignment, opened in the middle of the spread round or right after the burst; once: the
 # server's resident memory per stream (RSS after opening the streams, less RSS before,
@@ -15,7 +16,7 @@
 # needs one in the server and one in the client, so past that, set PER_CONNECTION to put
 # several streams on one HTTP/2 connection (Envoy opens one stream per Envoy).
 # Settings (environment): STREAMS (a list, "2000 20000 40000"), PER_CONNECTION (1),
-# ROUNDS (5), BURST (0), LIFETIME (seconds any server may live, 600), SLUICE_BIN (a
+# ROUNDS (5), BURST (0), HOLD (0), LIFETIME (seconds any server may live, 600), SLUICE_BIN (a
 # `sluice` binary), FLEET_CLIENT (the load client, built already).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,7 @@ STREAMS=${STREAMS:-2000 20000 40000}
 PER_CONNECTION=${PER_CONNECTION:-1}
 ROUNDS=${ROUNDS:-5}
 BURST=${BURST:-0}
+HOLD=${HOLD:-0}
 LIFETIME=${LIFETIME:-600}
 
 fail() { echo "rlqs_fleet.sh: $*" >&2; exit 1; }
@@ -56,7 +58,7 @@ for streams in $STREAMS; do
   [ -n "$GRPC" ] || { cat "$WORK/server.err" >&2; fail "the server did not start"; }
   SERVER_PID=$(pgrep -P "$wrapper")
   SLUICE_FLEET_GRPC=$GRPC SLUICE_FLEET_PID=$SERVER_PID SLUICE_FLEET_STREAMS=$streams \
-    SLUICE_FLEET_PER_CONNECTION=$PER_CONNECTION SLUICE_FLEET_ROUNDS=$ROUNDS SLUICE_FLEET_BURST=$BURST \
+    SLUICE_FLEET_PER_CONNECTION=$PER_CONNECTION SLUICE_FLEET_ROUNDS=$ROUNDS SLUICE_FLEET_BURST=$BURST SLUICE_FLEET_HOLD=$HOLD \
     taskset -c 1 timeout "$LIFETIME" "$FLEET_CLIENT"
   stop_pid "$SERVER_PID"
   warnings=$(grep -c WARN "$WORK/server.err" || true)

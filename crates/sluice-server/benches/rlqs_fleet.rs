@@ -7,8 +7,11 @@
 //! - `SLUICE_FLEET_STREAMS` (2000), `SLUICE_FLEET_PER_CONNECTION` (1): the streams, and how
 //!   many share an HTTP/2 connection (Envoy opens one per Envoy);
 //! - `SLUICE_FLEET_ROUNDS` (5): rounds of one report per stream, every 5 s;
-//! - `SLUICE_FLEET_BURST` (0): 1 sends a round's reports all at once, the worst case; by
-//!   default they are spread over the round, as the timers of a fleet of Envoys are.
+//! - `SLUICE_FLEET_BURST` (0): 1 sends a round's reports all at once; by default they are
+//!   spread over the round, as the timers of a fleet of Envoys are;
+//! - `SLUICE_FLEET_HOLD` (0): with a burst, 1 stops the server (`SIGSTOP`) while the burst
+//!   is sent and resumes it before the new streams open, so that it finds every report
+//!   waiting, as behind a fleet faster than one core: the worst case.
 //!
 //! Each stream holds one bucket of its own, `{plan: free, tenant: tN}`, limited by
 //! docs/envoy-rlqs-sluice.yaml (5 a minute), so each is assigned a share. Connections come
@@ -166,31 +169,82 @@ fn usage(pid: u32) -> (Duration, u64) {
 /// Slices a round's reports are sent in, spread over the round as a fleet's timers are.
 const SLICES: usize = 50;
 
-/// One round: a report on every stream (all at once when `burst`, else spread over the
-/// round), then a new stream's wait for its first assignment, opened right after the
-/// burst or in the middle of the spread round; the wait.
-async fn round(server: SocketAddr, fleet: &mut [Reports], round: usize, burst: bool) -> Duration {
+/// How a round's reports are sent.
+#[derive(Clone, Copy, Debug)]
+enum Sending {
+    /// Spread over the round, as a fleet's timers spread them.
+    Spread,
+    /// All at once.
+    Burst,
+    /// All at once while the server (this process id) is stopped.
+    HeldBurst(u32),
+}
+
+/// How long a held burst waits for this client to write it out before resuming the server.
+const HOLD: Duration = Duration::from_millis(500);
+
+/// One round: a report on every stream, sent as `sending` says, and the longest a new
+/// stream waited for its first assignment: new streams opened at
+/// [`NEWCOMERS_AFTER_BURST`] after a burst, or one in the middle of the spread round.
+async fn round(server: SocketAddr, fleet: &mut [Reports], round: usize, sending: Sending) -> Duration {
     let started = tokio::time::Instant::now();
-    let slice = if burst { fleet.len() } else { fleet.len().div_ceil(SLICES) };
-    let mut waited = Duration::ZERO;
+    let slice = if matches!(sending, Sending::Spread) { fleet.len().div_ceil(SLICES) } else { fleet.len() };
+    let mut newcomers = Vec::new();
+    if let Sending::HeldBurst(pid) = sending {
+        signal(pid, "-STOP");
+    }
     for (index, streams) in fleet.chunks_mut(slice.max(1)).enumerate() {
         for (offset, reports) in streams.iter_mut().enumerate() {
             reports.send_data(report(&format!("t{}", index * slice + offset), 0), false).unwrap();
         }
-        if index == SLICES / 2 || burst {
-            waited = newcomer(server, round).await;
+        if let Sending::HeldBurst(pid) = sending {
+            tokio::time::sleep(HOLD).await;
+            signal(pid, "-CONT");
+        }
+        if matches!(sending, Sending::Spread) {
+            if index == SLICES / 2 {
+                newcomers.push(newcomer(server, round, 0, Duration::ZERO));
+            }
+        } else {
+            newcomers.extend(
+                NEWCOMERS_AFTER_BURST.iter().enumerate().map(|(nth, after)| newcomer(server, round, nth, *after)),
+            );
         }
         tokio::time::sleep_until(started + ROUND / SLICES as u32 * (index as u32 + 1)).await;
     }
-    waited
+    let waits: Vec<Duration> = newcomers.into_iter().map(|newcomer| newcomer.join().unwrap()).collect();
+    if waits.len() > 1 {
+        println!("  new streams' first assignments: {waits:.1?}");
+    }
+    waits.into_iter().max().unwrap_or_default()
 }
 
-/// How long a new stream on a new connection waits for its first assignment.
-async fn newcomer(server: SocketAddr, round: usize) -> Duration {
-    let mut send = connect(server, PER_ADDRESS * 10 + round).await;
-    let (reports, waited) = open(&mut send, &format!("new{round}-{}", std::process::id()), &Arc::default()).await;
-    drop(reports);
-    waited
+/// Sends `signal` (`-STOP`, `-CONT`) to process `pid`.
+fn signal(pid: u32, signal: &str) {
+    let status = std::process::Command::new("kill").arg(signal).arg(pid.to_string()).status().unwrap();
+    assert!(status.success(), "kill {signal} {pid}");
+}
+
+/// When new streams are opened after a burst is sent: as the server starts reading it,
+/// and while it is still reading.
+const NEWCOMERS_AFTER_BURST: [Duration; 3] = [Duration::ZERO, Duration::from_millis(100), Duration::from_millis(200)];
+
+/// A new stream on a new connection, opened `after` from now on a thread and runtime of
+/// its own, so that it does not wait behind the fleet's own connections in this client:
+/// its wait for its first assignment, from its connection's start.
+fn newcomer(server: SocketAddr, round: usize, nth: usize, after: Duration) -> std::thread::JoinHandle<Duration> {
+    std::thread::spawn(move || {
+        std::thread::sleep(after);
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        runtime.block_on(async {
+            let started = Instant::now();
+            let mut send = connect(server, PER_ADDRESS * 10 + round * NEWCOMERS_AFTER_BURST.len() + nth).await;
+            let tenant = format!("new{round}-{nth}-{}", std::process::id());
+            let (reports, _) = open(&mut send, &tenant, &Arc::default()).await;
+            drop(reports);
+            started.elapsed()
+        })
+    })
 }
 
 /// The median of `values`.
@@ -207,6 +261,11 @@ async fn main() {
     let per_connection = setting("SLUICE_FLEET_PER_CONNECTION", 1);
     let rounds = setting("SLUICE_FLEET_ROUNDS", 5);
     let burst = setting("SLUICE_FLEET_BURST", 0) == 1;
+    let sending = match (burst, setting("SLUICE_FLEET_HOLD", 0) == 1) {
+        (false, _) => Sending::Spread,
+        (true, false) => Sending::Burst,
+        (true, true) => Sending::HeldBurst(pid),
+    };
     let (_, before) = usage(pid);
     let started = Instant::now();
     let mut fleet = open_fleet(server, streams, per_connection).await;
@@ -215,7 +274,7 @@ async fn main() {
     let (mut then, held) = usage(pid);
     let mut next = Instant::now();
     for index in 0..rounds {
-        waits.push(round(server, &mut fleet, index, burst).await);
+        waits.push(round(server, &mut fleet, index, sending).await);
         next += ROUND;
         tokio::time::sleep_until(next.into()).await;
         let (now, _) = usage(pid);
@@ -226,7 +285,7 @@ async fn main() {
     let per_stream = held.saturating_sub(before) / streams as u64;
     let (cpu, wait) = (median(&mut cpu), median(&mut waits));
     println!(
-        "streams={streams} per_connection={per_connection} burst={burst} cpu_per_round_ms={} cores={:.3} \
+        "streams={streams} per_connection={per_connection} sending={sending:?} cpu_per_round_ms={} cores={:.3} \
          first_assignment_ms={:.1} rss_mib={} bytes_per_stream={per_stream}",
         cpu.as_millis(),
         cpu.as_secs_f64() / ROUND.as_secs_f64(),

@@ -1,17 +1,18 @@
-//! The gRPC listener's connections, as tonic takes them: each socket holds its listener's
-//! slot, tells the streams' layer ([`crate::grpc::message_deadline`]) what its connection
-//! is doing, and has a watchdog ([`crate::runtime::idle`]) that closes it once it has had
-//! no stream open for the idle timeout, or when its listener, full, asks it to make room.
+//! The gRPC listener's connections: each socket holds its listener's slot, tells the
+//! streams' layer ([`crate::grpc::message_deadline`]) what its connection is doing, and
+//! has a watchdog ([`crate::runtime::idle`]) that closes it once it has had no stream open
+//! for the idle timeout, or when its listener, full, asks it to make room.
 //!
-//! tonic serves the connection in a task of its own, out of reach: the watchdog closes it
-//! through its socket, whose next read ends it (end of file), and hyper drops the
-//! connection, with no GOAWAY. A connection is closed so when it has no stream open, or,
+//! hyper serves the connection in tasks that may be on the intake runtime or the worker
+//! ([`crate::runtime::intake`]): the watchdog closes it through its socket, whose next read
+//! ends it (end of file), and hyper drops the connection, with no GOAWAY. A connection is closed so when it has no stream open, or,
 //! when the listener is full, when its client holds more than its share
 //! ([`crate::runtime::handoff`]); Envoy opens a new one for its next call.
 
 use crate::runtime::activity::Activity;
-use crate::runtime::handoff::{Queue, Slot};
+use crate::runtime::handoff::{Connection, Slot};
 use crate::runtime::idle::{Timeouts, close_when_idle};
+use crate::runtime::intake::Home;
 use std::io;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -20,18 +21,18 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
-use tonic::transport::server::Connected;
 
-/// What each request of a gRPC connection carries in its extensions (tonic's connect info).
+/// What each request of a gRPC connection carries in its extensions.
 ///
-/// In place of tonic's `TcpConnectInfo`: `Request::remote_addr` is `None`; read
-/// [`GrpcConnection::peer`] instead.
+/// `tonic::Request::remote_addr` is `None`; read [`GrpcConnection::peer`] instead.
 #[derive(Clone, Debug)]
 pub(crate) struct GrpcConnection {
     /// The client's address.
     pub(crate) peer: SocketAddr,
     /// What the connection is doing: its streams count as its requests.
     pub(crate) activity: Arc<Activity>,
+    /// Where the connection's tasks run: a task a stream starts is spawned there.
+    pub(crate) home: Home,
 }
 
 /// A gRPC connection's socket: holds its slot, and reads an end of file once the
@@ -45,11 +46,20 @@ pub(crate) struct GrpcSocket {
     _ended: oneshot::Sender<()>,
 }
 
-impl Connected for GrpcSocket {
-    type ConnectInfo = GrpcConnection;
+impl GrpcSocket {
+    /// The socket of `accepted`, whose tasks run at `home`, watched with `timeouts.idle`
+    /// (its streams as its requests) on the calling worker's runtime.
+    pub(crate) fn watched(accepted: Connection, home: Home, timeouts: Timeouts) -> GrpcSocket {
+        let activity = Arc::clone(accepted.slot.activity());
+        let connection = GrpcConnection { peer: accepted.peer, activity, home };
+        let (ended, watched) = oneshot::channel();
+        tokio::spawn(watch(connection.clone(), timeouts, watched));
+        GrpcSocket { stream: accepted.stream, connection, _slot: accepted.slot, _ended: ended }
+    }
 
-    fn connect_info(&self) -> GrpcConnection {
-        self.connection.clone()
+    /// What its requests carry in their extensions.
+    pub(crate) fn connection(&self) -> &GrpcConnection {
+        &self.connection
     }
 }
 
@@ -67,23 +77,6 @@ impl AsyncRead for GrpcSocket {
 }
 
 crate::runtime::write_through::write_through!(GrpcSocket);
-
-/// The connections of `queue` as a stream, as tonic takes them, each watched with
-/// `timeouts.idle` (its streams as its requests) on the calling worker's runtime.
-pub(crate) fn connections(
-    queue: Queue,
-    timeouts: Timeouts,
-) -> impl futures_util::Stream<Item = io::Result<GrpcSocket>> {
-    futures_util::stream::unfold(queue, move |mut queue| async move {
-        let accepted = queue.next().await?;
-        let activity = Arc::clone(accepted.slot.activity());
-        let connection = GrpcConnection { peer: accepted.peer, activity };
-        let (ended, watched) = oneshot::channel();
-        tokio::spawn(watch(connection.clone(), timeouts, watched));
-        let socket = GrpcSocket { stream: accepted.stream, connection, _slot: accepted.slot, _ended: ended };
-        Some((Ok(socket), queue))
-    })
-}
 
 /// Closes `connection` once it has had no stream open for the idle timeout, or when asked
 /// to make room; returns when it has ended (`ended` completes).

@@ -8,6 +8,7 @@ mod response_headers;
 pub(crate) mod rlqs;
 pub(crate) mod rlqs_server;
 pub(crate) mod rls;
+pub(crate) mod server;
 mod unknown_service;
 
 pub(crate) use unknown_service::LogUnknownCalls;

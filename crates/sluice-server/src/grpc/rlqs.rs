@@ -53,8 +53,7 @@ impl RateLimitQuotaService for RateLimitQuotaGrpc {
         &self,
         request: Request<Streaming<RateLimitQuotaUsageReports>>,
     ) -> Result<Response<Responses>, Status> {
-        let connection =
-            request.extensions().get::<GrpcConnection>().map_or(UNKNOWN_PEER, |connection| connection.peer);
+        let connection = request.extensions().get::<GrpcConnection>().cloned();
         let mut inbound = request.into_inner();
         let first = match tokio::time::timeout(FIRST_REPORT_WITHIN, inbound.message()).await {
             Err(_) => return Err(Status::deadline_exceeded("no usage report within 10 s of the stream's start")),
@@ -69,11 +68,17 @@ impl RateLimitQuotaService for RateLimitQuotaGrpc {
         let buckets = report::read(first, self.hub.bounds)?;
         let (outbox, responses): (Outbox, _) = mpsc::channel(RESPONSES_QUEUED);
         let stream = self.hub.new_stream();
-        let open = Event::Open { stream, connection, domain: domain.clone(), outbox };
+        let peer = connection.as_ref().map_or(UNKNOWN_PEER, |connection| connection.peer);
+        let open = Event::Open { stream, connection: peer, domain: domain.clone(), outbox };
         if !self.hub.send_first(open).await || !self.hub.send_first(Event::Report { stream, buckets }).await {
             return Err(Status::unavailable("the service is shutting down"));
         }
-        tokio::spawn(forward(self.hub.clone(), stream, domain, inbound));
+        let forwarding = forward(self.hub.clone(), stream, domain, inbound);
+        match connection {
+            // Later reports are read on the connection's worker, whatever runs this call.
+            Some(connection) => connection.home.spawn_on_worker(forwarding),
+            None => drop(tokio::spawn(forwarding)),
+        }
         let responses = futures_util::stream::unfold(responses, |mut responses| async move {
             responses.recv().await.map(|response| (response.map_err(|status| *status), responses))
         });

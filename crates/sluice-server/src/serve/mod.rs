@@ -11,11 +11,12 @@ use crate::engine::Engine;
 use crate::engine::backend::Backend;
 use crate::engine::front::Front;
 use crate::engine::service_state::ServiceState;
-use crate::grpc::connection;
+use crate::grpc;
 use crate::grpc::message_deadline::{MessageDeadlineLayer, MessageLimits};
 use crate::grpc::rlqs::RateLimitQuotaGrpc;
 use crate::grpc::rlqs_server::RlqsServer;
 use crate::grpc::rls::{RateLimitGrpc, RateLimitServiceServer};
+use crate::grpc::server::Http2Settings;
 use crate::http;
 use crate::http::MakeApi;
 use crate::metrics::{Metrics, StoreSeries};
@@ -25,7 +26,6 @@ use crate::runtime::idle::Timeouts;
 use crate::runtime::shutdown::{self, Shutdown};
 use crate::runtime::workers::{Job, Workers};
 use crate::serve::start::{InitialConfig, Listeners};
-use anyhow::Context;
 use futures_util::future::join_all;
 use sluice_core::Limit;
 use sluice_core::lease::Unspent;
@@ -139,7 +139,10 @@ async fn serve_connections(
         grpc,
         resp,
     });
-    let (workers, ready) = start_workers(service, (&hub, hub_task), queues, shutdown)?;
+    // New gRPC connections start on this runtime, which only accepts and runs background
+    // work ([`crate::runtime::intake`]).
+    let intake = tokio::runtime::Handle::current();
+    let (workers, ready) = start_workers(service, (&hub, hub_task), queues, &intake, shutdown)?;
     // Nothing is accepted, nor announced, before every worker can serve: a request must
     // never wait for a worker's store connection (`/readyz` and the "listening" lines
     // mean it).
@@ -179,6 +182,7 @@ fn start_workers(
     service: &Arc<ServiceState>,
     (hub, hub_task): (&HubHandle, HubTask),
     queues: impl Iterator<Item = WorkerQueues>,
+    intake: &tokio::runtime::Handle,
     shutdown: &Shutdown,
 ) -> anyhow::Result<(Workers, Vec<oneshot::Receiver<()>>)> {
     let mut ready = Vec::new();
@@ -189,7 +193,7 @@ fn start_workers(
         let (sender, receiver) = oneshot::channel();
         ready.push(receiver);
         let hub = (hub.clone(), hub_task.take());
-        jobs.push(worker(Arc::clone(service), hub, queues, shutdown.clone(), sender));
+        jobs.push(worker(Arc::clone(service), hub, queues, (intake.clone(), shutdown.clone()), sender));
     }
     Ok((Workers::start(jobs)?, ready))
 }
@@ -211,14 +215,14 @@ async fn wait_for(workers: Workers, shutdown: &Shutdown) -> anyhow::Result<()> {
 }
 
 /// One worker's job: open its engine's store connection, say it is ready, then serve the
-/// HTTP and gRPC connections it is handed until shutdown, letting requests in flight
-/// finish, and dropping whatever is still open once the grace period is over (the
-/// connections' tasks go with the worker's runtime).
+/// HTTP and gRPC connections it is handed (new gRPC ones starting on `intake`) until
+/// shutdown, letting requests in flight finish, and dropping whatever is still open once
+/// the grace period is over (the connections' tasks go with the worker's runtime).
 fn worker(
     service: Arc<ServiceState>,
     (hub, hub_task): (HubHandle, Option<HubTask>),
     queues: WorkerQueues,
-    shutdown: Shutdown,
+    (intake, shutdown): (tokio::runtime::Handle, Shutdown),
     ready: oneshot::Sender<()>,
 ) -> Job {
     Box::new(move || {
@@ -229,20 +233,23 @@ fn worker(
             let front = Arc::new(Front::for_this_worker(service).await);
             let _ = ready.send(());
             tokio::select! {
-                served = serve_front(front, hub, queues, shutdown.clone()) => served,
-                () = shutdown.forced() => Ok(()),
+                () = serve_front(front, hub, queues, intake, shutdown.clone()) => {}
+                () = shutdown.forced() => {}
             }
+            Ok(())
         })
     })
 }
 
-/// Serves `front` on the HTTP, gRPC and RESP connections of `queues` until shutdown.
+/// Serves `front` on the HTTP, gRPC and RESP connections of `queues` until shutdown, new
+/// gRPC connections starting on `intake`.
 async fn serve_front(
     front: Arc<Front>,
     hub: HubHandle,
     queues: WorkerQueues,
+    intake: tokio::runtime::Handle,
     shutdown: Shutdown,
-) -> anyhow::Result<()> {
+) {
     let WorkerQueues { http, grpc, resp } = queues;
     let settings = &front.service.settings;
     let bounds = &settings.bounds();
@@ -253,23 +260,23 @@ async fn serve_front(
         .max_decoding_message_size(bounds.max_grpc_message);
     let limits = MessageLimits { timeout: settings.grpc_message_timeout, max_message: bounds.max_grpc_message };
     let rlqs = RlqsServer::new(RateLimitQuotaGrpc::new(hub), bounds.max_grpc_message);
-    let served_grpc = tonic::transport::Server::builder()
+    let services = tower::ServiceBuilder::new()
         .layer(crate::grpc::LogUnknownCalls::default())
         .layer(MessageDeadlineLayer::new(limits))
-        .max_concurrent_streams(u32::try_from(settings.grpc_max_streams).unwrap_or(u32::MAX))
-        .http2_keepalive_interval(settings.grpc_keepalive)
-        .http2_keepalive_timeout(settings.grpc_keepalive_timeout())
-        .http2_max_header_list_size(u32::try_from(bounds.max_request_head).unwrap_or(u32::MAX))
-        .add_service(rls)
-        .add_service(rlqs)
-        .serve_with_incoming_shutdown(connection::connections(grpc, timeouts), shutdown.clone().wait());
+        .service(tonic::service::Routes::new(rls).add_service(rlqs).prepare());
+    let http2 = Http2Settings {
+        max_streams: u32::try_from(settings.grpc_max_streams).unwrap_or(u32::MAX),
+        keepalive: settings.grpc_keepalive,
+        keepalive_timeout: settings.grpc_keepalive_timeout(),
+        max_header_list: u32::try_from(bounds.max_request_head).unwrap_or(u32::MAX),
+    };
+    let served_grpc = grpc::server::serve(grpc, services, http2, timeouts, intake, shutdown.clone());
     let served_resp = async {
         if let Some(queue) = resp {
             crate::resp::serve(queue, Arc::clone(&front), timeouts, shutdown.clone()).await;
         }
     };
-    let ((), served_grpc, ()) = tokio::join!(served_http, served_grpc, served_resp);
-    served_grpc.context("gRPC server")
+    tokio::join!(served_http, served_grpc, served_resp);
 }
 
 /// The log filter without `RUST_LOG`: `info`, but only errors from redis-rs's Cluster
