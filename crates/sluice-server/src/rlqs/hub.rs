@@ -1,9 +1,10 @@
-//! The hub: one task per process that holds every RLQS stream and bucket, divides each
+//! The hub: one per process, holding every RLQS stream and bucket; it divides each
 //! bucket's quota among the Envoys holding it, and pushes what changes to them at once.
 //!
 //! The gRPC streams (on any worker) only check what Envoy sends and pass it on as
-//! [`Event`]s; everything else happens here, on one task (on the first worker, see
-//! [`HubTask`]), in event order, so the shares need no lock. A tick renews refusals,
+//! [`Event`]s; everything else happens here, one event at a time (two tasks take turns,
+//! one for new streams' first events, see [`HubTask`]), so the shares need no lock of
+//! their own. A tick renews refusals,
 //! closes shares as their window ends, abandons the buckets of Envoys that stopped
 //! reporting, gives fresh shares as windows turn, and notices a reload (every bucket is
 //! abandoned then, to be reported again under the new rules). At shutdown the streams
@@ -12,9 +13,9 @@
 //!
 //! The hub composes what it holds, each in its own file: [`streams::Streams`] (each
 //! stream's buckets and outbox, and each connection's share of the buckets, kept as
-//! [`room::Room`] counts so that a report never walks the streams), [`buckets::Buckets`] (the shares of each limited bucket)
-//! and [`outgoing::Outgoing`] (the actions not sent yet); the streams reach it through
-//! [`handle::HubHandle`].
+//! [`room::Room`] counts so that a report never walks the streams), [`buckets::Buckets`]
+//! (the shares of each limited bucket) and [`outgoing::Outgoing`] (the actions not sent
+//! yet); the streams reach it through [`handle::HubHandle`].
 
 mod buckets;
 mod handle;
@@ -23,13 +24,15 @@ mod room;
 mod shared_bucket;
 mod stream_state;
 mod streams;
+mod task;
 
 pub(crate) use handle::{Event, HubHandle, Outbox};
+pub(crate) use task::HubTask;
 
 use super::assignment::blanket;
 use super::report::{BucketReport, ReportBounds};
 use super::shares::StreamId;
-use super::timing::{TICK, Timing};
+use super::timing::Timing;
 use crate::engine::Loaded;
 use crate::engine::service_state::ServiceState;
 use crate::metrics::BucketCensus;
@@ -54,37 +57,6 @@ const EVICTED: &str = "the service holds `max_rlqs_buckets` RLQS buckets and thi
 /// Events the hub queues before the streams wait to pass more on.
 const EVENTS_QUEUED: usize = 1024;
 
-/// New streams' first events the hub takes in a row, ahead of others' waiting events,
-/// before it takes one of those: a flood of new streams cannot starve the streams open.
-const FIRSTS_IN_A_ROW: u32 = 16;
-
-/// Where the hub reads the streams' events: new streams' first ones, and the rest.
-struct Inbox {
-    first: mpsc::Receiver<Event>,
-    events: mpsc::Receiver<Event>,
-}
-
-/// The hub's task, not started yet: [`HubTask::spawn`] starts it on the calling runtime.
-///
-/// The service starts it on its first worker, beside that worker's streams: a report
-/// then reaches the hub, and its answer the stream, without waking another thread (with
-/// one worker, none ever does). Measured with `scripts/rlqs_fleet.sh` (docs/benchmarks.md,
-/// "RLQS at fleet scale").
-pub(crate) struct HubTask(std::pin::Pin<Box<dyn Future<Output = ()> + Send>>);
-
-impl HubTask {
-    /// Starts the hub on the calling runtime.
-    pub(crate) fn spawn(self) {
-        tokio::spawn(self.0);
-    }
-}
-
-impl std::fmt::Debug for HubTask {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter.write_str("HubTask")
-    }
-}
-
 /// The hub for `service`, serving until `shutdown`: the handle streams reach it by, and
 /// its task, to start.
 pub(crate) fn new(service: Arc<ServiceState>, shutdown: Shutdown) -> (HubHandle, HubTask) {
@@ -102,8 +74,9 @@ pub(crate) fn new(service: Arc<ServiceState>, shutdown: Shutdown) -> (HubHandle,
         buckets: Buckets::new(timing),
         outgoing: Outgoing::default(),
         census_at: Timestamp::EPOCH,
+        stopped: false,
     };
-    let task = HubTask(Box::pin(hub.run(Inbox { first: first_inbox, events: inbox }, shutdown)));
+    let task = HubTask::new(hub, (first_inbox, inbox), shutdown);
     (HubHandle::new(events, first, bounds), task)
 }
 
@@ -120,49 +93,38 @@ struct Hub {
     outgoing: Outgoing,
     /// When the last census of answers was published.
     census_at: Timestamp,
+    /// Set at shutdown: every stream has been ended, and events are dropped.
+    stopped: bool,
 }
 
 impl Hub {
-    /// Takes in events, and ticks, until `shutdown` (or every handle is gone); then ends
-    /// every stream, first telling each to abandon every bucket when so configured.
-    async fn run(mut self, mut inbox: Inbox, shutdown: Shutdown) {
-        let mut ticks = tokio::time::interval(TICK);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let stopping = shutdown.wait();
-        tokio::pin!(stopping);
-        let mut firsts = 0;
-        loop {
-            if firsts == FIRSTS_IN_A_ROW {
-                firsts = 0;
-                if let Ok(event) = inbox.events.try_recv() {
-                    self.handle(event).await;
-                }
-            }
-            tokio::select! {
-                biased;
-                () = &mut stopping => break,
-                event = inbox.first.recv() => match event {
-                    Some(event) => {
-                        firsts += 1;
-                        self.handle(event).await;
-                    }
-                    None => break,
-                },
-                event = inbox.events.recv() => match event {
-                    Some(event) => {
-                        firsts = 0;
-                        self.handle(event).await;
-                    }
-                    None => break,
-                },
-                _ = ticks.tick() => {
-                    firsts = 0;
-                    self.tick().await;
-                }
-            }
-            self.flush();
-            self.publish();
+    /// Does what `event` asks and sends what it changed; drops it once stopped (an
+    /// opening's outbox with it, which ends its stream).
+    async fn take(&mut self, event: Event) {
+        if self.stopped {
+            return;
         }
+        self.handle(event).await;
+        self.flush();
+        self.publish();
+    }
+
+    /// Ticks ([`Hub::tick`]) and sends what it changed.
+    async fn tick_and_send(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.tick().await;
+        self.flush();
+        self.publish();
+    }
+
+    /// Ends every stream, first telling each to abandon every bucket when so configured.
+    fn stop(&mut self) {
+        if self.stopped {
+            return;
+        }
+        self.stopped = true;
         if self.service.settings.rlqs_abandon_on_shutdown {
             self.abandon_all("shutdown");
         }

@@ -187,18 +187,21 @@ mod tests {
         let (worker, worker_thread) = worker();
         let home = Home::new(Handle::current(), worker);
         let (polled, mut threads) = mpsc::unbounded_channel();
-        for stream in 0..3 {
+        let start = |stream: usize| {
             let polled = polled.clone();
-            let task = async move { polled.send((stream, std::thread::current().id())).unwrap() };
-            hyper::rt::Executor::execute(&home, task);
-        }
-        let mut started = Vec::new();
-        for _ in 0..3 {
-            started.push(threads.recv().await.unwrap());
-        }
-        started.sort_by_key(|(stream, _)| *stream);
-        assert_ne!(started[0].1, worker_thread, "the first stream: on the intake runtime");
-        assert_eq!([started[1].1, started[2].1], [worker_thread; 2], "the later ones: on the worker");
+            hyper::rt::Executor::execute(
+                &home,
+                async move { polled.send((stream, std::thread::current().id())).unwrap() },
+            );
+        };
+        start(0);
+        let (_, first) = threads.recv().await.unwrap();
+        assert_ne!(first, worker_thread, "the first stream: on the intake runtime");
+        start(1);
+        start(2);
+        let mut later = [threads.recv().await.unwrap(), threads.recv().await.unwrap()];
+        later.sort_by_key(|(stream, _)| *stream);
+        assert_eq!(later, [(1, worker_thread), (2, worker_thread)], "the later ones: on the worker");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]

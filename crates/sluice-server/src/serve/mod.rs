@@ -187,7 +187,8 @@ fn start_workers(
 ) -> anyhow::Result<(Workers, Vec<oneshot::Receiver<()>>)> {
     let mut ready = Vec::new();
     let mut jobs = Vec::new();
-    // The hub runs on the first worker ([`HubTask`]).
+    // The hub runs on the first worker, new streams' first events on the intake runtime
+    // ([`HubTask`]).
     let mut hub_task = Some(hub_task);
     for queues in queues {
         let (sender, receiver) = oneshot::channel();
@@ -228,7 +229,7 @@ fn worker(
     Box::new(move || {
         Box::pin(async move {
             if let Some(task) = hub_task {
-                task.spawn();
+                task.spawn(&intake);
             }
             let front = Arc::new(Front::for_this_worker(service).await);
             let _ = ready.send(());

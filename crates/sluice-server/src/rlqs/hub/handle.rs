@@ -30,8 +30,9 @@ pub(crate) enum Event {
 }
 
 /// How streams reach the hub: a new stream's opening and first report go by a lane of
-/// their own, which the hub reads first, so that a new Envoy is answered at once even
-/// while the reports of thousands of others wait for the hub.
+/// their own, taken by a task of the hub's on the intake runtime ([`super::HubTask`]), so
+/// that a new Envoy is answered at once even while the reports of thousands of others
+/// wait for the hub.
 #[derive(Clone, Debug)]
 pub(crate) struct HubHandle {
     events: mpsc::Sender<Event>,
