@@ -4,8 +4,8 @@
 //! connection that arrives while the worker reads a burst of reports from thousands of
 //! others waits behind all of them, at each step of its first call (its handshake, its
 //! stream's task, the answer's write). An Envoy opening its quota stream would wait for
-//! its first assignment as long as the burst takes to read: 0.1 to 0.5 s behind 40 000
-//! reports on one core (docs/benchmarks.md, "RLQS at fleet scale").
+//! its first assignment as long as the burst takes to read: 0.2 s behind 40 000 reports
+//! on one core (docs/benchmarks.md, "RLQS at fleet scale").
 //!
 //! So a new connection's task, and its first stream's, start on the intake runtime, the
 //! main one, which has little else to do; each moves to its worker at its first poll after
