@@ -70,7 +70,7 @@ impl RateLimitQuotaService for RateLimitQuotaGrpc {
         let stream = self.hub.new_stream();
         let peer = connection.as_ref().map_or(UNKNOWN_PEER, |connection| connection.peer);
         let open = Event::Open { stream, connection: peer, domain: domain.clone(), outbox };
-        if !self.hub.send_first(open).await || !self.hub.send_first(Event::Report { stream, buckets }).await {
+        if !self.hub.open(open, Event::Report { stream, buckets }).await {
             return Err(Status::unavailable("the service is shutting down"));
         }
         let forwarding = forward(self.hub.clone(), stream, domain, inbound);

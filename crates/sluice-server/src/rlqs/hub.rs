@@ -139,6 +139,7 @@ impl Hub {
             Event::Report { stream, buckets } => self.report(stream, buckets).await,
             Event::Fail { stream, status } => self.fail(stream, status),
             Event::Close { stream } => self.close(stream),
+            Event::Taken { taken } => drop(taken.send(())),
         }
     }
 

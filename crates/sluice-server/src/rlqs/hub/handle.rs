@@ -7,7 +7,7 @@ use envoy_types::pb::envoy::service::rate_limit_quota::v3::RateLimitQuotaRespons
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tonic::Status;
 
 /// Where a stream's responses go: the stream sends them on to Envoy. The status is boxed
@@ -27,6 +27,8 @@ pub(crate) enum Event {
     Fail { stream: StreamId, status: Status },
     /// A stream ended.
     Close { stream: StreamId },
+    /// Answered once the hub has taken in the first events sent before it ([`HubHandle::open`]).
+    Taken { taken: oneshot::Sender<()> },
 }
 
 /// How streams reach the hub: a new stream's opening and first report go by a lane of
@@ -59,9 +61,18 @@ impl HubHandle {
         self.events.send(event).await.is_ok()
     }
 
-    /// Passes on a new stream's opening or first report, ahead of other streams' events;
-    /// false when the hub has stopped.
-    pub(crate) async fn send_first(&self, event: Event) -> bool {
-        self.first.send(event).await.is_ok()
+    /// Passes on a new stream's opening and first report, ahead of other streams' events,
+    /// and waits until the hub has taken them in: the two lanes are taken by two tasks, so
+    /// what the stream sends next ([`HubHandle::send`]) must not be sent before, or it could
+    /// overtake them (a second report, a new bucket in it, dropped for an unknown stream).
+    /// False when the hub has stopped.
+    pub(crate) async fn open(&self, opening: Event, first_report: Event) -> bool {
+        let (taken, taken_in) = oneshot::channel();
+        for event in [opening, first_report, Event::Taken { taken }] {
+            if self.first.send(event).await.is_err() {
+                return false;
+            }
+        }
+        taken_in.await.is_ok()
     }
 }

@@ -123,9 +123,14 @@ mod tests {
     use crate::engine::backend::Backend;
     use crate::engine::service_state::ServiceState;
     use crate::metrics::Metrics;
+    use crate::rlqs::hub::{HubHandle, Outbox};
     use crate::rlqs::report;
+    use crate::rlqs::shares::StreamId;
     use envoy_types::pb::envoy::service::rate_limit_quota::v3::rate_limit_quota_usage_reports::BucketQuotaUsage;
-    use envoy_types::pb::envoy::service::rate_limit_quota::v3::{BucketId, RateLimitQuotaUsageReports};
+    use envoy_types::pb::envoy::service::rate_limit_quota::v3::{
+        BucketId, RateLimitQuotaResponse, RateLimitQuotaUsageReports,
+    };
+    use std::task::Poll;
     use std::time::Duration;
 
     /// A service on the embedded store with docs/envoy-rlqs-sluice.yaml's rules.
@@ -149,6 +154,48 @@ mod tests {
         receiver.recv().unwrap()
     }
 
+    /// Blocks a thread of the runtime of `handle` in a task until the returned sender sends
+    /// (or is dropped); returns once it is blocked.
+    fn hold(handle: &Handle) -> std::sync::mpsc::Sender<()> {
+        let (holding, held) = std::sync::mpsc::channel();
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        drop(handle.spawn(async move {
+            holding.send(()).unwrap();
+            let _ = released.recv();
+        }));
+        held.recv().unwrap();
+        release
+    }
+
+    /// The bucket `{plan: free, tenant: tenant}`.
+    fn bucket(tenant: &str) -> BucketId {
+        BucketId { bucket: [("plan", "free"), ("tenant", tenant)].map(|(k, v)| (k.to_owned(), v.to_owned())).into() }
+    }
+
+    /// Whether `response` has an action for `id`.
+    fn answers(response: &RateLimitQuotaResponse, id: &BucketId) -> bool {
+        response.bucket_action.iter().any(|action| action.bucket_id.as_ref() == Some(id))
+    }
+
+    /// The hub of a service on the embedded store, started: its open streams' lane on a
+    /// first worker of its own (returned), new streams' lane on the calling runtime.
+    async fn started_hub() -> (HubHandle, Handle) {
+        let (hub, task) = super::super::new(service().await, Shutdown::when(std::future::pending(), Duration::ZERO));
+        let (worker, intake) = (first_worker(), Handle::current());
+        worker.spawn(async move { task.spawn(&intake) }).await.unwrap();
+        (hub, worker)
+    }
+
+    /// The opening of `stream`, answered through `outbox`.
+    fn opening(stream: StreamId, outbox: Outbox) -> Event {
+        Event::Open {
+            stream,
+            connection: std::net::SocketAddr::from(([127, 0, 0, 1], 1)),
+            domain: "quota".to_owned(),
+            outbox,
+        }
+    }
+
     /// A first report in domain `quota` of one request of `id`.
     fn first_report(id: &BucketId) -> RateLimitQuotaUsageReports {
         let usage =
@@ -160,29 +207,44 @@ mod tests {
     // worker to reach the hub's task, behind every connection the worker had to read.
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_new_streams_first_events_are_answered_while_the_first_worker_is_held() {
-        let (hub, task) = super::super::new(service().await, Shutdown::when(std::future::pending(), Duration::ZERO));
-        let (worker, intake) = (first_worker(), Handle::current());
-        worker.spawn(async move { task.spawn(&intake) }).await.unwrap();
-        // The worker is held (its thread blocked in a task) until the test lets it go.
-        let (holding, held) = std::sync::mpsc::channel();
-        let (release, released) = std::sync::mpsc::channel::<()>();
-        drop(worker.spawn(async move {
-            holding.send(()).unwrap();
-            let _ = released.recv();
-        }));
-        held.recv().unwrap();
+        let (hub, worker) = started_hub().await;
+        let release = hold(&worker);
         let (outbox, mut responses) = mpsc::channel(4);
         let stream = hub.new_stream();
-        let connection = std::net::SocketAddr::from(([127, 0, 0, 1], 1));
-        assert!(hub.send_first(Event::Open { stream, connection, domain: "quota".to_owned(), outbox }).await);
-        let id = BucketId {
-            bucket: [("plan", "free"), ("tenant", "new")].map(|(k, v)| (k.to_owned(), v.to_owned())).into(),
-        };
+        let id = bucket("new");
         let buckets = report::read(first_report(&id), hub.bounds).unwrap();
-        assert!(hub.send_first(Event::Report { stream, buckets }).await);
+        let opened = hub.open(opening(stream, outbox), Event::Report { stream, buckets });
+        let opened = tokio::time::timeout(Duration::from_secs(30), opened).await;
         let answer = tokio::time::timeout(Duration::from_secs(30), responses.recv()).await;
         release.send(()).unwrap();
+        assert!(opened.is_ok_and(|taken| taken), "taken in while the first worker is held");
         let response = answer.expect("answered while the first worker is held").unwrap().unwrap();
-        assert!(response.bucket_action.iter().any(|action| action.bucket_id.as_ref() == Some(&id)), "{response:?}");
+        assert!(answers(&response, &id), "{response:?}");
+    }
+
+    // The two lanes are taken by two tasks: a report passed on once `open` returned must
+    // not overtake the stream's opening (its new bucket would be dropped, never answered).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn opening_a_stream_waits_until_the_hub_has_taken_it_in() {
+        let (hub, _worker) = started_hub().await;
+        let release = hold(&Handle::current());
+        let (outbox, mut responses) = mpsc::channel(4);
+        let stream = hub.new_stream();
+        let (first, second) = (bucket("first"), bucket("second"));
+        let buckets = report::read(first_report(&first), hub.bounds).unwrap();
+        let opened = hub.open(opening(stream, outbox), Event::Report { stream, buckets });
+        tokio::pin!(opened);
+        let waited = std::future::poll_fn(|context| Poll::Ready(opened.as_mut().poll(context).is_pending())).await;
+        release.send(()).unwrap();
+        assert!(waited, "open returned before the hub took the stream in");
+        assert!(opened.await);
+        let buckets = report::read(first_report(&second), hub.bounds).unwrap();
+        assert!(hub.send(Event::Report { stream, buckets }).await);
+        let mut answered = [false, false];
+        while answered != [true, true] {
+            let response = tokio::time::timeout(Duration::from_secs(30), responses.recv()).await;
+            let response = response.expect("both buckets answered").unwrap().unwrap();
+            answered = [answered[0] || answers(&response, &first), answered[1] || answers(&response, &second)];
+        }
     }
 }
