@@ -102,6 +102,30 @@ async fn a_stream_that_sends_nothing_ends_with_deadline_exceeded() {
     assert_eq!(status.code(), tonic::Code::DeadlineExceeded);
 }
 
+// The client's deadline (`grpc-timeout`) bounds the call, as tonic's server kept it: here
+// the wait for a first report, which is otherwise 10 s. Sent over raw HTTP/2, since
+// tonic's client keeps the deadline itself and would end the call first.
+#[tokio::test]
+async fn a_call_still_unanswered_at_its_grpc_timeout_ends_with_deadline_exceeded() {
+    let server = Server::start(RULES, &[]);
+    let socket = tokio::net::TcpStream::connect(server.grpc).await.unwrap();
+    let (send, connection) = h2::client::handshake(socket).await.unwrap();
+    tokio::spawn(connection);
+    let call =
+        axum::http::Request::post("/envoy.service.rate_limit_quota.v3.RateLimitQuotaService/StreamRateLimitQuotas")
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .header("grpc-timeout", "200m")
+            .body(())
+            .unwrap();
+    let (answer, _request) = send.ready().await.unwrap().send_request(call, false).unwrap();
+    let answer = tokio::time::timeout(Duration::from_secs(20), answer).await.unwrap().unwrap();
+    let headers = answer.headers();
+    let text = |name: &str| headers.get(name).map(|value| value.to_str().unwrap().to_owned());
+    assert_eq!(text("grpc-status").as_deref(), Some("4"), "DEADLINE_EXCEEDED: {headers:?}");
+    assert_eq!(text("grpc-message").as_deref(), Some("the%20call's%20grpc-timeout%20ran%20out"), "{headers:?}");
+}
+
 #[tokio::test]
 async fn unlimited_and_blocked_rules_are_assigned_blanket_rules() {
     use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::BlanketRule;

@@ -1,5 +1,6 @@
 //! The gRPC front end: Envoy's rate limit service (RLS) and rate limit quota service (RLQS).
 
+mod call_deadline;
 pub(crate) mod connection;
 mod descriptor_status;
 mod framing;
@@ -11,4 +12,5 @@ pub(crate) mod rls;
 pub(crate) mod server;
 mod unknown_service;
 
+pub(crate) use call_deadline::CallDeadlineLayer;
 pub(crate) use unknown_service::LogUnknownCalls;

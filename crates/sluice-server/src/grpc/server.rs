@@ -6,7 +6,9 @@
 //! What tonic's `transport::Server` would do, with the connections' tasks placed by
 //! [`Home`] rather than on the runtime that accepts them: the requests carry their
 //! connection ([`GrpcConnection`]) in their extensions, a service's error becomes a gRPC
-//! status, and at shutdown each connection is asked to close (GOAWAY) and waited for.
+//! status, and at shutdown each connection is asked to close (GOAWAY) and waited for. The
+//! client's deadline (`grpc-timeout`) is kept by a layer of the services
+//! ([`crate::grpc::CallDeadlineLayer`]).
 
 use crate::grpc::connection::GrpcSocket;
 use crate::runtime::handoff::Queue;

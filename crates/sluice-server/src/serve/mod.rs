@@ -262,6 +262,7 @@ async fn serve_front(
     let limits = MessageLimits { timeout: settings.grpc_message_timeout, max_message: bounds.max_grpc_message };
     let rlqs = RlqsServer::new(RateLimitQuotaGrpc::new(hub), bounds.max_grpc_message);
     let services = tower::ServiceBuilder::new()
+        .layer(crate::grpc::CallDeadlineLayer)
         .layer(crate::grpc::LogUnknownCalls::default())
         .layer(MessageDeadlineLayer::new(limits))
         .service(tonic::service::Routes::new(rls).add_service(rlqs).prepare());
