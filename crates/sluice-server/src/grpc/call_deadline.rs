@@ -6,14 +6,23 @@
 //! Only the call's answer is bounded, not a stream's life: a streaming call is answered
 //! (its response begun) at once, and its stream goes on.
 
-use futures_util::future::{BoxFuture, Either};
+use futures_util::FutureExt;
+use futures_util::future::{Either, Map};
 use std::convert::Infallible;
 use std::task::{Context, Poll};
 use std::time::Duration;
+use tokio::time::Timeout;
+use tokio::time::error::Elapsed;
 use tonic::Status;
 use tonic::body::Body;
 use tonic::codegen::http::{HeaderValue, Request, Response};
 use tower::{Layer, Service};
+
+/// A call's answer.
+type Answered = Result<Response<Body>, Infallible>;
+
+/// A call's answer, or `DEADLINE_EXCEEDED` once its deadline is over.
+type Bounded<F> = Map<Timeout<F>, fn(Result<Answered, Elapsed>) -> Answered>;
 
 /// The header a client states its deadline in.
 const GRPC_TIMEOUT: &str = "grpc-timeout";
@@ -39,11 +48,10 @@ pub(crate) struct CallDeadline<S> {
 impl<S, B> Service<Request<B>> for CallDeadline<S>
 where
     S: Service<Request<B>, Response = Response<Body>, Error = Infallible>,
-    S::Future: Send + 'static,
 {
     type Response = Response<Body>;
     type Error = Infallible;
-    type Future = Either<S::Future, BoxFuture<'static, Result<Response<Body>, Infallible>>>;
+    type Future = Either<S::Future, Bounded<S::Future>>;
 
     fn poll_ready(&mut self, context: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
         self.inner.poll_ready(context)
@@ -53,13 +61,14 @@ where
         let deadline = request.headers().get(GRPC_TIMEOUT).and_then(timeout);
         let answer = self.inner.call(request);
         let Some(deadline) = deadline else { return Either::Left(answer) };
-        Either::Right(Box::pin(async move {
-            match tokio::time::timeout(deadline, answer).await {
-                Ok(answered) => answered,
-                Err(_) => Ok(Status::deadline_exceeded("the call's grpc-timeout ran out").into_http()),
-            }
-        }))
+        let or_deadline_exceeded: fn(Result<Answered, Elapsed>) -> Answered = or_deadline_exceeded;
+        Either::Right(tokio::time::timeout(deadline, answer).map(or_deadline_exceeded))
     }
+}
+
+/// The answer, or `DEADLINE_EXCEEDED` when the deadline came first.
+fn or_deadline_exceeded(answer: Result<Answered, Elapsed>) -> Answered {
+    answer.unwrap_or_else(|_| Ok(Status::deadline_exceeded("the call's grpc-timeout ran out").into_http()))
 }
 
 /// The duration a `grpc-timeout` value states: 1 to 8 digits and a unit (`H`, `M`, `S`,
@@ -85,6 +94,7 @@ fn timeout(value: &HeaderValue) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures_util::future::BoxFuture;
     use proptest::prelude::*;
 
     fn parsed(value: &str) -> Option<Duration> {

@@ -4,10 +4,11 @@
 //! for the idle timeout, or when its listener, full, asks it to make room.
 //!
 //! hyper serves the connection in tasks that may be on the intake runtime or the worker
-//! ([`crate::runtime::intake`]): the watchdog closes it through its socket, whose next read
-//! ends it (end of file), and hyper drops the connection, with no GOAWAY. A connection is closed so when it has no stream open, or,
-//! when the listener is full, when its client holds more than its share
-//! ([`crate::runtime::handoff`]); Envoy opens a new one for its next call.
+//! ([`crate::runtime::intake`]): the watchdog closes it through its socket, whose next
+//! read ends it (end of file), and hyper drops the connection, with no GOAWAY. A
+//! connection is closed so when it has no stream open, or, when the listener is full, when
+//! its client holds more than its share ([`crate::runtime::handoff`]); Envoy opens a new
+//! one for its next call.
 
 use crate::runtime::activity::Activity;
 use crate::runtime::handoff::{Connection, Slot};

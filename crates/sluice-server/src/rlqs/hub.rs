@@ -4,12 +4,11 @@
 //! The gRPC streams (on any worker) only check what Envoy sends and pass it on as
 //! [`Event`]s; everything else happens here, one event at a time (two tasks take turns,
 //! one for new streams' first events, see [`HubTask`]), so the shares need no lock of
-//! their own. A tick renews refusals,
-//! closes shares as their window ends, abandons the buckets of Envoys that stopped
-//! reporting, gives fresh shares as windows turn, and notices a reload (every bucket is
-//! abandoned then, to be reported again under the new rules). At shutdown the streams
-//! end and what each Envoy was told runs out on its own (setting `rlqs_abandon_on_shutdown`
-//! abandons every bucket first instead).
+//! their own. A tick renews refusals, closes shares as their window ends, abandons the
+//! buckets of Envoys that stopped reporting, gives fresh shares as windows turn, and
+//! notices a reload (every bucket is abandoned then, to be reported again under the new
+//! rules). At shutdown the streams end and what each Envoy was told runs out on its own
+//! (setting `rlqs_abandon_on_shutdown` abandons every bucket first instead).
 //!
 //! The hub composes what it holds, each in its own file: [`streams::Streams`] (each
 //! stream's buckets and outbox, and each connection's share of the buckets, kept as

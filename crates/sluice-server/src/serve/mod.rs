@@ -218,7 +218,8 @@ async fn wait_for(workers: Workers, shutdown: &Shutdown) -> anyhow::Result<()> {
 /// One worker's job: open its engine's store connection, say it is ready, then serve the
 /// HTTP and gRPC connections it is handed (new gRPC ones starting on `intake`) until
 /// shutdown, letting requests in flight finish, and dropping whatever is still open once
-/// the grace period is over (the connections' tasks go with the worker's runtime).
+/// the grace period is over (the connections' tasks go with the worker's runtime; those of
+/// a connection still new, on `intake`, go with the main runtime as the process exits).
 fn worker(
     service: Arc<ServiceState>,
     (hub, hub_task): (HubHandle, Option<HubTask>),

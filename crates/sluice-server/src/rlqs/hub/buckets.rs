@@ -1,7 +1,7 @@
 //! The hub's buckets with a limit, by state key: what applies to a bucket a stream
 //! reports (a limited one joins the shares of its state key), and what the hub does with
-//! the shares on reports and ticks (charge usage, renew refusals and
-//! close shares, abandon the stale, re-divide).
+//! the shares on reports and ticks (charge usage, renew refusals and close shares, abandon
+//! the stale, re-divide).
 
 use super::outgoing::Outgoing;
 use super::shared_bucket::SharedBucket;
