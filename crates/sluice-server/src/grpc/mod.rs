@@ -3,6 +3,7 @@
 mod call_deadline;
 pub(crate) mod connection;
 mod descriptor_status;
+pub(crate) mod frame_cursor;
 mod framing;
 pub(crate) mod message_deadline;
 mod response_headers;

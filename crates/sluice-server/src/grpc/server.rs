@@ -71,7 +71,7 @@ pub(crate) async fn serve<S>(
             .serve_connection(TokioIo::new(socket), TowerToHyperService::new(services))
             .into_owned();
         let served = connections.watch(served);
-        home.spawn(async move {
+        home.spawn_connection(async move {
             if let Err(error) = served.await {
                 tracing::debug!(%error, %peer, "gRPC connection ended with an error");
             }

@@ -14,8 +14,15 @@
 //! thread is taken ahead of the worker's own (tokio polls them every few dozen tasks). A
 //! connection's second stream settles it at once, and its later streams, and the tasks
 //! they start, run on its worker from the start: what a flood of streams allocates is the
-//! worker's, which gives it back as it serves again. The socket is registered with the
-//! worker's runtime from the start, so nothing is re-registered when a task moves.
+//! worker's, which gives it back as it serves again. hyper parses every frame it has read
+//! before it starts a stream, so a young connection's socket reads one frame part at a
+//! time, settles the connection at its second HEADERS frame
+//! ([`crate::grpc::frame_cursor`]), and reads nothing more until the connection's task has
+//! moved ([`Reading`]): a client that sends a hundred streams at once has only the first
+//! parsed on the intake runtime. Memory allocated there and freed on the worker would stay
+//! with the intake runtime's threads, which allocate too little to give it back. The socket
+//! is registered with the worker's runtime from the start, so nothing is re-registered
+//! when a task moves.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -47,14 +54,34 @@ struct Settling {
     settled: AtomicBool,
     /// Set once the connection's first stream has started.
     first_stream: AtomicBool,
+    /// Set once the connection's own task runs on its worker.
+    moved: AtomicBool,
+}
+
+/// Where a connection's socket may be read now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Reading {
+    /// Young, on the intake runtime: a frame part at a time, up to its second stream.
+    Young,
+    /// Settled, its task not yet moved: nothing, until the task runs on its worker.
+    Moving,
+    /// On its worker: freely.
+    Settled,
+}
+
+/// Which of a connection's tasks a [`Moving`] task is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Task {
+    Connection,
+    FirstStream,
 }
 
 impl Home {
     /// The home of a connection accepted now and served by the worker of `worker`, its
     /// first moments on `intake`.
     pub(crate) fn new(intake: Handle, worker: Handle) -> Home {
-        let (settled, first_stream) = (AtomicBool::new(false), AtomicBool::new(false));
-        let settling = Settling { at: Instant::now() + YOUTH, settled, first_stream };
+        let (settled, first_stream, moved) = (AtomicBool::new(false), AtomicBool::new(false), AtomicBool::new(false));
+        let settling = Settling { at: Instant::now() + YOUTH, settled, first_stream, moved };
         Home { intake, worker, settling: Arc::new(settling) }
     }
 
@@ -71,23 +98,50 @@ impl Home {
         settled
     }
 
-    /// Settles the connection now, before its youth is over.
-    #[cfg(test)]
-    fn settle(&self) {
+    /// Settles the connection now, before its youth is over: its tasks move to its worker
+    /// at their next poll.
+    pub(crate) fn settle(&self) {
         self.settling.settled.store(true, Ordering::Relaxed);
     }
 
-    /// Runs `future`, the connection's own task or its first stream's: on the intake
-    /// runtime while the connection is young, moving to its worker at its first poll
-    /// after; on the worker once it is settled.
-    pub(crate) fn spawn<F>(&self, future: F)
+    /// Where the connection's socket may be read now.
+    pub(crate) fn reading(&self) -> Reading {
+        if self.settling.moved.load(Ordering::Acquire) {
+            Reading::Settled
+        } else if self.is_settled() {
+            Reading::Moving
+        } else {
+            Reading::Young
+        }
+    }
+
+    /// Runs `future`, the connection's own task: on the intake runtime while the
+    /// connection is young, moving to its worker at its first poll after; on the worker
+    /// once it is settled.
+    pub(crate) fn spawn_connection<F>(&self, future: F)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.spawn(Task::Connection, future);
+    }
+
+    /// Runs `future`, a `task` of the connection, as [`Home::spawn_connection`] does.
+    fn spawn<F>(&self, task: Task, future: F)
     where
         F: Future<Output = ()> + Send + 'static,
     {
         if self.is_settled() {
+            self.moved(task);
             self.spawn_on_worker(future);
         } else {
-            drop(self.intake.spawn(Moving { future: Some(Box::pin(future)), home: self.clone() }));
+            drop(self.intake.spawn(Moving { future: Some(Box::pin(future)), home: self.clone(), task }));
+        }
+    }
+
+    /// Notes that `task` runs on the worker from now on.
+    fn moved(&self, task: Task) {
+        if task == Task::Connection {
+            self.settling.moved.store(true, Ordering::Release);
         }
     }
 
@@ -114,7 +168,7 @@ where
             self.settling.settled.store(true, Ordering::Relaxed);
             self.spawn_on_worker(future);
         } else {
-            self.spawn(future);
+            self.spawn(Task::FirstStream, future);
         }
     }
 }
@@ -124,6 +178,7 @@ struct Moving<F> {
     /// `None` once moved.
     future: Option<Pin<Box<F>>>,
     home: Home,
+    task: Task,
 }
 
 impl<F> Future for Moving<F>
@@ -139,6 +194,7 @@ where
             return future.as_mut().poll(context);
         }
         if let Some(future) = moving.future.take() {
+            moving.home.moved(moving.task);
             drop(moving.home.worker.spawn(future));
         }
         Poll::Ready(())
@@ -172,12 +228,15 @@ mod tests {
             polled.send(std::thread::current().id()).unwrap();
             Poll::<()>::Pending
         });
-        let mut moving = Moving { future: Some(Box::pin(task)), home: home.clone() };
+        let mut moving = Moving { future: Some(Box::pin(task)), home: home.clone(), task: Task::Connection };
         let mut context = Context::from_waker(futures_util::task::noop_waker_ref());
         assert!(Pin::new(&mut moving).poll(&mut context).is_pending());
         assert_eq!(threads.recv().unwrap(), std::thread::current().id(), "young: polled where it is");
+        assert_eq!(home.reading(), Reading::Young);
         home.settle();
+        assert_eq!(home.reading(), Reading::Moving, "settled: its socket waits for the task to move");
         assert!(Pin::new(&mut moving).poll(&mut context).is_ready(), "settled: it leaves");
+        assert_eq!(home.reading(), Reading::Settled, "and is read freely on its worker");
         assert_eq!(threads.recv().unwrap(), worker_thread, "and goes on on its worker");
         assert!(threads.try_recv().is_err(), "polled once there, not here");
     }
@@ -210,7 +269,8 @@ mod tests {
         let home = Home::new(Handle::current(), worker);
         home.settle();
         let (polled, mut threads) = mpsc::unbounded_channel();
-        home.spawn(async move { polled.send(std::thread::current().id()).unwrap() });
+        home.spawn_connection(async move { polled.send(std::thread::current().id()).unwrap() });
         assert_eq!(threads.recv().await.unwrap(), worker_thread);
+        assert_eq!(home.reading(), Reading::Settled);
     }
 }
