@@ -88,16 +88,27 @@ async fn exhaust(envoy: &Envoy, tenant: &str) {
     .await;
 }
 
+/// docs/envoy-rlqs.yaml unchanged (ALLOW_ALL before an assignment): a reload that leaves
+/// the tenant's rule as it was leaves its spent share in force, and one that changes it
+/// makes Envoy abandon the bucket at once, to be matched under the new rule.
 #[tokio::test]
-async fn a_reload_makes_every_envoy_abandon_its_buckets_at_once() {
+async fn a_reload_keeps_an_unchanged_rules_assignments_and_abandons_a_changed_ones() {
     let Some(binary) = support::envoy::binary() else { return };
     let (sluice, app) = support::quota_fleet::sluice_and_app(SLUICE_YAML).await;
     let envoy = Envoy::start(&binary, &envoy_config(app.address, sluice.grpc, Unassigned::Allow)).await;
-    wait_for_room_in_the_minute(Duration::from_secs(20)).await;
+    // Spending the 5 takes up to 15 s; the reloads a few seconds more.
+    wait_for_room_in_the_minute(Duration::from_secs(35)).await;
     let tenant = unique("tenant");
     get(&envoy, &tenant).await;
     wait_until("an assignment", Duration::from_secs(10), async || {
         metric(&sluice, "sluice_rlqs_tokens_total").await > 0 && get(&envoy, &tenant).await == StatusCode::OK
+    })
+    .await;
+    // The whole 5 spent (a share of 2, then top-ups at Envoy's 5 s reports), Sluice refuses
+    // the bucket for the rest of the minute: no later report gets a request through.
+    wait_until("the tenant's 5 spent", Duration::from_secs(20), async || {
+        get(&envoy, &tenant).await;
+        metric(&sluice, "sluice_rlqs_refusals_total").await > 0
     })
     .await;
     exhaust(&envoy, &tenant).await;
@@ -107,14 +118,27 @@ async fn a_reload_makes_every_envoy_abandon_its_buckets_at_once() {
     let header = |name: &str| refused.headers().get(name).map(|value| value.to_str().unwrap().to_owned());
     assert_eq!(header("ratelimit-policy").as_deref(), Some("\"free\";q=5;w=60"));
     assert_eq!(header("ratelimit").as_deref(), Some("\"free\";r=0"));
+    // The same file again: the hub sees the reload within a tick (0.2 s) and keeps the
+    // bucket. An abandon would let the next request through (ALLOW_ALL until assigned).
     sluice.signal("HUP");
-    wait_until("the reload's abandons", Duration::from_secs(5), async || {
-        metric(&sluice, "sluice_rlqs_abandons_total{reason=\"reload\"}").await > 0
+    wait_until("the reload", Duration::from_secs(5), async || {
+        metric(&sluice, "sluice_config_reloads_total{result=\"ok\"}").await == 1
     })
     .await;
-    // Abandoned, the bucket is new again: Envoy lets requests through until assigned.
-    // Without the abandon its spent share would refuse them for the rest of its time
-    // to live, then its expired-assignment fallback (DENY_ALL) for a minute.
+    let until = Instant::now() + Duration::from_secs(1);
+    while Instant::now() < until {
+        assert_eq!(get(&envoy, &tenant).await, StatusCode::TOO_MANY_REQUESTS, "the spent share stays in force");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(metric(&sluice, "sluice_rlqs_abandons_total{reason=\"reload\"}").await, 0);
+    // The rule now allows 6: abandoned, the bucket is new again, and Envoy lets requests
+    // through until assigned under the new rule.
+    sluice.write_config(&SLUICE_YAML.replace("requests_per_unit: 5", "requests_per_unit: 6"));
+    sluice.signal("HUP");
+    wait_until("the reload's abandons", Duration::from_secs(5), async || {
+        metric(&sluice, "sluice_rlqs_abandons_total{reason=\"reload\"}").await == 1
+    })
+    .await;
     wait_until("a request let through", Duration::from_secs(3), async || get(&envoy, &tenant).await == StatusCode::OK)
         .await;
 }

@@ -32,13 +32,6 @@ async fn wait_for_metric(server: &Server, needle: &str) {
     }
 }
 
-fn write_config(server: &Server, text: &str) {
-    // Replace the file atomically, as editors and config managers do.
-    let temporary = server.dir().join("config.yaml.new");
-    std::fs::write(&temporary, text).unwrap();
-    std::fs::rename(temporary, server.dir().join("config.yaml")).unwrap();
-}
-
 #[tokio::test]
 async fn a_changed_file_is_reloaded_keeping_unchanged_state() {
     let server = Server::start(ONE_PER_HOUR, &[]);
@@ -46,12 +39,12 @@ async fn a_changed_file_is_reloaded_keeping_unchanged_state() {
     assert_eq!(status(&server, "p").await, StatusCode::TOO_MANY_REQUESTS);
     assert_eq!(status(&server, "q").await, StatusCode::NOT_FOUND);
 
-    write_config(&server, &format!("{ONE_PER_HOUR}  q: {{algorithm: sliding_log, limit: 5, window: 1s}}\n"));
+    server.write_config(&format!("{ONE_PER_HOUR}  q: {{algorithm: sliding_log, limit: 5, window: 1s}}\n"));
     wait_for_metric(&server, "sluice_config_reloads_total{result=\"ok\"} 1").await;
     assert_eq!(status(&server, "q").await, StatusCode::OK, "the new policy is served");
     assert_eq!(status(&server, "p").await, StatusCode::TOO_MANY_REQUESTS, "the unchanged policy kept its state");
 
-    write_config(&server, &ONE_PER_HOUR.replace("limit: 1,", "limit: 2,"));
+    server.write_config(&ONE_PER_HOUR.replace("limit: 1,", "limit: 2,"));
     wait_for_metric(&server, "sluice_config_reloads_total{result=\"ok\"} 2").await;
     assert_eq!(status(&server, "p").await, StatusCode::OK, "a changed policy starts fresh");
     assert_eq!(status(&server, "q").await, StatusCode::NOT_FOUND, "a removed policy is gone");
@@ -61,7 +54,7 @@ async fn a_changed_file_is_reloaded_keeping_unchanged_state() {
 async fn an_invalid_file_is_refused_and_the_old_one_keeps_serving() {
     let server = Server::start(ONE_PER_HOUR, &[]);
     assert_eq!(status(&server, "p").await, StatusCode::OK);
-    write_config(&server, "policies:\n  p: {algorithm: fixed_window, limit: 0, window: 1h}\n");
+    server.write_config("policies:\n  p: {algorithm: fixed_window, limit: 0, window: 1h}\n");
     wait_for_metric(&server, "sluice_config_reloads_total{result=\"failed\"} 1").await;
     assert_eq!(status(&server, "p").await, StatusCode::TOO_MANY_REQUESTS, "the old policy and its state stay");
     assert!(server.log().contains("policies.p.limit"), "the log names the problem:\n{}", server.log());
@@ -69,7 +62,7 @@ async fn an_invalid_file_is_refused_and_the_old_one_keeps_serving() {
     assert_eq!(reload.status(), StatusCode::UNPROCESSABLE_ENTITY);
     let body: Value = reload.json().await.unwrap();
     assert!(body["message"].as_str().unwrap().contains("policies.p.limit"), "{body}");
-    write_config(&server, "policies: [not a mapping\n");
+    server.write_config("policies: [not a mapping\n");
     wait_for_metric(&server, "sluice_config_reloads_total{result=\"failed\"} 3").await;
     assert_eq!(reqwest::get(server.url("/healthz")).await.unwrap().status(), StatusCode::OK);
 }

@@ -17,7 +17,7 @@ use envoy_types::pb::envoy::service::ratelimit::v3::rate_limit_service_client::R
 use envoy_types::pb::envoy::r#type::v3::rate_limit_strategy::{BlanketRule, Strategy};
 use serde_json::Value;
 use std::time::Duration;
-use support::quota_fleet::{unique, wait_for_room_in_the_minute};
+use support::quota_fleet::{metric, unique, wait_for_room_in_the_minute, wait_until};
 use support::rlqs::{bucket, open, report, tokens_for};
 use support::server::Server;
 
@@ -153,6 +153,67 @@ fn refuses(response: &RateLimitQuotaResponse, id: &BucketId) -> bool {
         let strategy = assignment.rate_limit_strategy.as_ref().and_then(|strategy| strategy.strategy.as_ref());
         strategy == Some(&Strategy::BlanketRule(BlanketRule::DenyAll as i32))
     })
+}
+
+/// Rules in the domain `quota`: `kept` limited to 5 a minute, `changed` to `changed` a
+/// minute, and `open` as `open` says.
+fn three_rules(changed: u32, open: &str) -> String {
+    format!(
+        "domain: quota\ndescriptors:\n  - key: kept\n    rate_limit: {{unit: minute, requests_per_unit: 5}}\n  \
+         - key: changed\n    rate_limit: {{unit: minute, requests_per_unit: {changed}}}\n  \
+         - key: open\n    rate_limit: {open}\n"
+    )
+}
+
+/// The buckets abandoned by the next response of `stream` that abandons any.
+async fn next_abandoned(stream: &mut support::rlqs::Stream) -> Vec<BucketId> {
+    loop {
+        let response = stream.next().await.unwrap();
+        let abandons = response
+            .bucket_action
+            .into_iter()
+            .filter(|action| matches!(action.bucket_action, Some(Action::AbandonAction(_))));
+        let abandoned: Vec<BucketId> = abandons.filter_map(|action| action.bucket_id).collect();
+        if !abandoned.is_empty() {
+            return abandoned;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_reload_abandons_only_the_buckets_the_new_rules_serve_otherwise() {
+    let server = Server::start(&three_rules(5, "{unlimited: true}"), &[]);
+    wait_for_room_in_the_minute(Duration::from_secs(15)).await;
+    let tenant = unique("tenant");
+    let [kept, changed, open_id] = ["kept", "changed", "open"].map(|key| bucket(&[(key, tenant.as_str())]));
+    let ids = [kept.clone(), changed.clone(), open_id.clone()];
+    let mut stream = open(&server, report("quota", &ids, 1)).await;
+    let mut assigned = Vec::new();
+    while !ids.iter().all(|id| assigned.contains(id)) {
+        assigned.extend(stream.next().await.unwrap().bucket_action.into_iter().filter_map(|action| action.bucket_id));
+    }
+    let reload = async |rules: String, abandons: u64| {
+        server.write_config(&rules);
+        let answer = reqwest::Client::new().post(server.url("/v1/reload")).send().await.unwrap();
+        assert_eq!(answer.status(), reqwest::StatusCode::NO_CONTENT, "the reload is taken");
+        wait_until("the hub's abandons", Duration::from_secs(5), async || {
+            metric(&server, "sluice_rlqs_abandons_total{reason=\"reload\"}").await == abandons
+        })
+        .await;
+    };
+    // `changed` now 10 a minute: its bucket alone is abandoned.
+    reload(three_rules(10, "{unlimited: true}"), 1).await;
+    assert_eq!(next_abandoned(&mut stream).await, std::slice::from_ref(&changed));
+    // `open` now blocked: its blanket rule alone is abandoned; `kept` still is not.
+    reload(three_rules(10, "{unit: minute, requests_per_unit: 0}"), 2).await;
+    assert_eq!(next_abandoned(&mut stream).await, std::slice::from_ref(&open_id));
+    // Reported again, each is matched under the new rules: `changed`, with a request let
+    // through, gets half of the 9 of its 10 left (under the old rule: at most 2 of 5).
+    stream.reports.send(report("", &[changed.clone(), open_id.clone()], 1)).await.unwrap();
+    let response = stream.next().await.unwrap();
+    assert_eq!(tokens_for(&response, &changed), Some(4), "{response:?}");
+    assert!(refuses(&response, &open_id), "{response:?}");
+    assert_eq!(metric(&server, "sluice_rlqs_abandons_total{reason=\"reload\"}").await, 2, "`kept` never");
 }
 
 /// The value of the one metric line of `metrics` that contains every one of `parts`.

@@ -6,8 +6,8 @@
 //! one for new streams' first events, see [`HubTask`]), so the shares need no lock of
 //! their own. A tick renews refusals, closes shares as their window ends, abandons the
 //! buckets of Envoys that stopped reporting, gives fresh shares as windows turn, and
-//! notices a reload (every bucket is abandoned then, to be reported again under the new
-//! rules). At shutdown the streams end and what each Envoy was told runs out on its own
+//! notices a reload (the buckets the new rules serve otherwise are abandoned then, to be
+//! reported again under them). At shutdown the streams end and what each Envoy was told runs out on its own
 //! (setting `rlqs_abandon_on_shutdown` abandons every bucket first instead).
 //!
 //! The hub composes what it holds, each in its own file: [`streams::Streams`] (each
@@ -142,13 +142,13 @@ impl Hub {
         }
     }
 
-    /// Renews, abandons and re-divides what is due; first, abandons everything when the
-    /// configuration was reloaded.
+    /// Renews, abandons and re-divides what is due; first, when the configuration was
+    /// reloaded, abandons the buckets it serves otherwise now.
     async fn tick(&mut self) {
         let current = Arc::clone(&self.service.engine.loaded());
         if !Arc::ptr_eq(&current, &self.loaded) {
-            self.abandon_all("reload");
             self.loaded = current;
+            self.abandon_changed();
         }
         let engine = &self.service.engine;
         let now = engine.now();
@@ -239,6 +239,25 @@ impl Hub {
         let metrics = self.service.engine.metrics().rlqs();
         metrics.count_abandons(reason, count);
         metrics.list(BucketCensus::of(self.service.engine.now().as_micros(), 0, Vec::new()));
+    }
+
+    /// Tells each stream to abandon the buckets the rules now in force serve otherwise than
+    /// it was told: another blanket rule, another limit or key, or none. The others keep
+    /// their shares and refusals, so a reload that leaves a rule as it was changes nothing
+    /// for its Envoys.
+    fn abandon_changed(&mut self) {
+        // What was decided before the reload goes out first, so that an abandon follows it.
+        self.flush();
+        let rules = (self.loaded.config.envoy(), self.service.settings.shadow_mode);
+        let buckets = &self.buckets;
+        let (count, released) = self
+            .streams
+            .abandon_unless(|domain, entries, tracked| buckets.still_applies(rules, domain, entries, tracked));
+        for (stream, key) in released {
+            self.buckets.release(&key, stream);
+        }
+        self.buckets.drop_unheld();
+        self.service.engine.metrics().rlqs().count_abandons("reload", count);
     }
 
     /// Sends each stream the actions gathered for it, as one response.

@@ -160,6 +160,14 @@ impl Server {
         &self.dir
     }
 
+    /// Replaces its `config.yaml` with `text`, atomically, as editors and config managers
+    /// do (a reload, by signal or by the admin endpoint, then reads it).
+    pub fn write_config(&self, text: &str) {
+        let temporary = self.dir.join("config.yaml.new");
+        std::fs::write(&temporary, text).unwrap();
+        std::fs::rename(temporary, self.dir.join("config.yaml")).unwrap();
+    }
+
     /// `http://host:port` + `path`.
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.http)

@@ -12,7 +12,7 @@ use crate::metrics::{BucketCensus, LISTED_BUCKETS, RlqsBucket};
 use crate::rlqs::assignment::{BlanketRule, abandon};
 use crate::rlqs::holder::Usage;
 use crate::rlqs::payer::QuotaPayer;
-use crate::rlqs::report::BucketReport;
+use crate::rlqs::report::{BucketReport, Entries};
 use crate::rlqs::shares::{Assignment, StreamId};
 use crate::rlqs::timing::{Timing, Windows};
 use crate::runtime::rarely::Rarely;
@@ -21,6 +21,41 @@ use sluice_core::{Key, Limit, Timestamp};
 use std::collections::HashMap;
 use std::time::Instant;
 use tonic::Status;
+
+/// What the rules say of a bucket, before it joins any shares.
+enum Applies {
+    /// No rule, or one whose window is too short to share ([`Tracked::NoRule`]).
+    NoRule,
+    /// Every request allowed, or none.
+    Blanket(BlanketRule),
+    /// A limit, shared at its state key.
+    Limited { key: String, limit: Limit, windows: Windows },
+}
+
+/// What applies to a bucket of `entries` in `domain` under `rules` (`shadow_all`: every
+/// rule in shadow mode); `INVALID_ARGUMENT` when its state key would be too long.
+fn applies(rules: Option<&Rules>, shadow_all: bool, domain: &str, entries: &Entries) -> Result<Applies, Status> {
+    let Some(rules) = rules else { return Ok(Applies::NoRule) };
+    let entries = entries.iter().map(|(key, value)| (key.as_str(), value.as_str()));
+    Ok(match rules.resolve(domain, entries) {
+        Resolution::Unlimited(_) => Applies::Blanket(BlanketRule::AllowAll),
+        Resolution::Blocked(rule) | Resolution::Limited { rule, .. } if shadow_all || rule.shadow_mode() => {
+            Applies::Blanket(BlanketRule::AllowAll)
+        }
+        Resolution::Blocked(_) => Applies::Blanket(BlanketRule::DenyAll),
+        Resolution::Limited { limit, key, .. } => match Windows::new(limit.policy().quota_window()) {
+            Some(windows) => Applies::Limited { key: key.as_str().to_owned(), limit: limit.clone(), windows },
+            None => Applies::NoRule,
+        },
+        Resolution::KeyTooLong { len, .. } => {
+            return Err(Status::invalid_argument(format!(
+                "bucket id too long: its state key would be {len} bytes, over the {} allowed",
+                sluice_core::Key::MAX_LEN
+            )));
+        }
+        Resolution::NoRule | Resolution::Overridden { .. } => Applies::NoRule,
+    })
+}
 
 /// The buckets with a limit, by state key.
 #[derive(Debug)]
@@ -47,39 +82,41 @@ impl Buckets {
         domain: &str,
         bucket: &BucketReport,
     ) -> Result<Tracked, Status> {
-        let entries = bucket.entries.iter().map(|(key, value)| (key.as_str(), value.as_str()));
-        let Some(rules) = rules else { return Ok(Tracked::NoRule) };
         let id = bucket.id.clone();
-        Ok(match rules.resolve(domain, entries) {
-            Resolution::Unlimited(_) => Tracked::Blanket { id, rule: BlanketRule::AllowAll },
-            Resolution::Blocked(rule) | Resolution::Limited { rule, .. } if shadow_all || rule.shadow_mode() => {
-                Tracked::Blanket { id, rule: BlanketRule::AllowAll }
+        Ok(match applies(rules, shadow_all, domain, &bucket.entries)? {
+            Applies::NoRule => Tracked::NoRule,
+            Applies::Blanket(rule) => Tracked::Blanket { id, rule },
+            Applies::Limited { key, limit, windows } => {
+                self.join(key.clone(), limit, windows, stream, &id);
+                Tracked::Shared { id, key }
             }
-            Resolution::Blocked(_) => Tracked::Blanket { id, rule: BlanketRule::DenyAll },
-            Resolution::Limited { limit, key, .. } => match Windows::new(limit.policy().quota_window()) {
-                Some(windows) => {
-                    let key = key.as_str().to_owned();
-                    self.join(key.clone(), limit, windows, stream, &id);
-                    Tracked::Shared { id, key }
-                }
-                None => Tracked::NoRule,
-            },
-            Resolution::KeyTooLong { len, .. } => {
-                return Err(Status::invalid_argument(format!(
-                    "bucket id too long: its state key would be {len} bytes, over the {} allowed",
-                    sluice_core::Key::MAX_LEN
-                )));
-            }
-            Resolution::NoRule | Resolution::Overridden { .. } => Tracked::NoRule,
         })
+    }
+
+    /// Whether `tracked`, a bucket of `entries` in `domain`, is served as it is under
+    /// `rules` (after a reload): the same blanket rule, or the same limit at the same key.
+    pub(super) fn still_applies(
+        &self,
+        (rules, shadow_all): (Option<&Rules>, bool),
+        domain: &str,
+        entries: &Entries,
+        tracked: &Tracked,
+    ) -> bool {
+        match (tracked, applies(rules, shadow_all, domain, entries)) {
+            (Tracked::Blanket { rule, .. }, Ok(Applies::Blanket(now))) => *rule == now,
+            (Tracked::Shared { key, .. }, Ok(Applies::Limited { key: now, limit, .. })) => {
+                *key == now && self.shared.get(key).is_some_and(|shared| *shared.limit() == limit)
+            }
+            _ => false,
+        }
     }
 
     /// Records that `stream` holds the bucket of `limit` at `key` as `id`, starting its
     /// shares (in `windows`) when it is the first holder.
-    fn join(&mut self, key: String, limit: &Limit, windows: Windows, stream: StreamId, id: &BucketId) {
+    fn join(&mut self, key: String, limit: Limit, windows: Windows, stream: StreamId, id: &BucketId) {
         let timing = self.timing;
         let shared = self.shared.entry(key);
-        shared.or_insert_with(|| SharedBucket::new(limit.clone(), windows, timing)).hold(stream, id);
+        shared.or_insert_with(|| SharedBucket::new(limit, windows, timing)).hold(stream, id);
     }
 
     /// Forgets `stream`'s hold on the bucket at `key`.
@@ -92,6 +129,11 @@ impl Buckets {
     /// Forgets every bucket (all abandoned).
     pub(super) fn clear(&mut self) {
         self.shared.clear();
+    }
+
+    /// Forgets the buckets no stream holds any more.
+    pub(super) fn drop_unheld(&mut self) {
+        self.shared.retain(|_, bucket| !bucket.is_empty());
     }
 
     /// The state keys of the buckets the tick at `now` has something to do for.

@@ -78,6 +78,22 @@ impl StreamState {
         })
     }
 
+    /// Forgets the buckets of which `still_applies(domain, entries, tracked)` is false; what
+    /// applied to each.
+    pub(super) fn forget_unless(
+        &mut self,
+        mut still_applies: impl FnMut(&str, &Entries, &Tracked) -> bool,
+    ) -> Vec<Tracked> {
+        let domain = self.domain.as_str();
+        let changed: Vec<Entries> = self
+            .buckets
+            .iter()
+            .filter(|(entries, tracked)| !still_applies(domain, entries, tracked))
+            .map(|(entries, _)| entries.clone())
+            .collect();
+        changed.iter().filter_map(|entries| self.buckets.remove(entries)).collect()
+    }
+
     /// Forgets every bucket it holds: the actions abandoning those it was assigned.
     pub(super) fn abandon_all(&mut self) -> Vec<BucketAction> {
         self.buckets

@@ -3,11 +3,12 @@
 //!
 //! Every count is kept as buckets come and go, so a report costs a look-up per bucket,
 //! however many streams are open: nothing here walks every stream, except ending them all
-//! (reload, shutdown) and choosing which stream gives room back when the service is full.
+//! (a reload, shutdown) and choosing which stream gives room back when the service is full.
 
 use super::Outbox;
 use super::room::{Admission, Room};
 use super::stream_state::{StreamState, Tracked};
+use crate::rlqs::assignment::abandon;
 use crate::rlqs::report::Entries;
 use crate::rlqs::shares::StreamId;
 use crate::runtime::rarely::Rarely;
@@ -150,6 +151,37 @@ impl Streams {
                  such line, logged at most once a minute; `dropped` actions this time)"
             );
         }
+    }
+
+    /// Tells each stream to abandon its buckets of which `still_applies(domain, entries,
+    /// tracked)` is false, and forgets them; how many were abandoned, and the shared ones
+    /// with the stream that held each.
+    pub(super) fn abandon_unless(
+        &mut self,
+        mut still_applies: impl FnMut(&str, &Entries, &Tracked) -> bool,
+    ) -> (usize, Vec<(StreamId, String)>) {
+        let (mut count, mut released, mut outgoing) = (0, Vec::new(), Vec::new());
+        for (&stream, state) in &mut self.streams {
+            let changed = state.forget_unless(&mut still_applies);
+            self.room.give_back(state.connection(), changed.len());
+            let mut actions = Vec::with_capacity(changed.len());
+            for tracked in changed {
+                match tracked {
+                    Tracked::NoRule => continue,
+                    Tracked::Blanket { id, .. } => actions.push(abandon(&id)),
+                    Tracked::Shared { id, key } => {
+                        actions.push(abandon(&id));
+                        released.push((stream, key));
+                    }
+                }
+            }
+            count += actions.len();
+            outgoing.push((stream, actions));
+        }
+        for (stream, actions) in outgoing {
+            self.deliver(stream, actions);
+        }
+        (count, released)
     }
 
     /// Tells every stream to abandon every bucket it was assigned, and forgets their
