@@ -18,7 +18,8 @@ use crate::rlqs::timing::{Timing, Windows};
 use crate::runtime::rarely::Rarely;
 use envoy_types::pb::envoy::service::rate_limit_quota::v3::BucketId;
 use sluice_core::{Key, Limit, Timestamp};
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use std::time::Instant;
 use tonic::Status;
 
@@ -243,26 +244,28 @@ impl Buckets {
     }
 
     /// How many holders of limited buckets were last told a share, a refusal and nothing,
-    /// at `now`; and the buckets held by the most holders, each with its own counts.
+    /// at `now`; and the buckets held by the most holders (ties by key), each with its own
+    /// counts.
     pub(super) fn census(&self, now: Timestamp) -> ([usize; 3], BucketCensus) {
         let mut counts = [0; 3];
-        let mut found = Vec::with_capacity(self.shared.len());
+        // The listed so far, the last of them on top (fewest holders, then greatest key):
+        // a bounded heap, so a census allocates for the list, not for every bucket.
+        let mut listed = BinaryHeap::with_capacity(LISTED_BUCKETS + 1);
         for (key, bucket) in &self.shared {
             let census = bucket.census(now);
             for (total, count) in counts.iter_mut().zip(census) {
                 *total += count;
             }
-            found.push((key, bucket, census));
+            // Keys are unique: the policy's name never decides the order.
+            listed.push((Reverse(bucket.holders()), key, census, bucket.limit().name()));
+            if listed.len() > LISTED_BUCKETS {
+                listed.pop();
+            }
         }
-        let listed = found.len().min(LISTED_BUCKETS);
-        if found.len() > listed {
-            found.select_nth_unstable_by(listed - 1, |one, other| other.1.holders().cmp(&one.1.holders()));
-            found.truncate(listed);
-        }
-        let found = found.into_iter().map(|(key, bucket, [share, refusal, none])| RlqsBucket {
+        let found = listed.into_iter().map(|(Reverse(holders), key, [share, refusal, none], policy)| RlqsBucket {
             key: key.clone(),
-            policy: bucket.limit().name().to_owned(),
-            holders: bucket.holders(),
+            policy: policy.to_owned(),
+            holders,
             share,
             refusal,
             none,
@@ -289,4 +292,44 @@ fn send(
         }
     }
     refused
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sluice_core::{Alignment, FixedWindow};
+    use std::time::Duration;
+
+    #[test]
+    fn the_census_lists_the_buckets_held_by_the_most_streams_ties_by_key() {
+        let timing = Timing { report_interval: Duration::from_secs(5) };
+        let policy = FixedWindow::new(5, Duration::from_secs(60), Alignment::Aligned, Duration::ZERO).unwrap();
+        let limit = Limit::new("per-tenant", policy);
+        let windows = Windows::new(Duration::from_secs(60)).unwrap();
+        let mut buckets = Buckets::new(timing);
+        // 250 buckets held by 1 to 3 streams (bucket i by i % 3 + 1): 83 held by 3.
+        for bucket in 0..250_usize {
+            for stream in 0..=bucket % 3 {
+                let id = BucketId { bucket: [("tenant".to_owned(), bucket.to_string())].into() };
+                buckets.join(
+                    format!("key-{bucket:03}"),
+                    limit.clone(),
+                    windows,
+                    StreamId::try_from(stream).unwrap(),
+                    &id,
+                );
+            }
+        }
+        let (_, census) = buckets.census(Timestamp::from_micros(1_000_000));
+        assert_eq!(census.total, 250, "every bucket counted, listed or not");
+        let listed: Vec<(usize, &str)> =
+            census.buckets.iter().map(|bucket| (bucket.holders, bucket.key.as_str())).collect();
+        let mut expected: Vec<(usize, String)> =
+            (0..250_usize).map(|bucket| (bucket % 3 + 1, format!("key-{bucket:03}"))).collect();
+        expected.sort_by(|one, other| other.0.cmp(&one.0).then(one.1.cmp(&other.1)));
+        let expected: Vec<(usize, &str)> =
+            expected.iter().take(LISTED_BUCKETS).map(|(holders, key)| (*holders, key.as_str())).collect();
+        assert_eq!(listed, expected);
+        assert!(census.buckets.iter().all(|bucket| bucket.policy == "per-tenant"));
+    }
 }
