@@ -96,8 +96,8 @@ async fn a_reload_keeps_an_unchanged_rules_assignments_and_abandons_a_changed_on
     let Some(binary) = support::envoy::binary() else { return };
     let (sluice, app) = support::quota_fleet::sluice_and_app(SLUICE_YAML).await;
     let envoy = Envoy::start(&binary, &envoy_config(app.address, sluice.grpc, Unassigned::Allow)).await;
-    // Spending the 5 takes up to 15 s; the reloads a few seconds more.
-    wait_for_room_in_the_minute(Duration::from_secs(35)).await;
+    // Spending the 5 takes up to 15 s (20 s bounded), the reloads up to 10 s more (bounded).
+    wait_for_room_in_the_minute(Duration::from_secs(45)).await;
     let tenant = unique("tenant");
     get(&envoy, &tenant).await;
     wait_until("an assignment", Duration::from_secs(10), async || {

@@ -182,8 +182,10 @@ async fn next_abandoned(stream: &mut support::rlqs::Stream) -> Vec<BucketId> {
 
 #[tokio::test]
 async fn a_reload_abandons_only_the_buckets_the_new_rules_serve_otherwise() {
-    let server = Server::start(&three_rules(5, "{unlimited: true}"), &[]);
-    wait_for_room_in_the_minute(Duration::from_secs(15)).await;
+    // Reports due every minute: no bucket goes stale (three intervals) during the test.
+    let server = Server::start(&three_rules(5, "{unlimited: true}"), &["--rlqs-report-interval", "1m"]);
+    // No share closes (a second before the minute's end) during the test either.
+    wait_for_room_in_the_minute(Duration::from_secs(30)).await;
     let tenant = unique("tenant");
     let [kept, changed, open_id] = ["kept", "changed", "open"].map(|key| bucket(&[(key, tenant.as_str())]));
     let ids = [kept.clone(), changed.clone(), open_id.clone()];
@@ -210,7 +212,15 @@ async fn a_reload_abandons_only_the_buckets_the_new_rules_serve_otherwise() {
     // Reported again, each is matched under the new rules: `changed`, with a request let
     // through, gets half of the 9 of its 10 left (under the old rule: at most 2 of 5).
     stream.reports.send(report("", &[changed.clone(), open_id.clone()], 1)).await.unwrap();
-    let response = stream.next().await.unwrap();
+    let mentions = |response: &RateLimitQuotaResponse| {
+        response.bucket_action.iter().any(|action| action.bucket_id.as_ref() == Some(&changed))
+    };
+    let response = loop {
+        let response = stream.next().await.unwrap();
+        if mentions(&response) {
+            break response;
+        }
+    };
     assert_eq!(tokens_for(&response, &changed), Some(4), "{response:?}");
     assert!(refuses(&response, &open_id), "{response:?}");
     assert_eq!(metric(&server, "sluice_rlqs_abandons_total{reason=\"reload\"}").await, 2, "`kept` never");

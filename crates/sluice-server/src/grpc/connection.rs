@@ -166,13 +166,15 @@ mod tests {
         }
         client.write_all(&sent).await.unwrap();
         let accepted = queues[0].next().await.unwrap();
-        let home = Home::new(Handle::current(), Handle::current());
+        // Young for an hour: settled by its second HEADERS frame only, however loaded the machine.
+        let home = Home::young_for(Handle::current(), Handle::current(), Duration::from_secs(3600));
+        let patience = Duration::from_secs(10);
         let timeouts = Timeouts { idle: Duration::from_secs(60), head: Duration::from_secs(60) };
         let mut socket = GrpcSocket::watched(accepted, home.clone(), timeouts);
         let mut received = Vec::new();
         while home.reading() == Reading::Young {
             let mut buf = [0; 4096];
-            let read = socket.read(&mut buf).await.unwrap();
+            let read = tokio::time::timeout(patience, socket.read(&mut buf)).await.unwrap().unwrap();
             assert!(read > 0, "the client's bytes are all there");
             received.extend_from_slice(&buf[..read]);
         }
@@ -184,7 +186,7 @@ mod tests {
         home.spawn_connection(async {});
         assert_eq!(home.reading(), Reading::Settled);
         while received.len() < sent.len() {
-            let read = socket.read(&mut buf).await.unwrap();
+            let read = tokio::time::timeout(patience, socket.read(&mut buf)).await.unwrap().unwrap();
             assert!(read > 0);
             received.extend_from_slice(&buf[..read]);
         }

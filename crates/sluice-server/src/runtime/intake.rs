@@ -80,8 +80,14 @@ impl Home {
     /// The home of a connection accepted now and served by the worker of `worker`, its
     /// first moments on `intake`.
     pub(crate) fn new(intake: Handle, worker: Handle) -> Home {
+        Home::young_for(intake, worker, YOUTH)
+    }
+
+    /// The home of a connection accepted now, young for `youth` (tests: longer than any
+    /// stall of a loaded machine).
+    pub(crate) fn young_for(intake: Handle, worker: Handle, youth: Duration) -> Home {
         let (settled, first_stream, moved) = (AtomicBool::new(false), AtomicBool::new(false), AtomicBool::new(false));
-        let settling = Settling { at: Instant::now() + YOUTH, settled, first_stream, moved };
+        let settling = Settling { at: Instant::now() + youth, settled, first_stream, moved };
         Home { intake, worker, settling: Arc::new(settling) }
     }
 
@@ -207,6 +213,9 @@ mod tests {
     use std::thread::ThreadId;
     use tokio::sync::mpsc;
 
+    /// A youth no stall of a loaded machine outlasts.
+    const HOUR: Duration = Duration::from_secs(3600);
+
     /// A single-threaded runtime on a thread of its own, as a worker's; its handle and thread.
     fn worker() -> (Handle, ThreadId) {
         let (sender, receiver) = std::sync::mpsc::channel();
@@ -222,7 +231,7 @@ mod tests {
     fn a_young_connections_task_is_polled_where_it_runs_then_moves_to_its_worker_once_settled() {
         let (worker, worker_thread) = worker();
         let intake = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        let home = Home::new(intake.handle().clone(), worker);
+        let home = Home::young_for(intake.handle().clone(), worker, HOUR);
         let (polled, threads) = std::sync::mpsc::channel();
         let task = std::future::poll_fn(move |_| {
             polled.send(std::thread::current().id()).unwrap();
@@ -244,7 +253,7 @@ mod tests {
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_young_connections_first_stream_starts_on_the_intake_runtime_and_its_later_ones_on_its_worker() {
         let (worker, worker_thread) = worker();
-        let home = Home::new(Handle::current(), worker);
+        let home = Home::young_for(Handle::current(), worker, HOUR);
         let (polled, mut threads) = mpsc::unbounded_channel();
         let start = |stream: usize| {
             let polled = polled.clone();
