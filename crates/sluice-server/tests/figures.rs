@@ -48,6 +48,8 @@ async fn metrics(server: &Server) -> String {
 #[tokio::test]
 async fn top_lists_denied_keys_and_consumed_units_with_their_error_bounds() {
     let server = Server::start(CONFIG, &["--top-keys", "4", "--snapshot", "off"]);
+    // The counts below are this minute's: the checks and the reads fall in one minute.
+    support::quota_fleet::wait_for_room_in_the_minute(std::time::Duration::from_secs(10)).await;
     // `abuser` is denied 5 times, `other` once; `big` consumes 30 units, `small` 1.
     for _ in 0..7 {
         check(&server, "abuser", "tight", 1).await;

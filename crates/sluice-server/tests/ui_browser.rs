@@ -9,6 +9,7 @@ mod support;
 
 use serde_json::json;
 use std::process::Command;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use support::browser::{Browser, PATIENCE, artifact, assert_no_errors};
 use support::server::{Server, fresh_dir};
 
@@ -28,6 +29,14 @@ policies:
     limit: 2
     window: 1s
 "#;
+
+/// Waits until at least `room` is left in the current minute of the wall clock.
+fn wait_for_room_in_the_minute(room: Duration) {
+    let into_minute = || SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs_f64() % 60.0;
+    while 60.0 - into_minute() < room.as_secs_f64() {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
 
 /// Sends `count` checks of `key` against `policy` through the HTTP API.
 fn send_checks(server: &Server, key: &str, policy: &str, count: usize) {
@@ -71,10 +80,24 @@ fn the_live_view_lists_the_policies_and_follows_the_checks() {
     assert_eq!(browser.eval(&rates("seconds")), 300);
     assert_eq!(browser.eval(&rates("busySeconds")), 0);
 
+    // The top-keys tables show this minute's keys: the checks and the page's look at them
+    // fall in one minute (the page refreshes every second).
+    wait_for_room_in_the_minute(Duration::from_secs(30));
     send_checks(&server, "browser-user", "three_per_hour", 5);
     let counted =
         format!("{} === '3' && {} === '2'", cell("three_per_hour", "allowed"), cell("three_per_hour", "rejected"));
     browser.wait_for(&counted, "the live view to count 3 allowed and 2 rejected", PATIENCE);
+    // Every check counts in its policy's top keys (none is sampled): the 2 rejections
+    // and the 3 units consumed, exact while the tables have room.
+    let top = |table: &str, field: &str| {
+        format!(
+            "document.querySelector('#{table} tr[data-policy=\"three_per_hour\"][data-key=\"browser-user\"] \
+             [data-field=\"{field}\"]')?.textContent"
+        )
+    };
+    let listed = format!("{} === '2' && {} === '3'", top("top-denied", "count"), top("top-consumed", "count"));
+    browser.wait_for(&listed, "browser-user among the top keys of three_per_hour", PATIENCE);
+    assert_eq!(browser.eval(&top("top-denied", "error")), "exact");
     // The chart shows whole seconds only: the checks appear once their second is over.
     let charted = format!("{} === 3 && {} === 2", rates("allowedTotal"), rates("rejectedTotal"));
     browser.wait_for(&charted, "the chart to hold the 3 allowed and 2 rejected checks", PATIENCE);
@@ -91,17 +114,6 @@ fn the_live_view_lists_the_policies_and_follows_the_checks() {
     let ticks = browser.eval("[...document.querySelectorAll('#rate-chart .xtick')].map(t => t.textContent)");
     assert_eq!(ticks, json!(["now", "1 min ago", "2 min ago", "3 min ago", "4 min ago", "5 min ago"]));
 
-    // Every check counts in its policy's top keys (none is sampled): the 2 rejections
-    // and the 3 units consumed, exact while the tables have room.
-    let top = |table: &str, field: &str| {
-        format!(
-            "document.querySelector('#{table} tr[data-policy=\"three_per_hour\"][data-key=\"browser-user\"] \
-             [data-field=\"{field}\"]')?.textContent"
-        )
-    };
-    let listed = format!("{} === '2' && {} === '3'", top("top-denied", "count"), top("top-consumed", "count"));
-    browser.wait_for(&listed, "browser-user among the top keys of three_per_hour", PATIENCE);
-    assert_eq!(browser.eval(&top("top-denied", "error")), "exact");
     assert_eq!(browser.eval(&cell("three_per_hour", "near_limit")), "3");
     assert_eq!(browser.eval(&cell("three_per_hour", "keys_estimate")), "≈1");
     browser.wait_for(&format!("{} !== '–'", cell("three_per_hour", "rejected_rate")), "a rate", PATIENCE);
