@@ -129,6 +129,8 @@ async fn ranks_are_exported_with_hashed_keys_unless_raw_keys_are_asked_for() {
         let mut args = args.to_vec();
         args.extend(["--top-key-series", "2", "--snapshot", "off"]);
         let server = Server::start(CONFIG, &args);
+        // The ranks are this minute's: the checks and the scrape fall in one minute.
+        support::quota_fleet::wait_for_room_in_the_minute(std::time::Duration::from_secs(10)).await;
         for _ in 0..4 {
             check(&server, "abuser", "tight", 1).await;
         }
