@@ -11,7 +11,7 @@ use sluice_test_support::redis::RedisCluster;
 use std::time::Duration;
 
 fn limits() -> Vec<Limit> {
-    let window = FixedWindow::new(3, Duration::from_secs(60), Alignment::Aligned, Duration::ZERO).unwrap();
+    let window = FixedWindow::new(3, Duration::from_secs(60), Alignment::Anchored, Duration::ZERO).unwrap();
     let bucket = LeakyBucket::new(Duration::from_secs(1), 5, LeakMode::NoDelay).unwrap();
     vec![Limit::new("window", window), Limit::new("bucket", bucket)]
 }

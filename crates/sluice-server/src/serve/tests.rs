@@ -8,7 +8,10 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
-const CONFIG: &str = "policies:\n  once:\n    algorithm: fixed_window\n    limit: 1\n    window: 1h\n";
+/// Anchored at the first request: the turn of an hour between the test's two requests
+/// cannot empty the window.
+const CONFIG: &str =
+    "policies:\n  once:\n    algorithm: fixed_window\n    limit: 1\n    window: 1h\n    alignment: anchored\n";
 
 /// Settings for a service on free ports, with no snapshot and one worker.
 fn settings(config: &ServiceConfig) -> Settings {

@@ -122,7 +122,7 @@ impl MemoryStore {
     /// use sluice_core::{Alignment, FixedWindow, Key, Limit, MemoryStore, Timestamp};
     /// use std::time::Duration;
     ///
-    /// let made_at_run_time = FixedWindow::new(1, Duration::from_secs(60), Alignment::Aligned, Duration::ZERO)?;
+    /// let made_at_run_time = FixedWindow::new(1, Duration::from_secs(60), Alignment::Anchored, Duration::ZERO)?;
     /// let override_limit = Limit::new("override", made_at_run_time);
     /// let store = MemoryStore::new();
     /// let now = Timestamp::from_system_time(std::time::SystemTime::now());
