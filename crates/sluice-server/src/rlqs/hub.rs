@@ -7,8 +7,9 @@
 //! their own. A tick renews refusals, closes shares as their window ends, abandons the
 //! buckets of Envoys that stopped reporting, gives fresh shares as windows turn, and
 //! notices a reload (the buckets the new rules serve otherwise are abandoned then, to be
-//! reported again under them). At shutdown the streams end and what each Envoy was told runs out on its own
-//! (setting `rlqs_abandon_on_shutdown` abandons every bucket first instead).
+//! reported again under them). At shutdown the streams end and what each Envoy was told
+//! runs out on its own (setting `rlqs_abandon_on_shutdown` abandons every bucket first
+//! instead).
 //!
 //! The hub composes what it holds, each in its own file: [`streams::Streams`] (each
 //! stream's buckets and outbox, and each connection's share of the buckets, kept as
